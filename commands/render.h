@@ -1,0 +1,20 @@
+// Renders a Report for people (text) or programs (JSON, as CONTRACT.md fixes it).
+#pragma once
+
+#include <string>
+
+#include "commands/report.h"
+
+namespace pytstates {
+
+enum class Command { Tstates, Internals, Check };
+
+struct RenderOptions {
+    Command command = Command::Tstates;
+    bool showDebuggerThreads = false;  // a column with the debugger's thread numbers
+};
+
+std::string renderJson(const Report& report, const RenderOptions& options);
+std::string renderText(const Report& report, const RenderOptions& options);
+
+}  // namespace pytstates

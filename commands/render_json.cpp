@@ -1,0 +1,84 @@
+#include <nlohmann/json.hpp>
+
+#include "commands/render.h"
+
+namespace pytstates {
+
+namespace {
+
+using nlohmann::json;
+
+json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
+
+json frameJson(const PyFrame& f) { return {{"function", f.function}, {"file", f.file}, {"line", f.line}}; }
+
+}  // namespace
+
+std::string renderJson(const Report& report, const RenderOptions& options) {
+    json out;
+    out["schema"] = 1;
+    json target = {{"kind", report.target.kind == TargetKind::Live ? "live" : "core"},
+                   {"pid", report.target.pid},
+                   {"executable", report.target.executable}};
+    if (report.target.stoppedMs) target["stopped_ms"] = *report.target.stoppedMs;
+    out["target"] = target;
+
+    bool withFrames = options.command != Command::Internals;
+    json runtimes = json::array();
+    for (const auto& rt : report.runtimes) {
+        json interps = json::array();
+        for (const auto& interp : rt.interpreters) {
+            json tstates = json::array();
+            for (const auto& ts : interp.tstates) {
+                auto lwp = report.lwpFor(ts.address);
+                json t = {{"address", hexAddress(ts.address)},
+                          {"id", ts.id},
+                          {"thread_id", hexAddress(ts.threadId)},
+                          {"native_thread_id", ts.nativeThreadId ? json(*ts.nativeThreadId) : json(nullptr)},
+                          {"lwp", lwp ? json(*lwp) : json(nullptr)},
+                          {"holds_gil", interp.gilKnown && interp.gilHolder == ts.address}};
+                if (withFrames) {
+                    json frames = json::array();
+                    for (const auto& f : ts.frames) frames.push_back(frameJson(f));
+                    t["frames"] = frames;
+                }
+                tstates.push_back(t);
+            }
+            interps.push_back({{"id", interp.id},
+                               {"address", hexAddress(interp.address)},
+                               {"main", interp.main},
+                               {"gil_holder", interp.gilKnown ? addressOrNull(interp.gilHolder) : json(nullptr)},
+                               {"tstates", tstates}});
+        }
+        runtimes.push_back({{"address", hexAddress(rt.address)},
+                            {"module", rt.modulePath},
+                            {"version", rt.version},
+                            {"layout", rt.layout.source},
+                            {"interpreters", interps}});
+    }
+    out["runtimes"] = runtimes;
+
+    json threads = json::array();
+    for (const auto& t : report.threads) {
+        json row = {{"lwp", t.lwp},
+                    {"pthread", hexAddress(t.pthread)},
+                    {"current_tstate", addressOrNull(t.currentTstate)},
+                    {"autotss_tstate", addressOrNull(t.autotssTstate)}};
+        if (t.debuggerThread) row["debugger_thread"] = t.debuggerThread;
+        threads.push_back(row);
+    }
+    out["threads"] = threads;
+    if (options.command != Command::Tstates) out["internals"] = json::array();
+    json findings = json::array();
+    for (const auto& f : report.findings)
+        findings.push_back({{"code", f.code},
+                            {"severity", f.severity},
+                            {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
+                            {"tstate", addressOrNull(f.tstate)},
+                            {"message", f.message}});
+    out["findings"] = findings;
+    if (!report.warnings.empty()) out["warnings"] = report.warnings;
+    return out.dump(2) + "\n";
+}
+
+}  // namespace pytstates

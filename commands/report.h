@@ -1,0 +1,72 @@
+// The one report model every front end renders: what the target holds, per runtime,
+// interpreter, thread state and OS thread. Built from symbols/, rendered as text or JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/runtimes.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct TargetSummary {
+    TargetKind kind = TargetKind::Core;
+    int pid = 0;
+    std::string executable;
+    std::string description;  // "core FILE" / "process PID"
+    std::optional<double> stoppedMs;
+};
+
+struct ThreadRow {
+    int lwp = 0;
+    uint64_t pthread = 0;
+    uint64_t currentTstate = 0;  // CPython's current tstate for this thread, 0 when none
+    uint64_t autotssTstate = 0;  // the autoTSSkey slot, 0 when unset
+    std::string autotssStatus;   // "set", "unset", "stale ..." or empty when unknown
+    std::optional<uint32_t> autotssKey;
+    int debuggerThread = 0;      // the debugger's own thread number, 0 when none
+};
+
+struct Finding {
+    std::string code;
+    std::string severity;  // error | warning | info
+    std::optional<int> lwp;
+    uint64_t tstate = 0;
+    std::string message;
+};
+
+struct Report {
+    TargetSummary target;
+    std::vector<Runtime> runtimes;
+    std::vector<std::string> rejectedRuntimes;
+    std::vector<ThreadRow> threads;
+    std::vector<Finding> findings;
+    std::vector<std::string> warnings;
+    std::map<uint64_t, int> lwpOfTstate;  // tstate address -> LWP of the OS thread it belongs to
+
+    std::optional<int> lwpFor(uint64_t tstate) const {
+        auto it = lwpOfTstate.find(tstate);
+        if (it == lwpOfTstate.end()) return std::nullopt;
+        return it->second;
+    }
+    bool hasError() const {
+        for (const auto& f : findings)
+            if (f.severity == "error") return true;
+        return false;
+    }
+};
+
+struct ReportOptions {
+    size_t maxFrames = 5;
+};
+
+// Throws std::runtime_error (one line) when the target holds no CPython runtime.
+Report buildReport(const Target& target, const ReportOptions& options);
+
+std::string hexAddress(uint64_t value);
+
+}  // namespace pytstates

@@ -1,0 +1,87 @@
+// The pytstates command line (CONTRACT.md): tstates | internals | check, on a core or a process.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "commands/render.h"
+#include "commands/report.h"
+#include "symbols/core/core_target.h"
+
+namespace {
+
+struct Arguments {
+    std::string core, exe, sysroot;
+    std::vector<std::string> debugDirs;
+    int pid = 0;
+    bool json = false;
+    bool types = false;
+    int frames = 5;
+};
+
+void addTargetOptions(CLI::App* cmd, Arguments& a) {
+    auto* core = cmd->add_option("--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump)");
+    cmd->add_option("--exe", a.exe, "the executable, when the core's is elsewhere")->needs(core);
+    cmd->add_option("--sysroot", a.sysroot, "find the core's files under this directory")->needs(core);
+    cmd->add_option("--debug-dir", a.debugDirs, "more roots holding .build-id/xx/yyyy.debug files");
+    auto* pid = cmd->add_option("--pid", a.pid, "a live process, attached read-only");
+    core->excludes(pid);
+    cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
+}
+
+int run(pytstates::Command command, const Arguments& a) {
+    using namespace pytstates;
+    if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
+    if (a.pid) throw std::runtime_error("--pid: live processes are not supported by this build yet");
+    CoreOptions options;
+    options.corePath = a.core;
+    options.executable = a.exe;
+    options.search.sysroot = a.sysroot;
+    options.search.debugDirs = a.debugDirs;
+    CoreTarget target(options);
+    ReportOptions reportOptions;
+    reportOptions.maxFrames = static_cast<size_t>(std::max(0, a.frames));
+    Report report = buildReport(target, reportOptions);
+    report.target.description = "core " + a.core;
+    RenderOptions render;
+    render.command = command;
+    std::string out = a.json ? renderJson(report, render) : renderText(report, render);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return report.hasError() ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"pytstates: CPython runtimes, thread states and pybind11 internals of a core or a live process"};
+    app.require_subcommand(1);
+    Arguments args;
+    auto* tstates = app.add_subcommand("tstates", "runtimes, interpreters, thread states, per-thread TLS");
+    addTargetOptions(tstates, args);
+    tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
+    auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
+    addTargetOptions(internals, args);
+    internals->add_flag("--types", args.types, "list each record's registered types");
+    auto* check = app.add_subcommand("check", "everything above plus the findings");
+    addTargetOptions(check, args);
+    check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "pytstates: %s\n", e.what());
+        return 2;
+    }
+    try {
+        pytstates::Command command = pytstates::Command::Tstates;
+        if (internals->parsed()) command = pytstates::Command::Internals;
+        if (check->parsed()) command = pytstates::Command::Check;
+        return run(command, args);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "pytstates: %s\n", e.what());
+        return 2;
+    }
+}

@@ -1,0 +1,92 @@
+#include "symbols/cpython/frames.h"
+
+#include <set>
+
+#include "symbols/cpython/line_table.h"
+#include "symbols/cpython/python_objects.h"
+
+namespace pytstates {
+
+namespace {
+constexpr size_t kMaxFramesWalked = 4096;  // a longer chain is corrupt or cyclic
+constexpr int kFirstShimOwner = 3;  // 3.12+: CSTACK (3.12, 3.13) / INTERPRETER and CSTACK (3.14)
+}  // namespace
+
+uint64_t FrameReader::topFrame(uint64_t tstate) const {
+    if (layout_.tstateFrame != kAbsent) return memory_.readPointer(tstate + layout_.tstateFrame).value_or(0);
+    if (layout_.tstateCurrentFrame != kAbsent)
+        return memory_.readPointer(tstate + layout_.tstateCurrentFrame).value_or(0);
+    if (layout_.tstateCframe != kAbsent && layout_.cframeCurrentFrame != kAbsent) {
+        uint64_t cframe = memory_.readPointer(tstate + layout_.tstateCframe).value_or(0);
+        if (!cframe) return 0;
+        return memory_.readPointer(cframe + layout_.cframeCurrentFrame).value_or(0);
+    }
+    return 0;
+}
+
+bool FrameReader::isCodeObject(uint64_t code) {
+    auto type = memory_.readPointer(code + layout_.objectType);
+    if (!type || !*type) return false;
+    auto it = codeTypeCache_.find(*type);
+    if (it != codeTypeCache_.end()) return it->second;
+    auto name = memory_.readPointer(*type + layout_.typeName);
+    bool isCode = name && *name && memory_.readCString(*name, 32).value_or("") == "code";
+    codeTypeCache_[*type] = isCode;
+    return isCode;
+}
+
+bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
+    out->address = frame;
+    out->function = readPyUnicode(memory_, layout_, memory_.readPointer(code + layout_.codeName).value_or(0)).value_or("???");
+    out->file = readPyUnicode(memory_, layout_, memory_.readPointer(code + layout_.codeFilename).value_or(0)).value_or("???");
+    int firstLine = memory_.readValue<int32_t>(code + layout_.codeFirstLineno).value_or(0);
+    auto table = readPyBytes(memory_, layout_, memory_.readPointer(code + layout_.codeLineTable).value_or(0));
+    if (!table) return true;
+    if (layout_.codeCodeAdaptive != kAbsent) {
+        uint64_t instr = memory_.readPointer(frame + layout_.frameInstr).value_or(0);
+        uint64_t first = code + layout_.codeCodeAdaptive;
+        if (instr < first) return false;  // incomplete frame: not started yet
+        out->line = lineFromLocationTable(*table, firstLine, static_cast<int>(instr - first));
+    } else {
+        int lasti = memory_.readValue<int32_t>(frame + layout_.frameInstr).value_or(-1);
+        if (lasti < 0) lasti = 0;
+        if (layout_.minor >= 10)
+            out->line = lineFromLinetable310(*table, firstLine, lasti * 2);
+        else
+            out->line = lineFromLnotab(*table, firstLine, lasti);
+    }
+    return true;
+}
+
+std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::string* note) {
+    std::vector<PyFrame> frames;
+    std::set<uint64_t> seen;
+    uint64_t frame = topFrame(tstate);
+    for (size_t walked = 0; frame && frames.size() < maxFrames; ++walked) {
+        if (walked >= kMaxFramesWalked || !seen.insert(frame).second) {
+            if (note) *note = "the frame chain is cyclic or too long";
+            break;
+        }
+        auto codeField = memory_.readPointer(frame + layout_.frameCode);
+        auto previous = memory_.readPointer(frame + layout_.framePrevious);
+        if (!codeField || !previous) {
+            if (note) *note = "frame at " + std::to_string(frame) + " is unreadable";
+            break;
+        }
+        uint64_t code = *codeField;
+        if (layout_.minor >= 14) code &= ~uint64_t(3);  // _PyStackRef tag bits
+        bool shim = false;
+        if (layout_.frameOwner != kAbsent) {
+            int owner = memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0);
+            shim = layout_.minor >= 12 && owner >= kFirstShimOwner;
+        }
+        if (!shim && code && isCodeObject(code)) {
+            PyFrame f;
+            if (describe(frame, code, &f)) frames.push_back(std::move(f));
+        }
+        frame = *previous;
+    }
+    return frames;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,37 @@
+// A thread state's Python stack, innermost first, read through the layout.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/layout.h"
+#include "symbols/memory.h"
+
+namespace pytstates {
+
+struct PyFrame {
+    uint64_t address = 0;
+    std::string function;
+    std::string file;
+    int line = -1;
+};
+
+class FrameReader {
+public:
+    FrameReader(const Memory& memory, const CPythonLayout& layout) : memory_(memory), layout_(layout) {}
+    // At most maxFrames frames; *note says why the walk ended early (unreadable, cyclic).
+    std::vector<PyFrame> read(uint64_t tstate, size_t maxFrames, std::string* note);
+
+private:
+    uint64_t topFrame(uint64_t tstate) const;
+    bool isCodeObject(uint64_t code);
+    bool describe(uint64_t frame, uint64_t code, PyFrame* out);
+
+    const Memory& memory_;
+    const CPythonLayout& layout_;
+    std::map<uint64_t, bool> codeTypeCache_;  // type pointer -> is "code"
+};
+
+}  // namespace pytstates

@@ -1,0 +1,89 @@
+// Where CPython keeps what pytstates reads: one struct of offsets per CPython build, filled
+// from the best source available (DWARF, _Py_DebugOffsets, or the built-in table of the
+// minor version). The walkers read only through this struct.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pytstates {
+
+constexpr int64_t kAbsent = -1;  // the field does not exist in this version
+
+struct CPythonLayout {
+    int minor = 0;        // 3.<minor>
+    std::string source;   // "dwarf", "debug_offsets", "table"
+    std::vector<std::string> disagreements;  // where a better source contradicted the table
+
+    // _PyRuntimeState
+    int64_t runtimeInterpretersHead = kAbsent;
+    int64_t runtimeInterpretersMain = kAbsent;
+    int64_t runtimeGilLocked = kAbsent;       // ceval.gil.locked (<= 3.11: one GIL per runtime)
+    int64_t runtimeGilLastHolder = kAbsent;   // ceval.gil.last_holder
+    int64_t runtimeTstateCurrent = kAbsent;   // gilstate.tstate_current (<= 3.11)
+    int64_t runtimeAutoTssKey = kAbsent;      // Py_tss_t {int _is_initialized; unsigned _key;}
+
+    // PyInterpreterState
+    int64_t interpNext = kAbsent;
+    int64_t interpThreadsHead = kAbsent;
+    int64_t interpId = kAbsent;
+    int64_t interpRuntime = kAbsent;  // back-pointer to _PyRuntime (3.9+)
+    int64_t interpDict = kAbsent;
+    int64_t interpBuiltins = kAbsent;
+    int64_t interpSysdict = kAbsent;
+    int64_t interpCevalGil = kAbsent;  // pointer to the GIL in use (3.12+)
+
+    // struct _gil_runtime_state, reached through interpCevalGil (3.12+)
+    int64_t gilLocked = kAbsent;
+    int64_t gilLastHolder = kAbsent;
+
+    // PyThreadState
+    int64_t tstatePrev = kAbsent;
+    int64_t tstateNext = kAbsent;
+    int64_t tstateInterp = kAbsent;
+    int64_t tstateFrame = kAbsent;         // PyFrameObject* (<= 3.10)
+    int64_t tstateCframe = kAbsent;        // _PyCFrame* (3.11, 3.12)
+    int64_t cframeCurrentFrame = kAbsent;  // _PyCFrame.current_frame
+    int64_t tstateCurrentFrame = kAbsent;  // _PyInterpreterFrame* (3.13+)
+    int64_t tstateThreadId = kAbsent;
+    int64_t tstateNativeThreadId = kAbsent;
+    int64_t tstateId = kAbsent;
+    int64_t tstateState = kAbsent;  // 3.13+: 0 detached, 1 attached, 2 suspended
+
+    // Frames: PyFrameObject (<= 3.10) or _PyInterpreterFrame (3.11+)
+    int64_t framePrevious = kAbsent;  // f_back / previous
+    int64_t frameCode = kAbsent;      // f_code / f_executable (tagged on 3.14)
+    int64_t frameInstr = kAbsent;     // f_lasti (int) / prev_instr / instr_ptr
+    int64_t frameOwner = kAbsent;     // char (3.11+)
+    int64_t frameIsEntry = kAbsent;   // 3.11 only
+
+    // PyCodeObject
+    int64_t codeFilename = kAbsent;
+    int64_t codeName = kAbsent;
+    int64_t codeFirstLineno = kAbsent;
+    int64_t codeLineTable = kAbsent;     // co_lnotab (<= 3.9) / co_linetable (3.10+), a bytes object
+    int64_t codeCode = kAbsent;          // co_code bytes object (<= 3.10)
+    int64_t codeCodeAdaptive = kAbsent;  // first instruction, inline (3.11+)
+
+    // str and bytes
+    int64_t unicodeLength = 16;
+    int64_t unicodeState = 32;
+    int64_t unicodeAsciiData = kAbsent;    // sizeof(PyASCIIObject)
+    int64_t unicodeCompactData = kAbsent;  // sizeof(PyCompactUnicodeObject)
+    int64_t bytesSize = 16;
+    int64_t bytesData = 32;
+    int64_t objectType = 8;  // ob_type
+    int64_t typeName = 24;   // tp_name
+};
+
+// The built-in table for a release (non-debug, GIL) build of 3.<minor> on x86_64;
+// false when the minor version is not known.
+bool tableLayout(int minor, CPythonLayout* out);
+
+class DwarfTypes;
+// Overwrites table values with what DWARF says, recording disagreements; returns true when the
+// core thread-state fields came from DWARF.
+bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* layout);
+
+}  // namespace pytstates

@@ -1,0 +1,122 @@
+// Fills a CPythonLayout from the DWARF of libpython (or of a python executable), field by
+// field, by the names CPython's own headers use. Names that changed across versions are
+// listed as alternatives; the first one DWARF knows wins.
+#include <initializer_list>
+#include <utility>
+
+#include "symbols/cpython/layout.h"
+#include "symbols/elf/dwarf_types.h"
+
+namespace pytstates {
+
+namespace {
+
+using Candidate = std::pair<const char*, const char*>;  // (type name, member path)
+
+class Filler {
+public:
+    Filler(DwarfTypes& dwarf, CPythonLayout* layout) : dwarf_(dwarf), layout_(layout) {}
+
+    bool set(int64_t CPythonLayout::*field, const char* label, std::initializer_list<Candidate> candidates) {
+        for (const auto& [type, path] : candidates) {
+            auto offset = dwarf_.memberOffset(type, path);
+            if (!offset) continue;
+            int64_t& slot = layout_->*field;
+            if (slot != kAbsent && slot != *offset)
+                layout_->disagreements.push_back(std::string(label) + ": DWARF says " + std::to_string(*offset) +
+                                                 ", the built-in table " + std::to_string(slot));
+            slot = *offset;
+            return true;
+        }
+        return false;
+    }
+    void setSize(int64_t CPythonLayout::*field, const char* label, const char* type) {
+        auto size = dwarf_.sizeOf(type);
+        if (!size) return;
+        int64_t& slot = layout_->*field;
+        if (slot != kAbsent && slot != static_cast<int64_t>(*size))
+            layout_->disagreements.push_back(std::string(label) + ": DWARF says " + std::to_string(*size) +
+                                             ", the built-in table " + std::to_string(slot));
+        slot = static_cast<int64_t>(*size);
+    }
+
+private:
+    DwarfTypes& dwarf_;
+    CPythonLayout* layout_;
+};
+
+}  // namespace
+
+bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
+    if (!dwarf.hasType("_ts") || !dwarf.hasType("pyruntimestate")) return false;
+    Filler f(dwarf, l);
+    using L = CPythonLayout;
+    const char* rt = "pyruntimestate";
+    f.set(&L::runtimeInterpretersHead, "_PyRuntime.interpreters.head", {{rt, "interpreters.head"}});
+    f.set(&L::runtimeInterpretersMain, "_PyRuntime.interpreters.main", {{rt, "interpreters.main"}});
+    if (l->minor <= 11) {
+        f.set(&L::runtimeGilLocked, "_PyRuntime.ceval.gil.locked", {{rt, "ceval.gil.locked"}});
+        f.set(&L::runtimeGilLastHolder, "_PyRuntime.ceval.gil.last_holder", {{rt, "ceval.gil.last_holder"}});
+        f.set(&L::runtimeTstateCurrent, "_PyRuntime.gilstate.tstate_current", {{rt, "gilstate.tstate_current"}});
+    }
+    f.set(&L::runtimeAutoTssKey, "_PyRuntime.autoTSSkey", {{rt, "gilstate.autoTSSkey"}, {rt, "autoTSSkey"}});
+
+    f.set(&L::interpNext, "PyInterpreterState.next", {{"_is", "next"}});
+    f.set(&L::interpThreadsHead, "PyInterpreterState.threads.head", {{"_is", "threads.head"}, {"_is", "tstate_head"}});
+    f.set(&L::interpId, "PyInterpreterState.id", {{"_is", "id"}});
+    f.set(&L::interpRuntime, "PyInterpreterState.runtime", {{"_is", "runtime"}});
+    f.set(&L::interpDict, "PyInterpreterState.dict", {{"_is", "dict"}});
+    f.set(&L::interpBuiltins, "PyInterpreterState.builtins", {{"_is", "builtins"}});
+    f.set(&L::interpSysdict, "PyInterpreterState.sysdict", {{"_is", "sysdict"}});
+    if (l->minor >= 12) {
+        f.set(&L::interpCevalGil, "PyInterpreterState.ceval.gil", {{"_is", "ceval.gil"}});
+        f.set(&L::gilLocked, "_gil_runtime_state.locked", {{"_gil_runtime_state", "locked"}});
+        f.set(&L::gilLastHolder, "_gil_runtime_state.last_holder", {{"_gil_runtime_state", "last_holder"}});
+    }
+
+    f.set(&L::tstatePrev, "PyThreadState.prev", {{"_ts", "prev"}});
+    f.set(&L::tstateNext, "PyThreadState.next", {{"_ts", "next"}});
+    f.set(&L::tstateInterp, "PyThreadState.interp", {{"_ts", "interp"}});
+    f.set(&L::tstateThreadId, "PyThreadState.thread_id", {{"_ts", "thread_id"}});
+    f.set(&L::tstateNativeThreadId, "PyThreadState.native_thread_id", {{"_ts", "native_thread_id"}});
+    f.set(&L::tstateId, "PyThreadState.id", {{"_ts", "id"}});
+    if (l->minor <= 10) {
+        f.set(&L::tstateFrame, "PyThreadState.frame", {{"_ts", "frame"}});
+        f.set(&L::framePrevious, "PyFrameObject.f_back", {{"_frame", "f_back"}});
+        f.set(&L::frameCode, "PyFrameObject.f_code", {{"_frame", "f_code"}});
+        f.set(&L::frameInstr, "PyFrameObject.f_lasti", {{"_frame", "f_lasti"}});
+        f.set(&L::codeCode, "PyCodeObject.co_code", {{"PyCodeObject", "co_code"}});
+        f.set(&L::codeLineTable, "PyCodeObject.co_linetable", {{"PyCodeObject", "co_linetable"}, {"PyCodeObject", "co_lnotab"}});
+    } else {
+        if (l->minor <= 12) {
+            f.set(&L::tstateCframe, "PyThreadState.cframe", {{"_ts", "cframe"}});
+            f.set(&L::cframeCurrentFrame, "_PyCFrame.current_frame", {{"_PyCFrame", "current_frame"}});
+        } else {
+            f.set(&L::tstateCurrentFrame, "PyThreadState.current_frame", {{"_ts", "current_frame"}});
+            f.set(&L::tstateState, "PyThreadState.state", {{"_ts", "state"}});
+        }
+        const char* fr = "_PyInterpreterFrame";
+        f.set(&L::framePrevious, "_PyInterpreterFrame.previous", {{fr, "previous"}});
+        f.set(&L::frameCode, "_PyInterpreterFrame.f_code", {{fr, "f_code"}, {fr, "f_executable"}});
+        f.set(&L::frameInstr, "_PyInterpreterFrame.prev_instr", {{fr, "prev_instr"}, {fr, "instr_ptr"}});
+        f.set(&L::frameOwner, "_PyInterpreterFrame.owner", {{fr, "owner"}});
+        if (l->minor == 11) f.set(&L::frameIsEntry, "_PyInterpreterFrame.is_entry", {{fr, "is_entry"}});
+        f.set(&L::codeCodeAdaptive, "PyCodeObject.co_code_adaptive", {{"PyCodeObject", "co_code_adaptive"}});
+        f.set(&L::codeLineTable, "PyCodeObject.co_linetable", {{"PyCodeObject", "co_linetable"}});
+    }
+    f.set(&L::codeFilename, "PyCodeObject.co_filename", {{"PyCodeObject", "co_filename"}});
+    f.set(&L::codeName, "PyCodeObject.co_name", {{"PyCodeObject", "co_name"}});
+    f.set(&L::codeFirstLineno, "PyCodeObject.co_firstlineno", {{"PyCodeObject", "co_firstlineno"}});
+    f.setSize(&L::unicodeAsciiData, "sizeof(PyASCIIObject)", "PyASCIIObject");
+    f.setSize(&L::unicodeCompactData, "sizeof(PyCompactUnicodeObject)", "PyCompactUnicodeObject");
+    f.set(&L::unicodeState, "PyASCIIObject.state", {{"PyASCIIObject", "state"}});
+    f.set(&L::unicodeLength, "PyASCIIObject.length", {{"PyASCIIObject", "length"}});
+    f.set(&L::bytesSize, "PyVarObject.ob_size", {{"PyBytesObject", "ob_base.ob_size"}});
+    f.set(&L::bytesData, "PyBytesObject.ob_sval", {{"PyBytesObject", "ob_sval"}});
+    f.set(&L::objectType, "PyObject.ob_type", {{"_object", "ob_type"}});
+    f.set(&L::typeName, "PyTypeObject.tp_name", {{"_typeobject", "tp_name"}});
+    l->source = "dwarf";
+    return true;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,176 @@
+// Built-in layouts for CPython release builds on x86_64, measured on the pyenv builds
+// 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0 and Debian's 3.14.10 (shared/research).
+// Used when neither DWARF nor _Py_DebugOffsets is available; DWARF is checked against them.
+#include "symbols/cpython/layout.h"
+
+namespace pytstates {
+
+namespace {
+
+void commonThreadStateLinks(CPythonLayout* l) {
+    l->tstatePrev = 0;
+    l->tstateNext = 8;
+    l->tstateInterp = 16;
+}
+
+// 3.8 - 3.10: PyFrameObject frames, co_lnotab / co_linetable.
+void frameObjectLayout(CPythonLayout* l) {
+    l->tstateFrame = 24;
+    l->framePrevious = 24;  // f_back
+    l->frameCode = 32;      // f_code
+    l->codeFirstLineno = 40;
+    l->codeCode = 48;
+    l->codeFilename = 104;
+    l->codeName = 112;
+    l->codeLineTable = 120;
+    l->unicodeAsciiData = 48;
+    l->unicodeCompactData = 72;
+}
+
+}  // namespace
+
+bool tableLayout(int minor, CPythonLayout* l) {
+    *l = CPythonLayout{};
+    l->minor = minor;
+    l->source = "table";
+    commonThreadStateLinks(l);
+    switch (minor) {
+        case 8:
+            l->runtimeInterpretersHead = 32;
+            l->runtimeInterpretersMain = 40;
+            l->runtimeGilLastHolder = 1160;
+            l->runtimeGilLocked = 1168;
+            l->runtimeTstateCurrent = 1368;
+            l->runtimeAutoTssKey = 1392;
+            l->interpNext = 0;
+            l->interpThreadsHead = 8;
+            l->interpId = 16;
+            l->interpSysdict = 72;
+            l->interpBuiltins = 80;
+            l->interpDict = 544;
+            l->tstateThreadId = 176;
+            l->tstateId = 256;
+            frameObjectLayout(l);
+            l->frameInstr = 104;  // f_lasti, in bytes
+            return true;
+        case 9:
+        case 10:
+            l->runtimeInterpretersHead = 32;
+            l->runtimeInterpretersMain = 40;
+            l->runtimeGilLastHolder = 360;
+            l->runtimeGilLocked = 368;
+            l->runtimeTstateCurrent = 568;
+            l->runtimeAutoTssKey = 584;
+            l->interpNext = 0;
+            l->interpThreadsHead = 8;
+            l->interpRuntime = 16;
+            l->interpId = 24;
+            l->interpSysdict = 872;
+            l->interpBuiltins = 880;
+            l->interpDict = minor == 9 ? 1376 : 1344;
+            l->tstateThreadId = 176;
+            l->tstateId = 256;
+            frameObjectLayout(l);
+            l->frameInstr = minor == 9 ? 104 : 96;  // f_lasti: bytes on 3.9, code units on 3.10
+            return true;
+        case 11:
+            l->runtimeInterpretersHead = 40;
+            l->runtimeInterpretersMain = 48;
+            l->runtimeGilLastHolder = 368;
+            l->runtimeGilLocked = 376;
+            l->runtimeTstateCurrent = 576;
+            l->runtimeAutoTssKey = 592;
+            l->interpNext = 0;
+            l->interpThreadsHead = 16;
+            l->interpRuntime = 40;
+            l->interpId = 48;
+            l->interpSysdict = 904;
+            l->interpBuiltins = 912;
+            l->interpDict = 1400;
+            l->tstateCframe = 56;
+            l->cframeCurrentFrame = 8;
+            l->tstateThreadId = 152;
+            l->tstateNativeThreadId = 160;
+            l->tstateId = 240;
+            l->framePrevious = 48;
+            l->frameCode = 32;
+            l->frameInstr = 56;  // prev_instr
+            l->frameIsEntry = 68;
+            l->frameOwner = 69;
+            l->codeFilename = 112;
+            l->codeName = 120;
+            l->codeLineTable = 136;
+            l->codeFirstLineno = 72;
+            l->codeCodeAdaptive = 184;
+            l->unicodeAsciiData = 48;
+            l->unicodeCompactData = 72;
+            return true;
+        case 12:
+            l->runtimeInterpretersHead = 40;
+            l->runtimeInterpretersMain = 48;
+            l->runtimeAutoTssKey = 1544;
+            l->interpNext = 0;
+            l->interpId = 8;
+            l->interpThreadsHead = 72;
+            l->interpRuntime = 96;
+            l->interpSysdict = 352;
+            l->interpBuiltins = 360;
+            l->interpCevalGil = 384;
+            l->interpDict = 1720;
+            l->gilLastHolder = 8;
+            l->gilLocked = 16;
+            l->tstateCframe = 56;
+            l->cframeCurrentFrame = 0;
+            l->tstateThreadId = 136;
+            l->tstateNativeThreadId = 144;
+            l->tstateId = 224;
+            l->frameCode = 0;
+            l->framePrevious = 8;
+            l->frameInstr = 56;  // prev_instr
+            l->frameOwner = 70;
+            l->codeFilename = 112;
+            l->codeName = 120;
+            l->codeLineTable = 136;
+            l->codeFirstLineno = 68;
+            l->codeCodeAdaptive = 192;
+            l->unicodeAsciiData = 40;
+            l->unicodeCompactData = 56;
+            return true;
+        case 13:
+        case 14:
+            l->runtimeInterpretersHead = minor == 13 ? 632 : 808;
+            l->runtimeInterpretersMain = minor == 13 ? 640 : 816;
+            l->runtimeAutoTssKey = minor == 13 ? 2160 : 2336;
+            l->interpCevalGil = 16;
+            l->interpNext = minor == 13 ? 7264 : 7272;
+            l->interpId = minor == 13 ? 7272 : 7280;
+            l->interpThreadsHead = 7344;
+            l->interpRuntime = minor == 13 ? 7376 : 7384;
+            l->interpSysdict = minor == 13 ? 7640 : 7672;
+            l->interpBuiltins = minor == 13 ? 7648 : 7680;
+            l->interpDict = minor == 13 ? 8448 : 8496;
+            l->gilLastHolder = 8;
+            l->gilLocked = 16;
+            l->tstateState = minor == 13 ? 40 : 44;
+            l->tstateCurrentFrame = 72;
+            l->tstateThreadId = 152;
+            l->tstateNativeThreadId = 160;
+            l->tstateId = 224;
+            l->frameCode = 0;
+            l->framePrevious = 8;
+            l->frameInstr = 56;  // instr_ptr
+            l->frameOwner = minor == 13 ? 70 : 74;
+            l->codeFilename = 112;
+            l->codeName = 120;
+            l->codeLineTable = 136;
+            l->codeFirstLineno = 68;
+            l->codeCodeAdaptive = minor == 13 ? 200 : 208;
+            l->unicodeAsciiData = 40;
+            l->unicodeCompactData = 56;
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace pytstates

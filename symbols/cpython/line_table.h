@@ -1,0 +1,18 @@
+// Line numbers from a code object's line table, one decoder per format. Pure functions over
+// bytes, so they are tested without a process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace pytstates {
+
+// 3.8, 3.9: co_lnotab pairs (address increment, signed line increment). offset in bytes.
+int lineFromLnotab(const std::vector<uint8_t>& table, int firstLine, int offset);
+// 3.10: co_linetable pairs (address delta, signed line delta; -128 = no line). offset in bytes.
+int lineFromLinetable310(const std::vector<uint8_t>& table, int firstLine, int offset);
+// 3.11+: the location table of PEP 657 (Objects/locations.md). offset in bytes.
+int lineFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int offset);
+
+}  // namespace pytstates

@@ -1,0 +1,66 @@
+#include "symbols/cpython/python_objects.h"
+
+namespace pytstates {
+
+namespace {
+void appendUtf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+        out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+        out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else if (cp < 0x10000) {
+        out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else {
+        out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    }
+}
+}  // namespace
+
+std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                         size_t maxChars) {
+    if (!object || layout.unicodeAsciiData == kAbsent) return std::nullopt;
+    auto length = memory.readValue<int64_t>(object + layout.unicodeLength);
+    auto state = memory.readValue<uint32_t>(object + layout.unicodeState);
+    if (!length || !state || *length < 0) return std::nullopt;
+    // state bit-field: interned:2, kind:3, compact:1, ascii:1 (same order in 3.8 - 3.14)
+    unsigned kind = (*state >> 2) & 7, compact = (*state >> 5) & 1, ascii = (*state >> 6) & 1;
+    if (!compact || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
+    size_t n = std::min<size_t>(static_cast<size_t>(*length), maxChars);
+    uint64_t data = object + (ascii ? layout.unicodeAsciiData : layout.unicodeCompactData);
+    std::vector<uint8_t> raw(n * kind);
+    if (!memory.readExact(data, raw.data(), raw.size())) return std::nullopt;
+    std::string out;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t cp = 0;
+        for (unsigned b = 0; b < kind; ++b) cp |= uint32_t(raw[i * kind + b]) << (8 * b);
+        if (ascii && cp >= 0x80) return std::nullopt;
+        appendUtf8(out, cp);
+    }
+    return out;
+}
+
+std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                                size_t maxSize) {
+    if (!object) return std::nullopt;
+    auto size = memory.readValue<int64_t>(object + layout.bytesSize);
+    if (!size || *size < 0 || static_cast<size_t>(*size) > maxSize) return std::nullopt;
+    std::vector<uint8_t> out(static_cast<size_t>(*size));
+    if (!memory.readExact(object + layout.bytesData, out.data(), out.size())) return std::nullopt;
+    return out;
+}
+
+std::optional<std::string> readTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object) {
+    auto type = memory.readPointer(object + layout.objectType);
+    if (!type || !*type) return std::nullopt;
+    auto name = memory.readPointer(*type + layout.typeName);
+    if (!name || !*name) return std::nullopt;
+    return memory.readCString(*name, 256);
+}
+
+}  // namespace pytstates

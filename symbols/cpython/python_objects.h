@@ -1,0 +1,22 @@
+// Reading the few Python objects pytstates needs (str, bytes, a type's name) from memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/layout.h"
+#include "symbols/memory.h"
+
+namespace pytstates {
+
+// A compact str as UTF-8 (at most maxChars characters); nullopt when it does not look like one.
+std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                         size_t maxChars = 1024);
+std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                                size_t maxSize = 1 << 20);
+// tp_name of the object's type.
+std::optional<std::string> readTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object);
+
+}  // namespace pytstates

@@ -1,0 +1,236 @@
+#include "symbols/cpython/runtimes.h"
+
+#include <elf.h>
+
+#include <cstring>
+#include <regex>
+#include <set>
+
+#include "symbols/elf/dwarf_types.h"
+#include "symbols/modules/module_files.h"
+
+namespace pytstates {
+
+namespace {
+
+constexpr size_t kMaxInterpreters = 1024;
+constexpr size_t kMaxThreadStates = 100000;
+
+std::string hex(uint64_t v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// The version from the runtime's own module, never by running anything.
+std::optional<uint32_t> detectVersionHex(const Target& target, const LoadedModule& module, uint64_t runtime) {
+    if (auto sym = findModuleSymbol(module, "Py_Version")) {  // 3.11+
+        if (auto v = target.readValue<uint32_t>(module.bias + sym->value); v && (*v >> 24) == 3) return *v;
+    }
+    char cookie[8];
+    if (target.readExact(runtime, cookie, 8) && std::memcmp(cookie, "xdebugpy", 8) == 0) {  // 3.13+
+        if (auto v = target.readValue<uint64_t>(runtime + 8); v && (*v >> 24) == 3) return static_cast<uint32_t>(*v);
+    }
+    // Older versions: the minor from the file name (libpython3.9.so.1.0, python3.9).
+    static const std::regex minorInName(R"(python3\.(\d+))");
+    std::smatch m;
+    if (std::regex_search(module.path, m, minorInName)) return 0x03000000u | (std::stoul(m[1]) << 16);
+    return std::nullopt;
+}
+
+CPythonLayout layoutFor(int minor, const LoadedModule& module, std::vector<std::string>* notes) {
+    CPythonLayout layout;
+    bool known = tableLayout(minor, &layout);
+    layout.minor = minor;
+    if (module.debugElf) {
+        if (auto dwarf = DwarfTypes::open(module.debugElf)) {
+            if (applyDwarfLayout(*dwarf, &layout)) {
+                for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
+                return layout;
+            }
+        }
+    }
+    if (!known) layout.source.clear();
+    return layout;
+}
+
+class Walker {
+public:
+    Walker(const Target& target, Runtime& runtime, size_t maxFrames)
+        : target_(target), rt_(runtime), l_(runtime.layout), maxFrames_(maxFrames) {}
+
+    // False (and *why) when the candidate does not look like a live runtime.
+    bool walk(std::string* why) {
+        auto head = target_.readPointer(rt_.address + l_.runtimeInterpretersHead);
+        if (!head) {
+            *why = "_PyRuntime is unreadable";
+            return false;
+        }
+        if (!*head) {
+            *why = "not initialised (no interpreter)";
+            return false;
+        }
+        uint64_t mainInterp = target_.readPointer(rt_.address + l_.runtimeInterpretersMain).value_or(0);
+        if (l_.runtimeTstateCurrent != kAbsent)
+            rt_.tstateCurrent = target_.readPointer(rt_.address + l_.runtimeTstateCurrent).value_or(0);
+        if (l_.runtimeAutoTssKey != kAbsent) {
+            auto initialised = target_.readValue<int32_t>(rt_.address + l_.runtimeAutoTssKey);
+            auto key = target_.readValue<uint32_t>(rt_.address + l_.runtimeAutoTssKey + 4);
+            if (initialised && key && *initialised == 1 && *key < 1024) rt_.autoTssKey = *key;
+        }
+        std::set<uint64_t> seen;
+        for (uint64_t interp = *head; interp; ) {
+            if (seen.size() >= kMaxInterpreters || !seen.insert(interp).second) {
+                rt_.notes.push_back("the interpreter list is cyclic or too long; stopped at " + hex(interp));
+                break;
+            }
+            Interpreter info;
+            info.address = interp;
+            info.main = interp == mainInterp;
+            if (!readInterpreter(interp, &info, why)) {
+                if (rt_.interpreters.empty()) return false;  // the head itself is bad: not a runtime
+                rt_.notes.push_back("interpreter " + hex(interp) + ": " + *why);
+                break;
+            }
+            rt_.interpreters.push_back(std::move(info));
+            interp = target_.readPointer(interp + l_.interpNext).value_or(0);
+        }
+        rt_.initialised = true;
+        return true;
+    }
+
+private:
+    bool readInterpreter(uint64_t interp, Interpreter* info, std::string* why) {
+        auto id = target_.readValue<int64_t>(interp + l_.interpId);
+        auto threadsHead = target_.readPointer(interp + l_.interpThreadsHead);
+        if (!id || !threadsHead) {
+            *why = "unreadable PyInterpreterState at " + hex(interp);
+            return false;
+        }
+        if (l_.interpRuntime != kAbsent) {
+            auto back = target_.readPointer(interp + l_.interpRuntime);
+            if (!back || *back != rt_.address) {
+                *why = "PyInterpreterState at " + hex(interp) + " does not point back to _PyRuntime (" +
+                       (back ? hex(*back) : "unreadable") + ")";
+                return false;
+            }
+        }
+        info->id = *id;
+        if (l_.interpDict != kAbsent) info->dict = target_.readPointer(interp + l_.interpDict).value_or(0);
+        if (l_.interpBuiltins != kAbsent) info->builtins = target_.readPointer(interp + l_.interpBuiltins).value_or(0);
+        readGil(interp, info);
+
+        FrameReader frames(target_, l_);
+        std::set<uint64_t> seen;
+        uint64_t prev = 0;
+        for (uint64_t ts = *threadsHead; ts;) {
+            if (seen.size() >= kMaxThreadStates || !seen.insert(ts).second) {
+                info->note = "the thread-state list is cyclic or too long; stopped at " + hex(ts);
+                break;
+            }
+            ThreadState t;
+            t.address = ts;
+            auto owner = target_.readPointer(ts + l_.tstateInterp);
+            auto next = target_.readPointer(ts + l_.tstateNext);
+            auto back = target_.readPointer(ts + l_.tstatePrev);
+            if (!owner || !next || !back) {
+                info->note = "thread state " + hex(ts) + " is unreadable; the list ends there";
+                break;
+            }
+            if (*owner != interp) {
+                if (info->tstates.empty() && l_.interpRuntime == kAbsent) {
+                    *why = "its first thread state does not point back to it";
+                    return false;
+                }
+                info->note = "thread state " + hex(ts) + " names interpreter " + hex(*owner) + "; the list ends there";
+                break;
+            }
+            if (*back != prev) t.note = "its prev pointer is " + hex(*back) + ", expected " + hex(prev);
+            t.interp = *owner;
+            t.id = target_.readValue<uint64_t>(ts + l_.tstateId).value_or(0);
+            t.threadId = target_.readValue<uint64_t>(ts + l_.tstateThreadId).value_or(0);
+            if (l_.tstateNativeThreadId != kAbsent) t.nativeThreadId = target_.readValue<int64_t>(ts + l_.tstateNativeThreadId);
+            if (l_.tstateState != kAbsent) t.state = target_.readValue<int32_t>(ts + l_.tstateState);
+            std::string frameNote;
+            t.frames = frames.read(ts, maxFrames_, &frameNote);
+            if (!frameNote.empty()) t.note += (t.note.empty() ? "" : "; ") + frameNote;
+            info->tstates.push_back(std::move(t));
+            prev = ts;
+            ts = *next;
+        }
+        return true;
+    }
+
+    void readGil(uint64_t interp, Interpreter* info) {
+        std::optional<int32_t> locked;
+        std::optional<uint64_t> holder;
+        if (l_.interpCevalGil != kAbsent) {  // 3.12+: the GIL this interpreter uses
+            uint64_t gil = target_.readPointer(interp + l_.interpCevalGil).value_or(0);
+            if (gil) {
+                locked = target_.readValue<int32_t>(gil + l_.gilLocked);
+                holder = target_.readPointer(gil + l_.gilLastHolder);
+            }
+        } else if (l_.runtimeGilLocked != kAbsent) {  // <= 3.11: one GIL per runtime
+            locked = target_.readValue<int32_t>(rt_.address + l_.runtimeGilLocked);
+            holder = target_.readPointer(rt_.address + l_.runtimeGilLastHolder);
+        }
+        if (!locked || !holder) return;
+        info->gilKnown = true;
+        // last_holder is not cleared on release: it names the holder only while locked.
+        info->gilHolder = *locked ? *holder : 0;
+    }
+
+    const Target& target_;
+    Runtime& rt_;
+    const CPythonLayout& l_;
+    size_t maxFrames_;
+};
+
+}  // namespace
+
+std::string versionFromHex(uint32_t hex) {
+    unsigned major = hex >> 24, minor = (hex >> 16) & 0xff, micro = (hex >> 8) & 0xff, level = (hex >> 4) & 0xf,
+             serial = hex & 0xf;
+    std::string v = std::to_string(major) + "." + std::to_string(minor);
+    if (hex & 0xffff) v += "." + std::to_string(micro);
+    if (level == 0xa) v += "a" + std::to_string(serial);
+    if (level == 0xb) v += "b" + std::to_string(serial);
+    if (level == 0xc) v += "rc" + std::to_string(serial);
+    return v;
+}
+
+RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
+    RuntimeSearch result;
+    const auto& modules = target.modules();
+    for (size_t i = 0; i < modules.size(); ++i) {
+        const LoadedModule& module = modules[i];
+        auto sym = findModuleSymbol(module, "_PyRuntime");
+        if (!sym || sym->type != STT_OBJECT) continue;
+        Runtime rt;
+        rt.address = module.bias + sym->value;
+        rt.moduleIndex = i;
+        rt.modulePath = module.path;
+        auto versionHex = detectVersionHex(target, module, rt.address);
+        if (!versionHex) {
+            result.rejected.push_back(module.path + ": _PyRuntime at " + hex(rt.address) + ": the CPython version is unknown");
+            continue;
+        }
+        rt.version = versionFromHex(*versionHex);
+        int minor = static_cast<int>((*versionHex >> 16) & 0xff);
+        rt.layout = layoutFor(minor, module, &rt.notes);
+        if (rt.layout.source.empty()) {
+            result.rejected.push_back(module.path + ": CPython " + rt.version + " is not supported (no layout, no DWARF)");
+            continue;
+        }
+        std::string why;
+        Walker walker(target, rt, maxFrames);
+        if (!walker.walk(&why)) {
+            result.rejected.push_back(module.path + ": _PyRuntime at " + hex(rt.address) + " (CPython " + rt.version + "): " + why);
+            continue;
+        }
+        result.runtimes.push_back(std::move(rt));
+    }
+    return result;
+}
+
+}  // namespace pytstates

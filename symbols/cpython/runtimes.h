@@ -1,0 +1,61 @@
+// Every CPython runtime in a target: each module defining _PyRuntime, its version and
+// layout, and the interpreters and thread states reachable from it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/frames.h"
+#include "symbols/cpython/layout.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct ThreadState {
+    uint64_t address = 0;
+    uint64_t interp = 0;  // as the tstate records it
+    uint64_t id = 0;
+    uint64_t threadId = 0;  // pthread_t
+    std::optional<int64_t> nativeThreadId;
+    std::optional<int> state;  // 3.13+
+    std::vector<PyFrame> frames;
+    std::string note;
+};
+
+struct Interpreter {
+    uint64_t address = 0;
+    int64_t id = 0;
+    bool main = false;
+    bool gilKnown = false;
+    uint64_t gilHolder = 0;  // 0: free (or unknown when !gilKnown)
+    uint64_t dict = 0, builtins = 0;
+    std::vector<ThreadState> tstates;
+    std::string note;
+};
+
+struct Runtime {
+    uint64_t address = 0;
+    size_t moduleIndex = 0;  // into Target::modules()
+    std::string modulePath;
+    std::string version;     // "3.11.7"
+    CPythonLayout layout;
+    bool initialised = false;
+    uint64_t tstateCurrent = 0;  // <= 3.11: gilstate.tstate_current
+    std::optional<uint32_t> autoTssKey;  // pthread key of PyGILState's autoTSSkey
+    std::vector<Interpreter> interpreters;
+    std::vector<std::string> notes;
+};
+
+struct RuntimeSearch {
+    std::vector<Runtime> runtimes;       // initialised and validated ones
+    std::vector<std::string> rejected;   // candidates that did not validate, and why
+};
+
+RuntimeSearch findRuntimes(const Target& target, size_t maxFrames);
+
+// "3.11.7" from a PY_VERSION_HEX value (0x030b07f0); "3.12.0rc1" style for pre-releases.
+std::string versionFromHex(uint32_t hex);
+
+}  // namespace pytstates

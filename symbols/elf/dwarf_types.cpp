@@ -1,0 +1,155 @@
+#include "symbols/elf/dwarf_types.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+namespace pytstates {
+
+namespace {
+
+// Follows typedef/const/volatile to the underlying type DIE.
+bool stripQualifiers(Dwarf_Die* die) {
+    for (int guard = 0; guard < 32; ++guard) {
+        int tag = dwarf_tag(die);
+        if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type &&
+            tag != DW_TAG_atomic_type)
+            return true;
+        Dwarf_Attribute attr;
+        if (!dwarf_attr_integrate(die, DW_AT_type, &attr) || !dwarf_formref_die(&attr, die)) return false;
+    }
+    return false;
+}
+
+std::optional<int64_t> memberLocation(Dwarf_Die* member) {
+    Dwarf_Attribute attr;
+    if (!dwarf_attr_integrate(member, DW_AT_data_member_location, &attr)) return 0;  // union members
+    Dwarf_Word value;
+    if (dwarf_formudata(&attr, &value) == 0) return static_cast<int64_t>(value);
+    return std::nullopt;  // location expressions: not used by GCC/Clang for C structs
+}
+
+// Finds a named member in a struct/union, looking through anonymous members. Adds its offset.
+bool findMember(Dwarf_Die* aggregate, const std::string& name, Dwarf_Die* out, int64_t* offset, int depth = 0) {
+    if (depth > 8) return false;
+    Dwarf_Die child;
+    if (dwarf_child(aggregate, &child) != 0) return false;
+    do {
+        if (dwarf_tag(&child) != DW_TAG_member) continue;
+        const char* n = dwarf_diename(&child);
+        auto loc = memberLocation(&child);
+        if (!loc) continue;
+        if (n && name == n) {
+            *out = child;
+            *offset += *loc;
+            return true;
+        }
+        if (!n) {  // anonymous struct/union: search inside it
+            Dwarf_Attribute attr;
+            Dwarf_Die type;
+            if (dwarf_attr_integrate(&child, DW_AT_type, &attr) && dwarf_formref_die(&attr, &type) &&
+                stripQualifiers(&type)) {
+                int64_t inner = *offset + *loc;
+                if (findMember(&type, name, out, &inner, depth + 1)) {
+                    *offset = inner;
+                    return true;
+                }
+            }
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return false;
+}
+
+}  // namespace
+
+std::unique_ptr<DwarfTypes> DwarfTypes::open(std::shared_ptr<ElfFile> file) {
+    if (!file || !file->hasDebugInfo()) return nullptr;
+    Dwarf* dwarf = dwarf_begin_elf(file->handle(), DWARF_C_READ, nullptr);
+    if (!dwarf) return nullptr;
+    return std::unique_ptr<DwarfTypes>(new DwarfTypes(std::move(file), dwarf));
+}
+
+DwarfTypes::~DwarfTypes() {
+    if (dwarf_) dwarf_end(dwarf_);
+}
+
+bool DwarfTypes::findType(const std::string& name, void* dieOut) {
+    auto it = cache_.find(name);
+    if (it != cache_.end()) {
+        if (!it->second) return false;
+        std::memcpy(dieOut, it->second.get(), sizeof(Dwarf_Die));
+        return true;
+    }
+    // Visit only the top-level DIEs of each unit until the name is found.
+    Dwarf_Off off = 0, next;
+    size_t headerSize;
+    while (dwarf_nextcu(dwarf_, off, &next, &headerSize, nullptr, nullptr, nullptr) == 0) {
+        Dwarf_Die cu;
+        if (dwarf_offdie(dwarf_, off + headerSize, &cu)) {
+            Dwarf_Die child;
+            if (dwarf_child(&cu, &child) == 0) {
+                do {
+                    int tag = dwarf_tag(&child);
+                    if (tag != DW_TAG_structure_type && tag != DW_TAG_typedef && tag != DW_TAG_union_type)
+                        continue;
+                    const char* n = dwarf_diename(&child);
+                    if (!n || name != n) continue;
+                    Dwarf_Die resolved = child;
+                    if (!stripQualifiers(&resolved)) continue;
+                    if (dwarf_hasattr(&resolved, DW_AT_declaration)) continue;
+                    auto stored = std::make_shared<Dwarf_Die>(resolved);
+                    cache_[name] = stored;
+                    std::memcpy(dieOut, stored.get(), sizeof(Dwarf_Die));
+                    return true;
+                } while (dwarf_siblingof(&child, &child) == 0);
+            }
+        }
+        off = next;
+    }
+    cache_[name] = nullptr;
+    return false;
+}
+
+bool DwarfTypes::hasType(const std::string& typeName) {
+    Dwarf_Die die;
+    return findType(typeName, &die);
+}
+
+std::optional<int64_t> DwarfTypes::memberOffset(const std::string& typeName, const std::string& memberPath) {
+    Dwarf_Die current;
+    if (!findType(typeName, &current)) return std::nullopt;
+    int64_t offset = 0;
+    std::stringstream parts(memberPath);
+    std::string part;
+    bool first = true;
+    while (std::getline(parts, part, '.')) {
+        if (!first) {
+            Dwarf_Attribute attr;
+            Dwarf_Die type;
+            if (!dwarf_attr_integrate(&current, DW_AT_type, &attr) || !dwarf_formref_die(&attr, &type) ||
+                !stripQualifiers(&type))
+                return std::nullopt;
+            current = type;
+        }
+        first = false;
+        Dwarf_Die member;
+        if (!findMember(&current, part, &member, &offset)) return std::nullopt;
+        current = member;
+    }
+    return offset;
+}
+
+std::optional<uint64_t> DwarfTypes::sizeOf(const std::string& typeName) {
+    Dwarf_Die die;
+    if (!findType(typeName, &die)) return std::nullopt;
+    Dwarf_Word size;
+    Dwarf_Attribute attr;
+    if (!dwarf_attr_integrate(&die, DW_AT_byte_size, &attr) || dwarf_formudata(&attr, &size) != 0)
+        return std::nullopt;
+    return size;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,43 @@
+// Struct layouts from DWARF, looked up per type name (libdw). Only the compile units needed
+// to find a name are visited; nothing is loaded whole.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "symbols/elf/elf_file.h"
+
+struct Dwarf;
+
+namespace pytstates {
+
+class DwarfTypes {
+public:
+    // nullptr when the file has no usable .debug_info.
+    static std::unique_ptr<DwarfTypes> open(std::shared_ptr<ElfFile> file);
+    ~DwarfTypes();
+    DwarfTypes(const DwarfTypes&) = delete;
+    DwarfTypes& operator=(const DwarfTypes&) = delete;
+
+    // Offset of a (possibly nested, dot-separated) member, e.g. ("_ts", "cframe") or
+    // ("pyruntimestate", "ceval.gil.locked"). typeName is a struct/union tag or a typedef name.
+    std::optional<int64_t> memberOffset(const std::string& typeName, const std::string& memberPath);
+    std::optional<uint64_t> sizeOf(const std::string& typeName);
+    bool hasType(const std::string& typeName);
+
+    const std::string& path() const { return file_->path(); }
+
+private:
+    struct TypeRef;
+    explicit DwarfTypes(std::shared_ptr<ElfFile> file, ::Dwarf* dwarf) : file_(std::move(file)), dwarf_(dwarf) {}
+    bool findType(const std::string& name, void* dieOut);
+
+    std::shared_ptr<ElfFile> file_;
+    ::Dwarf* dwarf_;
+    std::map<std::string, std::shared_ptr<void>> cache_;  // name -> Dwarf_Die (or empty when absent)
+};
+
+}  // namespace pytstates

@@ -1,0 +1,83 @@
+// One ELF file on disk, read through libelf (mmap'ed, nothing loaded whole).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct Elf;
+
+namespace pytstates {
+
+struct ElfSymbol {
+    uint64_t value = 0;  // link-time address (st_value); for STT_TLS, the offset in the TLS block
+    uint64_t size = 0;
+    unsigned char type = 0;  // STT_*
+    bool defined = false;
+};
+
+struct ElfSegment {
+    uint64_t vaddr, memsz, offset, filesz;
+    uint32_t flags;
+};
+
+struct ElfSection {
+    std::string name;
+    uint64_t addr = 0, offset = 0, size = 0;
+    uint32_t type = 0;
+};
+
+class ElfFile {
+public:
+    // nullptr and *error set when the file is missing or not ELF.
+    static std::shared_ptr<ElfFile> open(const std::string& path, std::string* error);
+    ~ElfFile();
+    ElfFile(const ElfFile&) = delete;
+    ElfFile& operator=(const ElfFile&) = delete;
+
+    const std::string& path() const { return path_; }
+    uint16_t type() const { return type_; }  // ET_EXEC, ET_DYN, ET_CORE
+    uint16_t machine() const { return machine_; }
+    const std::string& buildId() const { return buildId_; }  // lowercase hex, empty if none
+    const std::vector<ElfSegment>& segments() const { return segments_; }
+    uint64_t firstLoadVaddr() const;  // page-aligned p_vaddr of the first PT_LOAD
+    std::optional<ElfSegment> tlsSegment() const;
+
+    // .dynsym (through its GNU hash table) first, then .symtab.
+    std::optional<ElfSymbol> findSymbol(const std::string& name) const;
+    std::optional<ElfSection> findSection(const std::string& name) const;
+    bool hasDebugInfo() const { return findSection(".debug_info").has_value(); }
+    std::optional<std::pair<std::string, uint32_t>> debugLink() const;  // .gnu_debuglink name, crc
+
+    // Bytes at a link-time address, from the file's PT_LOAD contents; returns bytes copied.
+    size_t readVaddr(uint64_t vaddr, void* buf, size_t len) const;
+    // Raw file bytes (mmap'ed); nullptr beyond the file.
+    const unsigned char* rawBytes(uint64_t offset, uint64_t len) const;
+    uint64_t fileSize() const { return rawSize_; }
+
+    ::Elf* handle() const { return elf_; }
+
+private:
+    ElfFile() = default;
+    std::optional<ElfSymbol> lookupGnuHash(const std::string& name) const;
+    std::optional<ElfSymbol> lookupLinear(uint32_t sectionType, const std::string& name) const;
+
+    std::string path_;
+    int fd_ = -1;
+    ::Elf* elf_ = nullptr;
+    const unsigned char* raw_ = nullptr;
+    uint64_t rawSize_ = 0;
+    uint16_t type_ = 0, machine_ = 0;
+    std::string buildId_;
+    std::vector<ElfSegment> segments_;
+    std::vector<ElfSection> sections_;
+    mutable std::map<std::string, std::optional<ElfSymbol>> symbolCache_;
+};
+
+// Build-id from the bytes of a PT_NOTE/.note section ("GNU" NT_GNU_BUILD_ID), hex; empty if absent.
+std::string buildIdFromNotes(const unsigned char* data, size_t size);
+
+}  // namespace pytstates
