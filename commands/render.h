@@ -12,6 +12,7 @@ enum class Command { Tstates, Internals, Check };
 struct RenderOptions {
     Command command = Command::Tstates;
     bool showDebuggerThreads = false;  // a column with the debugger's thread numbers
+    bool types = false;                // list each internals record's registered types
 };
 
 std::string renderJson(const Report& report, const RenderOptions& options);

@@ -64,11 +64,46 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                     {"pthread", hexAddress(t.pthread)},
                     {"current_tstate", addressOrNull(t.currentTstate)},
                     {"autotss_tstate", addressOrNull(t.autotssTstate)}};
+        if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
+        if (!t.currentSource.empty()) row["current_source"] = t.currentSource;
+        if (!t.currentStatus.empty()) row["current_status"] = t.currentStatus;
         if (t.debuggerThread) row["debugger_thread"] = t.debuggerThread;
         threads.push_back(row);
     }
     out["threads"] = threads;
-    if (options.command != Command::Tstates) out["internals"] = json::array();
+    if (options.command != Command::Tstates) {
+        json internals = json::array();
+        for (const auto& view : report.internals) {
+            const auto& rec = view.record;
+            json values = json::array();
+            for (const auto& v : view.values) {
+                json value = {{"lwp", v.lwp}, {"tstate", hexAddress(v.tstate)}};
+                if (v.status != "set") value["status"] = v.status;
+                values.push_back(value);
+            }
+            json modules = json::array();
+            for (const auto& m : rec.modules) modules.push_back(m.path);
+            json record = {{"id", rec.id.raw},
+                           {"version", rec.id.version},
+                           {"address", addressOrNull(rec.address)},
+                           {"interpreter", hexAddress(rec.interpreter)},
+                           {"dict", rec.dictName},
+                           {"istate", addressOrNull(rec.istate)},
+                           {"tls_key", rec.tlsKey ? json(*rec.tlsKey) : json(nullptr)},
+                           {"tls_values", values},
+                           {"modules", modules},
+                           {"layout", rec.layout.source}};
+            if (rec.id.moduleLocal) record["module_local"] = true;
+            if (!rec.problem.empty()) record["problem"] = rec.problem;
+            if (options.types) {
+                json types = json::array();
+                for (const auto& t : rec.types) types.push_back({{"python", t.pythonName}, {"cpp", t.cppName}});
+                record["types"] = types;
+            }
+            internals.push_back(record);
+        }
+        out["internals"] = internals;
+    }
     json findings = json::array();
     for (const auto& f : report.findings)
         findings.push_back({{"code", f.code},

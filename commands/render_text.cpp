@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "commands/render.h"
+#include "symbols/pybind11/internals_id.h"
 
 namespace pytstates {
 
@@ -22,16 +23,84 @@ std::string layoutWords(const std::string& source) {
     return "built-in layout table";
 }
 
-void renderFindings(std::ostringstream& out, const Report& report) {
+std::string wrap(const std::string& text, size_t width, const std::string& indent) {
+    std::string out, line;
+    std::istringstream words(text);
+    std::string word;
+    while (words >> word) {
+        if (!line.empty() && line.size() + 1 + word.size() > width) {
+            out += indent + line + "\n";
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) out += indent + line + "\n";
+    return out;
+}
+
+void renderFindings(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     if (report.findings.empty()) {
         out << "No findings.\n\n";
         return;
     }
-    out << "FINDINGS\n";
+    size_t errors = 0;
+    for (const auto& f : report.findings) errors += f.severity == "error";
+    out << "FINDINGS (" << report.findings.size() << ", " << errors << " error" << (errors == 1 ? "" : "s") << ")\n";
     for (const auto& f : report.findings) {
         out << "  " << pad(f.severity, 8) << pad(f.code, 26);
-        if (f.lwp) out << "LWP " << *f.lwp << "  ";
-        out << f.message << "\n";
+        if (f.lwp) {
+            out << "LWP " << *f.lwp;
+            if (options.showDebuggerThreads)
+                for (const auto& t : report.threads)
+                    if (t.lwp == *f.lwp && t.debuggerThread) out << " (thread " << t.debuggerThread << ")";
+        }
+        if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
+        out << "\n" << wrap(f.message, 96, "      ");
+    }
+    out << "\n";
+}
+
+void renderInternals(std::ostringstream& out, const Report& report, const RenderOptions& options) {
+    out << "PYBIND11 INTERNALS (" << report.internals.size() << " record" << (report.internals.size() == 1 ? "" : "s") << ")\n";
+    if (report.internals.empty()) out << "  none: no interpreter dict holds a __pybind11_internals_v* capsule\n";
+    for (const auto& view : report.internals) {
+        const auto& rec = view.record;
+        out << "  " << rec.id.raw << "\n";
+        out << "      version " << rec.id.version;
+        if (!rec.id.abi.empty()) out << ", " << rec.id.compiler << " " << rec.id.stdlib << " " << describeAbi(rec.id.abi);
+        out << "\n";
+        if (!rec.problem.empty()) out << "      problem: " << rec.problem << "\n";
+        if (rec.address) {
+            out << "      internals " << hexAddress(rec.address) << " in the " << rec.dictName << " of interpreter "
+                << hexAddress(rec.interpreter) << "; istate " << hexAddress(rec.istate)
+                << (rec.istate == rec.interpreter ? " (matches)" : " (DIFFERENT)") << "; layout: " << rec.layout.source << "\n";
+        }
+        if (rec.tlsKey) out << "      TLS: pthread key " << *rec.tlsKey << " (Py_tss_t at " << hexAddress(rec.tssAddress) << ")\n";
+        out << "      used by:";
+        if (rec.modules.empty()) out << " (no loaded module's read-only data holds this ID)";
+        for (const auto& m : rec.modules) out << "\n        " << m.path << (m.confirmed ? "  (its get_internals_pp static holds this record)" : "");
+        out << "\n";
+        if (rec.tlsKey) {
+            out << "      per-thread values:";
+            if (view.values.empty()) out << " none set";
+            out << "\n";
+            for (const auto& v : view.values) {
+                auto owner = report.lwpFor(v.tstate);
+                bool listed = false;
+                for (const auto& rt : report.runtimes)
+                    for (const auto& i : rt.interpreters)
+                        for (const auto& ts : i.tstates) listed = listed || ts.address == v.tstate;
+                out << "        LWP " << pad(std::to_string(v.lwp), 8) << hexAddress(v.tstate);
+                if (!listed) out << "  NOT IN ANY THREAD LIST";
+                else if (owner && *owner != v.lwp) out << "  belongs to LWP " << *owner;
+                if (v.status != "set") out << "  (" << v.status << ")";
+                out << "\n";
+            }
+        }
+        if (options.types) {
+            out << "      registered types (" << rec.types.size() << "):\n";
+            for (const auto& t : rec.types) out << "        " << pad(t.pythonName, 40) << t.cppName << "\n";
+        }
     }
     out << "\n";
 }
@@ -75,10 +144,29 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
     for (const auto& r : report.rejectedRuntimes) out << "not analysed: " << r << "\n";
 }
 
+std::string pointerCell(const Report& report, uint64_t value) {
+    if (!value) return "-";
+    for (const auto& rt : report.runtimes)
+        for (const auto& i : rt.interpreters)
+            for (const auto& ts : i.tstates)
+                if (ts.address == value) return hexAddress(value);
+    return hexAddress(value) + "!";
+}
+
 void renderThreads(std::ostringstream& out, const Report& report, const RenderOptions& options) {
-    out << "OS THREADS (" << report.threads.size() << ")\n  ";
+    out << "OS THREADS (" << report.threads.size() << ")";
+    bool pybind = !report.internals.empty();
+    if (pybind || !report.threads.empty()) out << "   (! = names no listed thread state)";
+    out << "\n  ";
     if (options.showDebuggerThreads) out << pad("THR", 5);
-    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 17) << pad("CURRENT", 17) << "AUTOTSS\n";
+    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 17) << pad("CURRENT", 17);
+    std::string autotss = "AUTOTSS";
+    for (const auto& t : report.threads)
+        if (t.autotssKey) autotss = "AUTOTSS(k" + std::to_string(*t.autotssKey) + ")";
+    out << pad(autotss, 18);
+    for (const auto& view : report.internals)
+        if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
+    out << "\n";
     for (const auto& t : report.threads) {
         std::string owned = "-";
         for (const auto& [tstate, lwp] : report.lwpOfTstate)
@@ -86,11 +174,15 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
         out << "  ";
         if (options.showDebuggerThreads) out << pad(t.debuggerThread ? std::to_string(t.debuggerThread) : "-", 5);
         out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 17)
-            << pad(t.currentTstate ? hexAddress(t.currentTstate) : "-", 17);
-        if (t.autotssTstate)
-            out << hexAddress(t.autotssTstate) << (t.autotssStatus == "set" ? "" : " (" + t.autotssStatus + ")");
-        else
-            out << "-";
+            << pad(t.currentStatus.empty() ? pointerCell(report, t.currentTstate) : "n/a", 17)
+            << pad(pointerCell(report, t.autotssTstate), 18);
+        for (const auto& view : report.internals) {
+            if (!view.record.tlsKey) continue;
+            uint64_t value = 0;
+            for (const auto& v : view.values)
+                if (v.lwp == t.lwp) value = v.tstate;
+            out << pad(pointerCell(report, value), 18);
+        }
         out << "\n";
     }
 }
@@ -109,12 +201,13 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     out << "\n";
     for (const auto& w : report.warnings) out << "warning: " << w << "\n";
     out << "\n";
-    if (options.command == Command::Check) renderFindings(out, report);
+    if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
+    if (options.command != Command::Tstates) renderInternals(out, report, options);
     renderThreads(out, report, options);
     if (options.command != Command::Check && !report.findings.empty()) {
         out << "\n";
-        renderFindings(out, report);
+        renderFindings(out, report, options);
     }
     return out.str();
 }

@@ -1,9 +1,13 @@
 #include "commands/report.h"
 
+#include <elf.h>
+
 #include <cstdio>
 #include <stdexcept>
 
+#include "commands/findings.h"
 #include "symbols/glibc/pthread_keys.h"
+#include "symbols/glibc/thread_local.h"
 
 namespace pytstates {
 
@@ -35,39 +39,65 @@ void matchThreads(const Target& target, Report& report) {
             }
 }
 
-const GlibcKeys* keysForNamespace(const std::vector<GlibcKeys>& all, long ns) {
+const GlibcKeys* glibcFor(const std::vector<GlibcKeys>& all, const Target& target, size_t moduleIndex) {
+    long ns = moduleIndex < target.modules().size() ? target.modules()[moduleIndex].linkMapNamespace : 0;
     for (const auto& k : all)
         if (k.linkMapNamespace == ns) return &k;
     return all.empty() ? nullptr : &all.front();
 }
 
-void fillThreadRows(const Target& target, Report& report) {
-    auto glibc = findGlibcKeys(target);
-    const auto& modules = target.modules();
+// CPython's own per-thread pointers: the current tstate and the PyGILState autoTSSkey slot.
+void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, Report& report) {
     for (const auto& t : target.threads()) {
         ThreadRow row;
         row.lwp = t.lwp;
         row.pthread = t.threadPointer;
         for (const auto& rt : report.runtimes) {
-            // <= 3.11: tstate_current is process-wide; it is this thread's when it names a tstate
-            // whose thread_id is this thread.
-            if (!row.currentTstate && rt.tstateCurrent) {
-                for (const auto& interp : rt.interpreters)
-                    for (const auto& ts : interp.tstates)
-                        if (ts.address == rt.tstateCurrent && ts.threadId == t.threadPointer) row.currentTstate = ts.address;
-            }
-            if (rt.autoTssKey && !row.autotssKey) {
-                long ns = rt.moduleIndex < modules.size() ? modules[rt.moduleIndex].linkMapNamespace : 0;
-                if (const GlibcKeys* keys = keysForNamespace(glibc, ns)) {
-                    KeySlot slot = readKeySlot(target, *keys, t.threadPointer, *rt.autoTssKey);
-                    row.autotssKey = rt.autoTssKey;
-                    row.autotssStatus = describe(slot.status);
-                    if (slot.status == KeySlot::Status::Set || slot.status == KeySlot::Status::Stale)
-                        row.autotssTstate = slot.value;
+            const GlibcKeys* keys = glibcFor(glibc, target, rt.moduleIndex);
+            if (!row.currentTstate && row.currentStatus.empty()) {
+                if (rt.layout.runtimeTstateCurrent != kAbsent) {
+                    // <= 3.11: one process-wide pointer; it is this thread's when the tstate it
+                    // names (live or freed) records this thread as its owner.
+                    row.currentSource = "gilstate.tstate_current";
+                    if (rt.tstateCurrent &&
+                        target.readValue<uint64_t>(rt.tstateCurrent + rt.layout.tstateThreadId).value_or(0) == t.threadPointer)
+                        row.currentTstate = rt.tstateCurrent;
+                } else if (rt.tssTstateOffset && keys && rt.moduleIndex < target.modules().size()) {
+                    row.currentSource = "_Py_tss_tstate";
+                    ThreadLocal tl = readThreadLocal(target, *keys, target.modules()[rt.moduleIndex], *rt.tssTstateOffset, t.threadPointer);
+                    if (tl.status == ThreadLocal::Status::Value) row.currentTstate = tl.value;
+                    else row.currentStatus = describe(tl.status);
                 }
+            }
+            if (rt.autoTssKey && !row.autotssKey && keys) {
+                KeySlot slot = readKeySlot(target, *keys, t.threadPointer, *rt.autoTssKey);
+                row.autotssKey = rt.autoTssKey;
+                row.autotssRuntime = static_cast<size_t>(&rt - report.runtimes.data());
+                row.autotssStatus = describe(slot.status);
+                if (slot.status == KeySlot::Status::Set || slot.status == KeySlot::Status::Stale) row.autotssTstate = slot.value;
             }
         }
         report.threads.push_back(row);
+    }
+}
+
+void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, const ReportOptions& options, Report& report) {
+    report.internalsRead = true;
+    for (size_t r = 0; r < report.runtimes.size(); ++r) {
+        const GlibcKeys* keys = glibcFor(glibc, target, report.runtimes[r].moduleIndex);
+        for (auto& record : findInternalsRecords(target, report.runtimes[r], options.types)) {
+            InternalsView view;
+            view.runtimeIndex = r;
+            view.record = std::move(record);
+            if (view.record.tlsKey && keys) {
+                for (const auto& t : target.threads()) {
+                    KeySlot slot = readKeySlot(target, *keys, t.threadPointer, *view.record.tlsKey);
+                    if (slot.status == KeySlot::Status::Set || slot.status == KeySlot::Status::Stale)
+                        view.values.push_back({t.lwp, slot.value, describe(slot.status)});
+                }
+            }
+            report.internals.push_back(std::move(view));
+        }
     }
 }
 
@@ -87,16 +117,15 @@ Report buildReport(const Target& target, const ReportOptions& options) {
         if (!report.rejectedRuntimes.empty()) why += " (" + report.rejectedRuntimes.front() + ")";
         throw std::runtime_error(why);
     }
+    for (const auto& rt : report.runtimes)
+        if (!rt.tssTstateNote.empty()) report.warnings.push_back(rt.modulePath + ": " + rt.tssTstateNote);
     matchThreads(target, report);
-    fillThreadRows(target, report);
-    if (report.runtimes.size() > 1) {
-        Finding f;
-        f.code = "multiple-runtimes";
-        f.severity = "info";
-        f.message = std::to_string(report.runtimes.size()) + " initialised copies of CPython are loaded:";
-        for (const auto& rt : report.runtimes) f.message += " " + rt.modulePath + " (" + rt.version + ", _PyRuntime " + hexAddress(rt.address) + ")";
-        report.findings.push_back(f);
-    }
+    auto glibc = findGlibcKeys(target);
+    if (glibc.empty()) report.warnings.push_back("no glibc with __pthread_keys found: thread-specific data is not read");
+    fillThreadRows(target, glibc, report);
+    if (options.internals || options.findings) readInternals(target, glibc, options, report);
+    if (options.findings) addFindings(target, report);
+    else addRuntimeFindings(report);
     return report;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
+#include "symbols/pybind11/internals_reader.h"
 #include "symbols/target.h"
 
 namespace pytstates {
@@ -21,13 +22,28 @@ struct TargetSummary {
     std::optional<double> stoppedMs;
 };
 
+// One pybind11 internals record with the value its TLS key holds on each thread.
+struct InternalsView {
+    InternalsRecord record;
+    size_t runtimeIndex = 0;
+    struct Value {
+        int lwp = 0;
+        uint64_t tstate = 0;
+        std::string status;  // "set", "stale (slot of a deleted key)", ...
+    };
+    std::vector<Value> values;  // threads whose slot is set (or stale)
+};
+
 struct ThreadRow {
     int lwp = 0;
     uint64_t pthread = 0;
     uint64_t currentTstate = 0;  // CPython's current tstate for this thread, 0 when none
+    std::string currentSource;   // "gilstate.tstate_current" or "_Py_tss_tstate"
+    std::string currentStatus;   // e.g. "not allocated for this thread"; empty when read
     uint64_t autotssTstate = 0;  // the autoTSSkey slot, 0 when unset
     std::string autotssStatus;   // "set", "unset", "stale ..." or empty when unknown
     std::optional<uint32_t> autotssKey;
+    size_t autotssRuntime = 0;   // which runtime's key
     int debuggerThread = 0;      // the debugger's own thread number, 0 when none
 };
 
@@ -44,6 +60,8 @@ struct Report {
     std::vector<Runtime> runtimes;
     std::vector<std::string> rejectedRuntimes;
     std::vector<ThreadRow> threads;
+    std::vector<InternalsView> internals;
+    bool internalsRead = false;
     std::vector<Finding> findings;
     std::vector<std::string> warnings;
     std::map<uint64_t, int> lwpOfTstate;  // tstate address -> LWP of the OS thread it belongs to
@@ -62,6 +80,9 @@ struct Report {
 
 struct ReportOptions {
     size_t maxFrames = 5;
+    bool internals = false;  // read pybind11 internals records
+    bool types = false;      // and their registered types
+    bool findings = false;   // run the checks
 };
 
 // Throws std::runtime_error (one line) when the target holds no CPython runtime.

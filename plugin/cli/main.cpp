@@ -43,10 +43,14 @@ int run(pytstates::Command command, const Arguments& a) {
     CoreTarget target(options);
     ReportOptions reportOptions;
     reportOptions.maxFrames = static_cast<size_t>(std::max(0, a.frames));
+    reportOptions.internals = command != Command::Tstates;
+    reportOptions.types = a.types;
+    reportOptions.findings = command == Command::Check;
     Report report = buildReport(target, reportOptions);
     report.target.description = "core " + a.core;
     RenderOptions render;
     render.command = command;
+    render.types = a.types;
     std::string out = a.json ? renderJson(report, render) : renderText(report, render);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return report.hasError() ? 1 : 0;

@@ -75,6 +75,18 @@ struct CPythonLayout {
     int64_t bytesData = 32;
     int64_t objectType = 8;  // ob_type
     int64_t typeName = 24;   // tp_name
+
+    // dict: PyDictObject.ma_keys -> PyDictKeysObject
+    int64_t dictKeys = 32;
+    int64_t dictValues = 40;
+    bool dictKeysLog2 = true;        // 3.11+: dk_log2_size/dk_log2_index_bytes/dk_kind; else dk_size
+    int64_t dictKeysSize = 8;        // dk_size (<= 3.10) or dk_log2_size (uint8)
+    int64_t dictKeysIndexBytes = 9;  // dk_log2_index_bytes (3.11+)
+    int64_t dictKeysKind = 10;       // dk_kind (3.11+): 0 general, 1 unicode, 2 split
+    int64_t dictKeysNentries = 24;
+    int64_t dictKeysIndices = 32;
+
+    int64_t capsulePointer = 16;     // PyCapsule.pointer
 };
 
 // The built-in table for a release (non-debug, GIL) build of 3.<minor> on x86_64;

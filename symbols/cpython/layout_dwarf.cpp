@@ -115,6 +115,18 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     f.set(&L::bytesData, "PyBytesObject.ob_sval", {{"PyBytesObject", "ob_sval"}});
     f.set(&L::objectType, "PyObject.ob_type", {{"_object", "ob_type"}});
     f.set(&L::typeName, "PyTypeObject.tp_name", {{"_typeobject", "tp_name"}});
+    f.set(&L::dictKeys, "PyDictObject.ma_keys", {{"PyDictObject", "ma_keys"}});
+    f.set(&L::dictValues, "PyDictObject.ma_values", {{"PyDictObject", "ma_values"}});
+    f.set(&L::dictKeysNentries, "PyDictKeysObject.dk_nentries", {{"_dictkeysobject", "dk_nentries"}});
+    f.set(&L::dictKeysIndices, "PyDictKeysObject.dk_indices", {{"_dictkeysobject", "dk_indices"}});
+    if (l->dictKeysLog2) {
+        f.set(&L::dictKeysSize, "PyDictKeysObject.dk_log2_size", {{"_dictkeysobject", "dk_log2_size"}});
+        f.set(&L::dictKeysIndexBytes, "PyDictKeysObject.dk_log2_index_bytes", {{"_dictkeysobject", "dk_log2_index_bytes"}});
+        f.set(&L::dictKeysKind, "PyDictKeysObject.dk_kind", {{"_dictkeysobject", "dk_kind"}});
+    } else {
+        f.set(&L::dictKeysSize, "PyDictKeysObject.dk_size", {{"_dictkeysobject", "dk_size"}});
+    }
+    f.set(&L::capsulePointer, "PyCapsule.pointer", {{"PyCapsule", "pointer"}});
     l->source = "dwarf";
     return true;
 }

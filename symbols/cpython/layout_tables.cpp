@@ -25,6 +25,9 @@ void frameObjectLayout(CPythonLayout* l) {
     l->codeLineTable = 120;
     l->unicodeAsciiData = 48;
     l->unicodeCompactData = 72;
+    l->dictKeysLog2 = false;
+    l->dictKeysNentries = 32;
+    l->dictKeysIndices = 40;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "symbols/cpython/python_objects.h"
 
+#include <cstring>
+
 namespace pytstates {
 
 namespace {
@@ -52,6 +54,45 @@ std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPyt
     if (!size || *size < 0 || static_cast<size_t>(*size) > maxSize) return std::nullopt;
     std::vector<uint8_t> out(static_cast<size_t>(*size));
     if (!memory.readExact(object + layout.bytesData, out.data(), out.size())) return std::nullopt;
+    return out;
+}
+
+std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict,
+                                                 size_t maxEntries) {
+    if (!dict) return std::nullopt;
+    auto keys = memory.readPointer(dict + layout.dictKeys);
+    auto values = memory.readPointer(dict + layout.dictValues);
+    if (!keys || !*keys || !values) return std::nullopt;
+    if (*values) return std::nullopt;  // split table: values live elsewhere
+    auto nentries = memory.readValue<int64_t>(*keys + layout.dictKeysNentries);
+    if (!nentries || *nentries < 0 || static_cast<size_t>(*nentries) > maxEntries) return std::nullopt;
+    uint64_t indexBytes = 0;
+    size_t entrySize = 24, keyOffset = 8;  // PyDictKeyEntry {hash, key, value}
+    if (layout.dictKeysLog2) {
+        auto log2Index = memory.readValue<uint8_t>(*keys + layout.dictKeysIndexBytes);
+        auto kind = memory.readValue<uint8_t>(*keys + layout.dictKeysKind);
+        if (!log2Index || !kind || *log2Index > 40 || *kind > 2) return std::nullopt;
+        indexBytes = uint64_t(1) << *log2Index;
+        if (*kind != 0) {  // PyDictUnicodeEntry {key, value}
+            entrySize = 16;
+            keyOffset = 0;
+        }
+    } else {
+        auto size = memory.readValue<int64_t>(*keys + layout.dictKeysSize);
+        if (!size || *size <= 0 || *size > (int64_t(1) << 40)) return std::nullopt;
+        uint64_t width = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : *size <= 0xffffffffLL ? 4 : 8;
+        indexBytes = uint64_t(*size) * width;
+    }
+    uint64_t entries = *keys + layout.dictKeysIndices + indexBytes;
+    std::vector<uint8_t> raw(static_cast<size_t>(*nentries) * entrySize);
+    if (!memory.readExact(entries, raw.data(), raw.size())) return std::nullopt;
+    std::vector<DictEntry> out;
+    for (int64_t i = 0; i < *nentries; ++i) {
+        DictEntry e;
+        std::memcpy(&e.key, raw.data() + i * entrySize + keyOffset, 8);
+        std::memcpy(&e.value, raw.data() + i * entrySize + keyOffset + 8, 8);
+        if (e.key && e.value) out.push_back(e);
+    }
     return out;
 }
 

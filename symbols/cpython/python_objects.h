@@ -16,6 +16,12 @@ std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayo
                                          size_t maxChars = 1024);
 std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPythonLayout& layout, uint64_t object,
                                                 size_t maxSize = 1 << 20);
+struct DictEntry {
+    uint64_t key = 0, value = 0;
+};
+// The live entries of a dict (combined tables; split tables are not read). At most maxEntries.
+std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict,
+                                                 size_t maxEntries = 1 << 16);
 // tp_name of the object's type.
 std::optional<std::string> readTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object);
 

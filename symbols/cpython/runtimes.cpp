@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "symbols/cpython/python_objects.h"
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/modules/module_files.h"
 
@@ -186,6 +187,24 @@ private:
     size_t maxFrames_;
 };
 
+// Before 3.11 nothing exported names the micro version: sys.version of the main interpreter does.
+void refineVersionFromSys(const Target& target, Runtime& rt) {
+    for (const auto& interp : rt.interpreters) {
+        if (!interp.main) continue;
+        uint64_t sysdict = rt.layout.interpSysdict == kAbsent ? 0 : target.readPointer(interp.address + rt.layout.interpSysdict).value_or(0);
+        auto entries = readPyDict(target, rt.layout, sysdict);
+        if (!entries) return;
+        for (const auto& e : *entries) {
+            if (readPyUnicode(target, rt.layout, e.key, 64).value_or("") != "version") continue;
+            std::string v = readPyUnicode(target, rt.layout, e.value, 256).value_or("");
+            static const std::regex leading(R"(^(3\.\d+\.\d+\S*))");
+            std::smatch m;
+            if (std::regex_search(v, m, leading) && m[1].str().rfind(rt.version + ".", 0) == 0) rt.version = m[1];
+            return;
+        }
+    }
+}
+
 }  // namespace
 
 std::string versionFromHex(uint32_t hex) {
@@ -228,6 +247,14 @@ RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
             result.rejected.push_back(module.path + ": _PyRuntime at " + hex(rt.address) + " (CPython " + rt.version + "): " + why);
             continue;
         }
+        if (minor >= 12) {
+            auto tss = findModuleSymbol(module, "_Py_tss_tstate");
+            if (tss && tss->type == STT_TLS)
+                rt.tssTstateOffset = tss->value;
+            else
+                rt.tssTstateNote = "_Py_tss_tstate is not in the symbol tables (stripped, no debug file)";
+        }
+        if (!(*versionHex & 0xffff)) refineVersionFromSys(target, rt);
         result.runtimes.push_back(std::move(rt));
     }
     return result;

@@ -44,6 +44,8 @@ struct Runtime {
     bool initialised = false;
     uint64_t tstateCurrent = 0;  // <= 3.11: gilstate.tstate_current
     std::optional<uint32_t> autoTssKey;  // pthread key of PyGILState's autoTSSkey
+    std::optional<uint64_t> tssTstateOffset;  // 3.12+: _Py_tss_tstate's offset in libpython's TLS block
+    std::string tssTstateNote;                // why it is unknown
     std::vector<Interpreter> interpreters;
     std::vector<std::string> notes;
 };

@@ -38,7 +38,8 @@ bool findMember(Dwarf_Die* aggregate, const std::string& name, Dwarf_Die* out, i
     Dwarf_Die child;
     if (dwarf_child(aggregate, &child) != 0) return false;
     do {
-        if (dwarf_tag(&child) != DW_TAG_member) continue;
+        if (dwarf_tag(&child) != DW_TAG_member && dwarf_tag(&child) != DW_TAG_inheritance) continue;
+        if (dwarf_hasattr(&child, DW_AT_declaration)) continue;  // a C++ static member
         const char* n = dwarf_diename(&child);
         auto loc = memberLocation(&child);
         if (!loc) continue;
@@ -76,6 +77,44 @@ DwarfTypes::~DwarfTypes() {
     if (dwarf_) dwarf_end(dwarf_);
 }
 
+namespace {
+
+std::vector<std::string> splitScope(const std::string& name) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t pos; (pos = name.find("::", start)) != std::string::npos; start = pos + 2) parts.push_back(name.substr(start, pos - start));
+    parts.push_back(name.substr(start));
+    return parts;
+}
+
+// Searches the children of `parent` for scope[depth..]: namespaces for all but the last part,
+// then a complete struct/class/union/typedef with the last name.
+bool searchScope(Dwarf_Die* parent, const std::vector<std::string>& scope, size_t depth, Dwarf_Die* out) {
+    Dwarf_Die child;
+    if (dwarf_child(parent, &child) != 0) return false;
+    bool last = depth + 1 == scope.size();
+    do {
+        int tag = dwarf_tag(&child);
+        const char* n = dwarf_diename(&child);
+        if (!n || scope[depth] != n) continue;
+        if (!last) {
+            if ((tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type) &&
+                searchScope(&child, scope, depth + 1, out))
+                return true;
+            continue;
+        }
+        if (tag != DW_TAG_structure_type && tag != DW_TAG_class_type && tag != DW_TAG_typedef && tag != DW_TAG_union_type)
+            continue;
+        Dwarf_Die resolved = child;
+        if (!stripQualifiers(&resolved) || dwarf_hasattr(&resolved, DW_AT_declaration)) continue;
+        *out = resolved;
+        return true;
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return false;
+}
+
+}  // namespace
+
 bool DwarfTypes::findType(const std::string& name, void* dieOut) {
     auto it = cache_.find(name);
     if (it != cache_.end()) {
@@ -83,29 +122,17 @@ bool DwarfTypes::findType(const std::string& name, void* dieOut) {
         std::memcpy(dieOut, it->second.get(), sizeof(Dwarf_Die));
         return true;
     }
-    // Visit only the top-level DIEs of each unit until the name is found.
+    // Visit only the top-level DIEs of each unit (and the namespaces the name passes through).
+    std::vector<std::string> scope = splitScope(name);
     Dwarf_Off off = 0, next;
     size_t headerSize;
     while (dwarf_nextcu(dwarf_, off, &next, &headerSize, nullptr, nullptr, nullptr) == 0) {
-        Dwarf_Die cu;
-        if (dwarf_offdie(dwarf_, off + headerSize, &cu)) {
-            Dwarf_Die child;
-            if (dwarf_child(&cu, &child) == 0) {
-                do {
-                    int tag = dwarf_tag(&child);
-                    if (tag != DW_TAG_structure_type && tag != DW_TAG_typedef && tag != DW_TAG_union_type)
-                        continue;
-                    const char* n = dwarf_diename(&child);
-                    if (!n || name != n) continue;
-                    Dwarf_Die resolved = child;
-                    if (!stripQualifiers(&resolved)) continue;
-                    if (dwarf_hasattr(&resolved, DW_AT_declaration)) continue;
-                    auto stored = std::make_shared<Dwarf_Die>(resolved);
-                    cache_[name] = stored;
-                    std::memcpy(dieOut, stored.get(), sizeof(Dwarf_Die));
-                    return true;
-                } while (dwarf_siblingof(&child, &child) == 0);
-            }
+        Dwarf_Die cu, found;
+        if (dwarf_offdie(dwarf_, off + headerSize, &cu) && searchScope(&cu, scope, 0, &found)) {
+            auto stored = std::make_shared<Dwarf_Die>(found);
+            cache_[name] = stored;
+            std::memcpy(dieOut, stored.get(), sizeof(Dwarf_Die));
+            return true;
         }
         off = next;
     }

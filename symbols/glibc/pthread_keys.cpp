@@ -65,6 +65,8 @@ std::vector<GlibcKeys> findGlibcKeys(const Target& target) {
             if (keys && keys->count) k.keysMax = keys->count;
             if (level2 && level2->count) k.secondLevelSize = level2->count;
             if (dtv) k.dtvOffset = dtv->offset;
+            if (auto modid = readDescriptor(target, mod, "_thread_db_link_map_l_tls_modid")) k.linkMapTlsModid = modid->offset;
+            if (auto off = readDescriptor(target, mod, "_thread_db_link_map_l_tls_offset")) k.linkMapTlsOffset = off->offset;
             k.source = "thread_db";
         }
         out.push_back(k);

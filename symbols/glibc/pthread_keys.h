@@ -27,6 +27,8 @@ struct GlibcKeys {
     uint32_t keyDataSeq = 0;
     uint32_t keyDataData = 8;
     uint32_t dtvOffset = 8;          // struct pthread.header.dtv
+    uint32_t linkMapTlsModid = 1152; // struct link_map.l_tls_modid (changes between glibc versions)
+    uint32_t linkMapTlsOffset = 1144;
     std::string source;              // "thread_db" or "table"
 };
 

@@ -1,0 +1,269 @@
+#include "commands/findings.h"
+
+#include <map>
+#include <set>
+
+namespace pytstates {
+
+namespace {
+
+struct KnownTstate {
+    size_t runtime = 0;
+    uint64_t interp = 0;
+    int64_t interpId = 0;
+    std::optional<int> lwp;
+};
+
+// One per-thread pointer and where it came from.
+struct Pointer {
+    int lwp = 0;
+    uint64_t tstate = 0;
+    std::string source;  // for messages
+    std::string cause;   // the likely cause when it is stale
+    enum class Kind { Current, AutoTss, Pybind11 } kind = Kind::Current;
+    size_t runtime = 0;  // the runtime whose key or variable this is
+};
+
+std::string lwpWords(const std::optional<int>& lwp) { return lwp ? "LWP " + std::to_string(*lwp) : "no live thread"; }
+
+class Checker {
+public:
+    Checker(const Target& target, Report& report) : target_(target), r_(report) {
+        for (size_t i = 0; i < r_.runtimes.size(); ++i)
+            for (const auto& interp : r_.runtimes[i].interpreters)
+                for (const auto& ts : interp.tstates) known_[ts.address] = {i, interp.address, interp.id, r_.lwpFor(ts.address)};
+        for (const auto& t : target.threads()) liveLwps_.insert(t.lwp);
+        collectPointers();
+    }
+
+    void run() {
+        addRuntimeFindings(r_);
+        checkStale();
+        checkForeignAndShared();
+        checkMismatch();
+        checkGil();
+        checkOrphans();
+        checkInternals();
+    }
+
+private:
+    void add(const std::string& code, const std::string& severity, std::optional<int> lwp, uint64_t tstate, const std::string& message) {
+        r_.findings.push_back({code, severity, lwp, tstate, message});
+    }
+
+    void collectPointers() {
+        for (const auto& row : r_.threads) {
+            if (row.currentTstate)
+                pointers_.push_back({row.lwp, row.currentTstate, "CPython's current thread state (" + row.currentSource + ")",
+                                     "the thread state was deleted while CPython still had it current (a PyThreadState_Delete/Clear on the wrong thread, or a coroutine switch that did not restore it)",
+                                     Pointer::Kind::Current, 0});
+            if (row.autotssTstate)
+                pointers_.push_back({row.lwp, row.autotssTstate,
+                                     "PyGILState's autoTSSkey slot (pthread key " + std::to_string(row.autotssKey.value_or(0)) + ")",
+                                     "the thread state was deleted without PyGILState forgetting it (PyThreadState_Delete of a PyGILState-created state, or memory corruption)",
+                                     Pointer::Kind::AutoTss, row.autotssRuntime});
+        }
+        for (const auto& view : r_.internals)
+            for (const auto& v : view.values)
+                pointers_.push_back({v.lwp, v.tstate,
+                                     "pybind11 internals " + view.record.id.raw + " TLS slot (pthread key " + std::to_string(view.record.tlsKey.value_or(0)) + ")",
+                                     "another module's pybind11 (a different internals record) deleted this thread state in its gil_scoped_acquire while this record's key still caches it; the next gil_scoped_acquire in a module using this ID revives the freed pointer",
+                                     Pointer::Kind::Pybind11, view.runtimeIndex});
+    }
+
+    // A second look at a pointer that is in no list: does its memory still read as a thread
+    // state, or as glibc malloc's free-list entry?
+    std::string secondLook(uint64_t p) const {
+        const Runtime& rt = r_.runtimes.front();
+        const auto& l = rt.layout;
+        uint64_t q[2];
+        if (!target_.readExact(p, q, sizeof q)) return "its memory is not readable in the target";
+        std::string words;
+        auto interp = target_.readPointer(p + l.tstateInterp);
+        auto threadId = target_.readPointer(p + l.tstateThreadId);
+        bool knownInterp = false;
+        for (const auto& r : r_.runtimes)
+            for (const auto& i : r.interpreters)
+                if (interp && *interp == i.address) knownInterp = true;
+        if (knownInterp) {
+            words = "its memory still reads as a thread state of interpreter " + hexAddress(*interp);
+            for (const auto& t : target_.threads())
+                if (threadId && *threadId == t.threadPointer) words += " for LWP " + std::to_string(t.lwp);
+        } else {
+            words = "its memory no longer reads as a thread state (reused)";
+        }
+        // glibc >= 2.32 tcache entry: next pointer protected by (address >> 12), then the tcache key.
+        uint64_t next = q[0] ^ (p >> 12);
+        bool nextPlausible = next == 0 || ((next & 15) == 0 && (next >> 32) == (p >> 32));
+        if (nextPlausible && q[1] != 0 && q[1] != p) words += "; its first 16 bytes look like a glibc tcache free-list entry: it was freed";
+        else if (knownInterp) words += "; it was unlinked from the list (deleted)";
+        return words;
+    }
+
+    bool collidingKeyOfOtherRuntime(const Pointer& p) const {
+        auto it = known_.find(p.tstate);
+        return p.kind == Pointer::Kind::AutoTss && r_.runtimes.size() > 1 && it != known_.end() && it->second.runtime != p.runtime;
+    }
+
+    void checkStale() {
+        for (const auto& p : pointers_) {
+            if (known_.count(p.tstate)) continue;
+            add("stale-tstate", "error", p.lwp, p.tstate,
+                "LWP " + std::to_string(p.lwp) + ": " + p.source + " names " + hexAddress(p.tstate) +
+                    ", which is in no interpreter's thread list; " + secondLook(p.tstate) + ". Likely cause: " + p.cause + ".");
+        }
+        // <= 3.11: the process-wide current pointer, when no thread claimed it.
+        for (const auto& rt : r_.runtimes) {
+            if (!rt.tstateCurrent || known_.count(rt.tstateCurrent)) continue;
+            bool claimed = false;
+            for (const auto& row : r_.threads) claimed = claimed || row.currentTstate == rt.tstateCurrent;
+            if (!claimed)
+                add("stale-tstate", "error", std::nullopt, rt.tstateCurrent,
+                    "CPython " + rt.version + "'s gilstate.tstate_current names " + hexAddress(rt.tstateCurrent) +
+                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent) + ".");
+        }
+    }
+
+    void checkForeignAndShared() {
+        std::map<uint64_t, std::set<int>> holders;  // tstate -> threads whose TLS names it
+        for (const auto& p : pointers_) {
+            auto it = known_.find(p.tstate);
+            if (it == known_.end() || collidingKeyOfOtherRuntime(p)) continue;
+            holders[p.tstate].insert(p.lwp);
+            const auto& owner = it->second.lwp;
+            if (owner && *owner == p.lwp) continue;
+            add("foreign-tstate", "error", p.lwp, p.tstate,
+                "LWP " + std::to_string(p.lwp) + ": " + p.source + " names " + hexAddress(p.tstate) + ", the thread state of " +
+                    lwpWords(owner) + " (interpreter " + std::to_string(it->second.interpId) +
+                    "). Likely cause: a thread state handed between threads (a coroutine or fiber resumed on another thread, or a pointer cached across threads).");
+        }
+        for (const auto& [tstate, lwps] : holders) {
+            if (lwps.size() < 2) continue;
+            std::string list;
+            for (int l : lwps) list += (list.empty() ? "" : ", ") + std::to_string(l);
+            add("shared-tstate", "error", std::nullopt, tstate,
+                "thread state " + hexAddress(tstate) + " is named by the TLS of LWPs " + list +
+                    ": two threads would run Python on one thread state. Likely cause: a pthread key value copied to another thread, or a pointer cached in thread-local storage across threads.");
+        }
+    }
+
+    void checkMismatch() {
+        std::map<int, std::vector<const Pointer*>> byThread;
+        for (const auto& p : pointers_)
+            if (known_.count(p.tstate) && !collidingKeyOfOtherRuntime(p)) byThread[p.lwp].push_back(&p);
+        for (const auto& [lwp, ptrs] : byThread) {
+            if (!holdsGil(lwp)) continue;
+            for (size_t i = 0; i < ptrs.size(); ++i)
+                for (size_t j = i + 1; j < ptrs.size(); ++j) {
+                    if (ptrs[i]->tstate == ptrs[j]->tstate) continue;
+                    add("tls-mismatch", "error", lwp, ptrs[j]->tstate,
+                        "LWP " + std::to_string(lwp) + " holds the GIL but " + ptrs[i]->source + " names " + hexAddress(ptrs[i]->tstate) +
+                            " while " + ptrs[j]->source + " names " + hexAddress(ptrs[j]->tstate) +
+                            ". Likely cause: a thread-state swap (PyThreadState_Swap, a coroutine switch) that did not update every cache.");
+                    return;
+                }
+        }
+    }
+
+    bool holdsGil(int lwp) const {
+        for (const auto& rt : r_.runtimes)
+            for (const auto& interp : rt.interpreters)
+                if (interp.gilKnown && interp.gilHolder && r_.lwpFor(interp.gilHolder) == lwp) return true;
+        return false;
+    }
+
+    void checkGil() {
+        for (const auto& rt : r_.runtimes)
+            for (const auto& interp : rt.interpreters) {
+                if (!interp.gilKnown || !interp.gilHolder) continue;
+                auto it = known_.find(interp.gilHolder);
+                if (it == known_.end())
+                    add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
+                        "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
+                            ", which is in no thread list; " + secondLook(interp.gilHolder) +
+                            ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).");
+                else if (!it->second.lwp)
+                    add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
+                        "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
+                            " whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.");
+            }
+    }
+
+    void checkOrphans() {
+        for (const auto& rt : r_.runtimes)
+            for (const auto& interp : rt.interpreters)
+                for (const auto& ts : interp.tstates) {
+                    if (r_.lwpFor(ts.address)) continue;
+                    std::string msg = "thread state " + hexAddress(ts.address) + " (id " + std::to_string(ts.id) + ", interpreter " +
+                                      std::to_string(interp.id) + ") ";
+                    if (!ts.threadId)
+                        msg += "is bound to no thread (created with PyThreadState_New and never used).";
+                    else
+                        msg += "belongs to pthread " + hexAddress(ts.threadId) +
+                               ", which no longer exists: the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a new thread that reuses the address gets it back through stale TLS.";
+                    add("orphan-tstate", "warning", std::nullopt, ts.address, msg);
+                }
+    }
+
+    void checkInternals() {
+        std::map<uint64_t, std::vector<const InternalsView*>> byInterp;
+        for (const auto& view : r_.internals) {
+            const auto& rec = view.record;
+            if (rec.id.moduleLocal) continue;
+            byInterp[rec.interpreter].push_back(&view);
+            if (rec.address && rec.istate && rec.istate != rec.interpreter)
+                add("internals-istate-mismatch", "error", std::nullopt, 0,
+                    "pybind11 internals " + rec.id.raw + " at " + hexAddress(rec.address) + " lives in the " + rec.dictName +
+                        " of interpreter " + hexAddress(rec.interpreter) + " but its istate is " + hexAddress(rec.istate) +
+                        ". Likely cause: the record was created under another interpreter (a sub-interpreter sharing builtins, or a stale record after re-initialisation).");
+        }
+        for (const auto& [interp, views] : byInterp) {
+            if (views.size() < 2) continue;
+            std::string msg = "interpreter " + hexAddress(interp) + " holds " + std::to_string(views.size()) + " pybind11 internals records:";
+            for (const auto* v : views) {
+                msg += " " + v->record.id.raw + " (key " + (v->record.tlsKey ? std::to_string(*v->record.tlsKey) : "?") + ", used by ";
+                std::string mods;
+                for (const auto& m : v->record.modules) mods += (mods.empty() ? "" : ", ") + m.path;
+                msg += (mods.empty() ? "unknown modules" : mods) + ")";
+                msg += ";";
+            }
+            msg += " they differ in " + describeIdDifference(views[0]->record.id, views[1]->record.id) +
+                   ". Each keeps its own thread-state cache, so their gil_scoped_acquire can delete each other's thread states. "
+                   "Fix: build every module with the same compiler ABI (same -fabi-version / compiler), or define PYBIND11_SIMPLE_GIL_MANAGEMENT in all of them, or import the other modules once on the main thread before worker threads use them.";
+            add("internals-split", "warning", std::nullopt, 0, msg);
+        }
+    }
+
+    const Target& target_;
+    Report& r_;
+    std::map<uint64_t, KnownTstate> known_;
+    std::set<int> liveLwps_;
+    std::vector<Pointer> pointers_;
+};
+
+}  // namespace
+
+void addRuntimeFindings(Report& report) {
+    if (report.runtimes.size() < 2) return;
+    Finding f;
+    f.code = "multiple-runtimes";
+    f.severity = "info";
+    f.message = std::to_string(report.runtimes.size()) + " initialised copies of CPython are loaded:";
+    for (const auto& rt : report.runtimes) {
+        f.message += " " + rt.modulePath + " (" + rt.version + ", _PyRuntime " + hexAddress(rt.address);
+        if (rt.autoTssKey) f.message += ", autoTSSkey pthread key " + std::to_string(*rt.autoTssKey);
+        f.message += ")";
+    }
+    std::map<uint32_t, int> keyUse;
+    for (const auto& rt : report.runtimes)
+        if (rt.autoTssKey) ++keyUse[*rt.autoTssKey];
+    for (const auto& [key, n] : keyUse)
+        if (n > 1)
+            f.message += ". Their autoTSSkey use the same pthread key " + std::to_string(key) +
+                         " from different libc copies (dlmopen namespaces): every thread's slot holds whichever copy wrote last, which is a key collision, not memory corruption";
+    report.findings.push_back(f);
+}
+
+void addFindings(const Target& target, Report& report) { Checker(target, report).run(); }
+
+}  // namespace pytstates

@@ -1,0 +1,15 @@
+// The checks of CONTRACT.md ("Finding codes"): every per-thread pointer held against the
+// thread-state lists, the GIL, and the pybind11 records.
+#pragma once
+
+#include "commands/report.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+// All findings (check).
+void addFindings(const Target& target, Report& report);
+// Only those that need no TLS: multiple-runtimes (tstates, internals).
+void addRuntimeFindings(Report& report);
+
+}  // namespace pytstates

@@ -1,0 +1,27 @@
+// C/C++ thread-local variables of any module, for any thread (x86_64, TLS variant II): static
+// TLS below the thread pointer, or a dynamic block through the thread's DTV. "Not allocated for
+// this thread" is told apart from a NULL value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "symbols/glibc/pthread_keys.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct ThreadLocal {
+    enum class Status { Value, NotAllocated, Unreadable };
+    Status status = Status::Unreadable;
+    uint64_t address = 0;  // where the variable lives for this thread
+    uint64_t value = 0;    // its first 8 bytes
+};
+
+// variableOffset: st_value of the STT_TLS symbol (offset inside the module's TLS block).
+ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const LoadedModule& module,
+                            uint64_t variableOffset, uint64_t threadPointer);
+
+const char* describe(ThreadLocal::Status status);
+
+}  // namespace pytstates

@@ -1,0 +1,182 @@
+#include "symbols/pybind11/internals_reader.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "symbols/cpython/python_objects.h"
+#include "symbols/elf/dwarf_types.h"
+#include "symbols/modules/module_files.h"
+
+namespace pytstates {
+
+namespace {
+
+constexpr const char* kInternalsPrefix = "__pybind11_internals_v";
+constexpr const char* kLocalPrefix = "__pybind11_module_local_v";
+constexpr const char* kInternalsPpStatic = "_ZZN8pybind116detail16get_internals_ppEvE12internals_pp";
+constexpr size_t kMaxTypes = 100000;
+
+std::string demangleType(const std::string& mangled) {
+    std::string name = !mangled.empty() && mangled[0] == '*' ? mangled.substr(1) : mangled;
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+    return status == 0 && out ? std::string(out.get()) : name;
+}
+
+// The three heap types every internals object points to, in this order, whatever its layout.
+bool anchorAt(const Target& target, const CPythonLayout& py, uint64_t internals, int64_t offset) {
+    static const char* names[] = {"pybind11_static_property", "pybind11_type", "pybind11_object"};
+    for (int i = 0; i < 3; ++i) {
+        auto type = target.readPointer(internals + offset + 8 * i);
+        if (!type || !*type) return false;
+        auto name = target.readPointer(*type + py.typeName);
+        if (!name || !*name || target.readCString(*name, 64).value_or("") != names[i]) return false;
+    }
+    return true;
+}
+
+// Modules whose read-only data holds the ID string (works on stripped modules), each confirmed
+// where its get_internals_pp static survives in a symbol table.
+std::vector<ModuleUse> modulesUsing(const Target& target, const std::string& id, uint64_t cell) {
+    std::vector<ModuleUse> out;
+    std::string needle = id + std::string(1, '\0');
+    for (const auto& mod : target.modules()) {
+        if (!mod.elf) continue;
+        auto rodata = mod.elf->findSection(".rodata");
+        if (!rodata) continue;
+        const unsigned char* bytes = mod.elf->rawBytes(rodata->offset, rodata->size);
+        if (!bytes || !memmem(bytes, rodata->size, needle.data(), needle.size())) continue;
+        ModuleUse use;
+        use.path = mod.path;
+        if (auto sym = findModuleSymbol(mod, kInternalsPpStatic))
+            use.confirmed = target.readPointer(mod.bias + sym->value).value_or(0) == cell && cell;
+        out.push_back(use);
+    }
+    return out;
+}
+
+InternalsLayout chooseLayout(const Target& target, const CPythonLayout& py, const InternalsRecord& rec) {
+    // DWARF of a module that uses this ID, when one has it.
+    for (const auto& use : rec.modules) {
+        for (const auto& mod : target.modules()) {
+            if (mod.path != use.path || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
+            if (auto dwarf = DwarfTypes::open(mod.debugElf))
+                if (auto l = internalsLayoutFromDwarf(*dwarf, rec.id.version))
+                    if (anchorAt(target, py, rec.address, l->staticPropertyType)) return *l;
+        }
+    }
+    InternalsLayout table;
+    if (internalsLayoutForVersion(rec.id.version, &table) && anchorAt(target, py, rec.address, table.staticPropertyType))
+        return table;
+    // Unknown STL or version: find the anchor itself; tstate is always 24 bytes after it.
+    for (int64_t off = 0; off <= 1024; off += 8) {
+        if (!anchorAt(target, py, rec.address, off)) continue;
+        InternalsLayout l;
+        l.staticPropertyType = off;
+        l.tstate = off + 24;
+        bool v5to11 = rec.id.version >= 5 && rec.id.version <= 11;
+        l.istate = l.tstate + (v5to11 ? 16 : 8);
+        l.tstateIsPointer = rec.id.version <= 4;
+        l.registeredTypesPy = rec.id.version >= 12 ? 112 : 56;
+        l.source = "anchor";
+        return l;
+    }
+    InternalsLayout none;
+    none.source.clear();
+    return none;
+}
+
+std::vector<RegisteredType> readTypes(const Target& target, const CPythonLayout& py, const InternalsRecord& rec) {
+    std::vector<RegisteredType> out;
+    // libstdc++ _Hashtable: before_begin._M_nxt at +16; node {next, PyTypeObject* key, vector<type_info*>}.
+    uint64_t table = rec.address + rec.layout.registeredTypesPy;
+    std::set<uint64_t> seen;
+    uint64_t node = target.readPointer(table + 16).value_or(0);
+    while (node && out.size() < kMaxTypes && seen.insert(node).second) {
+        auto key = target.readPointer(node + 8);
+        auto begin = target.readPointer(node + 16), end = target.readPointer(node + 24);
+        if (!key || !begin || !end) break;
+        RegisteredType t;
+        t.typeObject = *key;
+        auto tpName = target.readPointer(*key + py.typeName);
+        t.pythonName = tpName ? target.readCString(*tpName, 512).value_or("?") : "?";
+        if (*end > *begin && *end - *begin <= 8 * 64) {
+            auto info = target.readPointer(*begin);  // detail::type_info*
+            auto cpptype = info ? target.readPointer(*info + 8) : std::nullopt;  // const std::type_info*
+            auto name = cpptype ? target.readPointer(*cpptype + 8) : std::nullopt;
+            if (name) t.cppName = demangleType(target.readCString(*name, 1024).value_or("?"));
+        }
+        out.push_back(t);
+        node = target.readPointer(node).value_or(0);
+    }
+    return out;
+}
+
+void decode(const Target& target, const CPythonLayout& py, InternalsRecord& rec, bool withTypes) {
+    auto typeName = readTypeName(target, py, rec.capsule);
+    if (typeName.value_or("") != "PyCapsule") {
+        rec.problem = "the value is not a capsule";
+        return;
+    }
+    rec.cell = target.readPointer(rec.capsule + py.capsulePointer).value_or(0);
+    rec.modules = modulesUsing(target, rec.id.raw, rec.cell);
+    if (rec.id.moduleLocal) return;  // 3.x module-local records: no thread state key
+    if (!rec.cell) {
+        rec.problem = "the capsule holds no pointer";
+        return;
+    }
+    rec.address = target.readPointer(rec.cell).value_or(0);
+    if (!rec.address) {
+        rec.problem = "the internals pointer is NULL (finalized?)";
+        return;
+    }
+    rec.layout = chooseLayout(target, py, rec);
+    if (rec.layout.source.empty()) {
+        rec.problem = "no pybind11 internals at " + std::to_string(rec.address) + " (its type anchors do not match)";
+        return;
+    }
+    uint64_t tss = rec.address + rec.layout.tstate;
+    if (rec.layout.tstateIsPointer) tss = target.readPointer(tss).value_or(0);
+    rec.tssAddress = tss;
+    auto initialised = tss ? target.readValue<int32_t>(tss) : std::nullopt;
+    auto key = tss ? target.readValue<uint32_t>(tss + 4) : std::nullopt;
+    if (initialised && key && *initialised == 1) rec.tlsKey = *key;
+    else rec.problem = "its thread-state key is not initialised";
+    rec.istate = target.readPointer(rec.address + rec.layout.istate).value_or(0);
+    if (withTypes) rec.types = readTypes(target, py, rec);
+}
+
+}  // namespace
+
+std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes) {
+    std::vector<InternalsRecord> out;
+    const CPythonLayout& py = runtime.layout;
+    for (const auto& interp : runtime.interpreters) {
+        std::set<uint64_t> seenDicts;
+        for (auto [dict, name] : {std::pair<uint64_t, const char*>{interp.builtins, "builtins"},
+                                  std::pair<uint64_t, const char*>{interp.dict, "state dict"}}) {
+            if (!dict || !seenDicts.insert(dict).second) continue;
+            auto entries = readPyDict(target, py, dict);
+            if (!entries) continue;
+            for (const auto& e : *entries) {
+                auto key = readPyUnicode(target, py, e.key, 512);
+                if (!key || (key->rfind(kInternalsPrefix, 0) != 0 && key->rfind(kLocalPrefix, 0) != 0)) continue;
+                InternalsRecord rec;
+                if (!parseInternalsId(*key, &rec.id)) continue;
+                rec.interpreter = interp.address;
+                rec.dictName = name;
+                rec.capsule = e.value;
+                decode(target, py, rec, withTypes);
+                out.push_back(std::move(rec));
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,100 @@
+// The seed's service, rebuilt: a C++ host that embeds Python with pybind11, built with
+// -fabi-version=2 (pybind11 ID ..._cxxabi1002__, like the seed's GCC 4.8.5), hands "files" to a
+// worker thread, and the worker creates a checker per file that imports seed_module (ID
+// ..._cxxabi1017__) under the host's gil_scoped_acquire.
+//
+//   seed_host svr2 pause   import on the worker; pause after file 1 (module key holds a freed tstate)
+//   seed_host svr2 crash   import on the worker; go on to file 2 and crash like the seed
+//   seed_host svr1 pause   import on the main thread first (the seed's svr1.0): no stale pointer
+//
+// Prints "FACTS {json}" and "READY" before pausing; the pause blocks without the GIL.
+#include <pybind11/embed.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+long gettid_() { return syscall(SYS_gettid); }
+
+unsigned hostKey() {
+    auto& internals = py::detail::get_internals();
+    return internals.tstate->_key;
+}
+
+void blockForever() {
+    int fds[2];
+    if (pipe(fds) != 0) std::abort();
+    char c;
+    while (read(fds[0], &c, 1) != 0) {
+    }
+}
+
+std::string hex(const void* p) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%p", p);
+    return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s svr1|svr2 pause|crash\n", argv[0]);
+        return 2;
+    }
+    bool importOnMain = std::strcmp(argv[1], "svr1") == 0;
+    bool crash = std::strcmp(argv[2], "crash") == 0;
+    std::string dir = argv[0];
+    dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+
+    py::scoped_interpreter interpreter;
+    py::module_::import("sys").attr("path").attr("insert")(0, dir.empty() ? "." : dir);
+    PyThreadState* mainTstate = PyThreadState_Get();
+    if (importOnMain) py::module_::import("seed_module");
+    unsigned host = hostKey();
+    long mainLwp = gettid_();
+
+    py::gil_scoped_release releaseForWorkers;
+    std::thread worker([&] {
+        std::vector<std::string> fileBuffers;
+        for (int file = 1; file <= 3; ++file) {
+            // Per-file state, kept while the service runs (as the seed's MsgChecker was).
+            fileBuffers.emplace_back(344, static_cast<char>('a' + file));
+            PyThreadState* used = nullptr;
+            unsigned moduleKey = 0;
+            std::string moduleId;
+            {
+                py::gil_scoped_acquire acquire;  // the host's pybind11: creates this thread's tstate
+                used = PyThreadState_Get();
+                py::module_ checker = py::module_::import("seed_module");  // file 1: first import, on this thread
+                moduleKey = checker.attr("internals_key")().cast<unsigned>();
+                moduleId = checker.attr("internals_id").cast<std::string>();
+                checker.attr("work")(file);
+            }  // the host's gil_scoped_acquire deletes `used` and clears only the host's key
+            if (file == 1) {
+                std::printf("FACTS {\"pid\": %d, \"mode\": \"%s\", \"main_lwp\": %ld, \"main_tstate\": \"%s\", "
+                            "\"worker_lwp\": %ld, \"worker_pthread\": \"%s\", \"deleted_tstate\": \"%s\", "
+                            "\"host_key\": %u, \"host_id\": \"%s\", \"module_key\": %u, \"module_id\": \"%s\"}\n",
+                            getpid(), argv[1], mainLwp, hex(mainTstate).c_str(), gettid_(),
+                            hex(reinterpret_cast<void*>(pthread_self())).c_str(), hex(used).c_str(), host,
+                            PYBIND11_INTERNALS_ID, moduleKey, moduleId.c_str());
+                std::printf("READY\n");
+                std::fflush(stdout);
+                if (!crash) blockForever();
+            }
+        }
+        std::printf("no crash after 3 files\n");
+        std::fflush(stdout);
+    });
+    worker.join();
+    return 0;
+}

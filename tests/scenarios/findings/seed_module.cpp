@@ -1,0 +1,31 @@
+// The "torch" of the seed's story: an extension module with its own copy of pybind11, built
+// with the compiler's default C++ ABI (cxxabi1017 on GCC 12), so it keeps its own internals
+// record and its own thread-state TLS key. work() releases and re-acquires the GIL the way a
+// torch op does (nested gil_scoped_release / gil_scoped_acquire).
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace {
+
+int work(int n) {
+    py::gil_scoped_release release;
+    {
+        py::gil_scoped_acquire acquire;
+        n += 1;
+    }
+    return n;
+}
+
+unsigned internalsKey() {
+    auto& internals = py::detail::get_internals();
+    return PyThread_tss_is_created(internals.tstate) ? internals.tstate->_key : ~0u;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(seed_module, m) {
+    m.def("work", &work);
+    m.def("internals_key", &internalsKey);
+    m.attr("internals_id") = PYBIND11_INTERNALS_ID;
+}
