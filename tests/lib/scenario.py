@@ -1,0 +1,107 @@
+"""Run a scenario program to its pause point (or its crash) and take a real core of it.
+
+A scenario prints one line `FACTS {json}` with what it knows about itself, then `READY`, then
+pauses. take_core() returns (facts, core_path); the caller removes the directory it lives in.
+"""
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+READY_TIMEOUT = 60
+
+
+class ScenarioError(Exception):
+    pass
+
+
+def _read_facts(proc, deadline):
+    facts = None
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        line = line.decode(errors="replace").rstrip("\n")
+        lines.append(line)
+        if line.startswith("FACTS "):
+            facts = json.loads(line[len("FACTS "):])
+        elif line == "READY":
+            if facts is None:
+                raise ScenarioError("READY before FACTS")
+            return facts
+    raise ScenarioError("the scenario did not become READY; it printed:\n" + "\n".join(lines))
+
+
+def kernel_core_pattern_ok():
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    return not pattern.startswith("|"), pattern
+
+
+def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
+    """kind: 'gcore' (gdb's gcore while paused), 'kernel' (SIGABRT while paused, the kernel's core),
+    'crash' (no pause expected after READY: let it die by itself and take the kernel's core)."""
+    workdir = workdir or tempfile.mkdtemp(prefix="pytstates-")
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    if kind != "gcore":
+        ok, pattern = kernel_core_pattern_ok()
+        if not ok:
+            raise ScenarioError("kernel cores go to a pipe here (core_pattern %r); set it to 'core'" % pattern)
+    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=env, preexec_fn=limits)
+    try:
+        facts = _read_facts(proc, time.monotonic() + READY_TIMEOUT)
+        if after_ready:
+            after_ready(proc, facts)
+        if kind == "gcore":
+            prefix = os.path.join(workdir, "core")
+            out = subprocess.run(["gcore", "-o", prefix, str(proc.pid)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=120)
+            core = "%s.%d" % (prefix, proc.pid)
+            if not os.path.exists(core):
+                raise ScenarioError("gcore made no core: " + out.stdout.decode(errors="replace"))
+            proc.kill()
+            proc.wait(timeout=30)
+        else:
+            if kind == "kernel":
+                proc.send_signal(signal.SIGABRT)
+            proc.wait(timeout=120)
+            if proc.returncode >= 0:
+                raise ScenarioError("the scenario exited with %d instead of dying by a signal" % proc.returncode)
+            core = os.path.join(workdir, "core")
+            for _ in range(100):  # the kernel finishes writing after the parent sees the death
+                if os.path.exists(core):
+                    break
+                time.sleep(0.1)
+            if not os.path.exists(core):
+                raise ScenarioError("the kernel wrote no core in %s (core_pattern, ulimit?)" % workdir)
+        return facts, core
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def run_pytstates(pytstates, args, expect_status=None):
+    """Runs pytstates; returns (status, parsed JSON or text, stderr)."""
+    out = subprocess.run([pytstates] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    stdout = out.stdout.decode(errors="replace")
+    stderr = out.stderr.decode(errors="replace")
+    if expect_status is not None and out.returncode != expect_status:
+        raise AssertionError("pytstates %s exited %d, expected %d\nstderr: %s\nstdout: %s" % (
+            " ".join(args), out.returncode, expect_status, stderr, stdout[:4000]))
+    if "--json" in args and out.returncode in (0, 1):
+        return out.returncode, json.loads(stdout), stderr
+    return out.returncode, stdout, stderr
+
+
+def cleanup(path):
+    shutil.rmtree(os.path.dirname(path) if os.path.isfile(path) else path, ignore_errors=True)
