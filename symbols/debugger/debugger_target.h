@@ -1,0 +1,57 @@
+// Target over whatever a debugger (gdb, lldb) has open: a core, a live process, a remote stub.
+// The front end supplies memory reads, threads (with their thread pointer) and the auxiliary
+// vector; modules come from the link map like everywhere else. Memory is cached per page so the
+// analyses do not cross into the debugger's API for every field.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "symbols/modules/module_discovery.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct DebuggerInput {
+    // Reads up to len bytes at addr; returns how many were readable. Must not throw.
+    std::function<size_t(uint64_t addr, void* buf, size_t len)> read;
+    std::vector<OsThread> threads;
+    uint64_t atPhdr = 0, atPhnum = 0, atEntry = 0;
+    std::vector<MappedFile> mappings;  // optional: file mappings the debugger knows
+    std::string executable;
+    int pid = 0;
+    bool live = false;
+    FileSearch search;
+};
+
+class DebuggerTarget : public Target {
+public:
+    explicit DebuggerTarget(DebuggerInput input);
+
+    size_t read(uint64_t addr, void* buf, size_t len) const override;
+    TargetKind kind() const override { return input_.live ? TargetKind::Live : TargetKind::Core; }
+    int pid() const override { return input_.pid; }
+    std::string executable() const override { return executable_; }
+    const std::vector<OsThread>& threads() const override { return input_.threads; }
+    const std::vector<LoadedModule>& modules() const override { return modules_; }
+    const std::vector<std::string>& warnings() const override { return warnings_; }
+    size_t debuggerReads() const { return debuggerReads_; }
+
+private:
+    struct Page {
+        size_t valid = 0;  // readable bytes from the page start
+        std::vector<unsigned char> bytes;
+    };
+    const Page& page(uint64_t base) const;
+
+    DebuggerInput input_;
+    std::string executable_;
+    std::vector<LoadedModule> modules_;
+    std::vector<std::string> warnings_;
+    mutable std::map<uint64_t, Page> cache_;
+    mutable size_t debuggerReads_ = 0;
+};
+
+}  // namespace pytstates

@@ -1,0 +1,141 @@
+#include "symbols/modules/module_discovery.h"
+
+#include <elf.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include "symbols/modules/link_map.h"
+
+namespace pytstates {
+
+namespace {
+
+uint64_t loadEnd(const ElfFile& elf) {
+    uint64_t end = 0;
+    for (const auto& s : elf.segments())
+        if (!(s.flags & 0x80000000u)) end = std::max(end, s.vaddr + s.memsz);
+    return end;
+}
+
+const MappedFile* mappingAt(const std::vector<MappedFile>& mappings, uint64_t addr) {
+    for (const auto& m : mappings)
+        if (addr >= m.start && addr < m.end) return &m;
+    return nullptr;
+}
+
+class Discovery {
+public:
+    explicit Discovery(const ModuleDiscoveryInput& in) : in_(in) {}
+
+    ModuleDiscovery run() {
+        const MappedFile* exeMapping = mappingAt(in_.mappings, in_.atPhdr ? in_.atPhdr : in_.atEntry);
+        std::string exePath = !in_.executable.empty() ? in_.executable : exeMapping ? exeMapping->path : "";
+        out_.executable = in_.executableOverride.empty() ? exePath : in_.executableOverride;
+
+        LinkMapResult linkMap = readLinkMap(*in_.memory, in_.atPhdr, in_.atPhnum);
+        // A static executable has no link map: the mappings pass below finds its modules.
+        if (!linkMap.note.empty() && (linkMap.rDebug || !linkMap.entries.empty()))
+            out_.warnings.push_back("link map: " + linkMap.note);
+
+        for (const auto& e : linkMap.entries) {
+            bool isExe = e.ns == 0 && e.name.empty() && !sawExecutable_;
+            if (e.name.empty() && !isExe) continue;  // the executable repeated in another namespace
+            LoadedModule mod;
+            mod.path = isExe ? exePath : e.name;
+            mod.bias = isExe ? linkMap.executableBias : e.bias;
+            mod.linkMapNamespace = e.ns;
+            mod.linkMapAddress = e.address;
+            mod.start = startOf(mod.path, mod.bias);
+            mod.buildIdInTarget = buildIdInMemory(*in_.pristine, mod.start);
+            sawExecutable_ = sawExecutable_ || isExe;
+            if (isExe && mod.path.empty() && in_.executableOverride.empty()) {
+                out_.warnings.push_back("the target does not name its executable; pass --exe");
+                continue;
+            }
+            add(std::move(mod), isExe);
+        }
+        addUnlistedMappings(exeMapping);
+        if (!in_.executableOverride.empty() && !sawExecutable_)
+            throw std::runtime_error("--exe " + in_.executableOverride + " does not match: the target maps no executable at its entry point");
+        return std::move(out_);
+    }
+
+private:
+    uint64_t startOf(const std::string& path, uint64_t bias) const {
+        uint64_t best = UINT64_MAX;  // the lowest mapping of this path at or above the bias
+        for (const auto& m : in_.mappings)
+            if (m.path == path && m.start >= bias && m.fileOffset == 0) best = std::min(best, m.start);
+        return best == UINT64_MAX ? bias : best;
+    }
+
+    void add(LoadedModule mod, bool isExe) {
+        if (isExe && !in_.executableOverride.empty()) mod.path = in_.executableOverride;
+        attachModuleFiles(mod, in_.search);
+        if (mod.elf) {
+            mod.start = mod.bias + mod.elf->firstLoadVaddr();
+            mod.end = mod.bias + loadEnd(*mod.elf);
+        } else {
+            mod.end = mod.start + 1;
+            for (const auto& m : in_.mappings)
+                if (m.path == mod.path && m.start >= mod.start) mod.end = std::max(mod.end, m.end);
+        }
+        if (isExe && !in_.executableOverride.empty()) {
+            if (!mod.elf) throw std::runtime_error("--exe " + in_.executableOverride + ": " + mod.problem);
+            GElf_Ehdr eh;
+            if (in_.atEntry && gelf_getehdr(mod.elf->handle(), &eh) && mod.bias + eh.e_entry != in_.atEntry)
+                throw std::runtime_error("--exe " + in_.executableOverride + " does not match: its entry point is not the one the process started at");
+        }
+        if (!mod.problem.empty() && mod.problem != "no file") out_.warnings.push_back(mod.path + ": " + mod.problem);
+        claimed_.insert({mod.path, mod.start});
+        out_.modules.push_back(std::move(mod));
+    }
+
+    // Objects the dynamic linker does not list (a static executable, a custom loader): every
+    // mapping at file offset 0 that holds an ELF header.
+    void addUnlistedMappings(const MappedFile* exeMapping) {
+        for (const auto& m : in_.mappings) {
+            if (m.fileOffset != 0 || claimed_.count({m.path, m.start})) continue;
+            bool inside = false;
+            for (const auto& mod : out_.modules)
+                if (m.start >= mod.start && m.start < mod.end) inside = true;
+            if (inside) continue;
+            auto eh = in_.memory->readValue<Elf64_Ehdr>(m.start);
+            if (!eh || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phnum > 256) continue;
+            uint64_t firstLoad = 0;
+            for (unsigned i = 0; i < eh->e_phnum; ++i) {
+                auto ph = in_.memory->readValue<Elf64_Phdr>(m.start + eh->e_phoff + i * sizeof(Elf64_Phdr));
+                if (ph && ph->p_type == PT_LOAD) {
+                    firstLoad = ph->p_vaddr & ~uint64_t(0xfff);
+                    break;
+                }
+            }
+            LoadedModule mod;
+            mod.path = m.path;
+            mod.start = m.start;
+            mod.bias = m.start - firstLoad;
+            mod.linkMapNamespace = -1;
+            mod.buildIdInTarget = buildIdInMemory(*in_.pristine, m.start);
+            bool isExe = !sawExecutable_ && exeMapping && m.path == exeMapping->path;
+            if (isExe) {
+                mod.linkMapNamespace = 0;
+                sawExecutable_ = true;
+            }
+            add(std::move(mod), isExe);
+        }
+    }
+
+    const ModuleDiscoveryInput& in_;
+    ModuleDiscovery out_;
+    std::set<std::pair<std::string, uint64_t>> claimed_;
+    bool sawExecutable_ = false;
+};
+
+}  // namespace
+
+ModuleDiscovery discoverModules(const ModuleDiscoveryInput& input) { return Discovery(input).run(); }
+
+}  // namespace pytstates
