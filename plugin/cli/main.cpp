@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "commands/render.h"
-#include "commands/report.h"
+#include "commands/run.h"
 #include "symbols/core/core_target.h"
 
 namespace {
@@ -41,19 +41,15 @@ int run(pytstates::Command command, const Arguments& a) {
     options.search.sysroot = a.sysroot;
     options.search.debugDirs = a.debugDirs;
     CoreTarget target(options);
-    ReportOptions reportOptions;
-    reportOptions.maxFrames = static_cast<size_t>(std::max(0, a.frames));
-    reportOptions.internals = command != Command::Tstates;
-    reportOptions.types = a.types;
-    reportOptions.findings = command == Command::Check;
-    Report report = buildReport(target, reportOptions);
-    report.target.description = "core " + a.core;
-    RenderOptions render;
-    render.command = command;
-    render.types = a.types;
-    std::string out = a.json ? renderJson(report, render) : renderText(report, render);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    return report.hasError() ? 1 : 0;
+    CommandRequest request;
+    request.command = command;
+    request.json = a.json;
+    request.types = a.types;
+    request.frames = a.frames;
+    CommandResult result = runCommand(target, request);
+    if (result.status == 2) throw std::runtime_error(result.error);
+    std::fwrite(result.output.data(), 1, result.output.size(), stdout);
+    return result.status;
 }
 
 }  // namespace

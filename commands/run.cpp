@@ -1,0 +1,87 @@
+#include "commands/run.h"
+
+#include <exception>
+
+#include "commands/report.h"
+
+namespace pytstates {
+
+CommandResult runCommand(const Target& target, const CommandRequest& request, const std::function<int(int)>& debuggerThread) {
+    CommandResult result;
+    try {
+        ReportOptions options;
+        options.maxFrames = static_cast<size_t>(std::max(0, request.frames));
+        options.internals = request.command != Command::Tstates;
+        options.types = request.types;
+        options.findings = request.command == Command::Check;
+        Report report = buildReport(target, options);
+        RenderOptions render;
+        render.command = request.command;
+        render.types = request.types;
+        if (debuggerThread) {
+            render.showDebuggerThreads = true;
+            for (auto& row : report.threads) row.debuggerThread = debuggerThread(row.lwp);
+        }
+        result.output = request.json ? renderJson(report, render) : renderText(report, render);
+        result.status = report.hasError() ? 1 : 0;
+    } catch (const std::exception& e) {
+        result.status = 2;
+        result.error = e.what();
+    } catch (...) {
+        result.status = 2;
+        result.error = "internal error";
+    }
+    return result;
+}
+
+bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--json") {
+            request->json = true;
+        } else if (a == "--types") {
+            request->types = true;
+        } else if (a == "--frames" || a.rfind("--frames=", 0) == 0) {
+            std::string value = a == "--frames" ? (i + 1 < args.size() ? args[++i] : "") : a.substr(9);
+            try {
+                size_t used = 0;
+                int n = std::stoi(value, &used);
+                if (used != value.size() || n < 0) throw std::invalid_argument(value);
+                request->frames = n;
+            } catch (const std::exception&) {
+                *error = "--frames needs a number of frames, got '" + value + "'";
+                return false;
+            }
+        } else {
+            *error = "unknown argument '" + a + "' (expected --json, --frames N, --types)";
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string commandHelp(Command command) {
+    switch (command) {
+        case Command::Tstates:
+            return "Show every CPython runtime, interpreter and PyThreadState of the process, with the OS thread each\n"
+                   "belongs to, the GIL holder and top Python frames, then one row per OS thread.\n"
+                   "Options: --json (one JSON object), --frames N (Python frames per thread state, default 5).\n"
+                   "Thread table columns: THR = the debugger's thread number (use it to switch threads), LWP = OS thread id,\n"
+                   "PTHREAD = its struct pthread, PYTHREADSTATE = the thread states listed for it, CURRENT = CPython's current\n"
+                   "thread state on that thread, AUTOTSS(kN) = PyGILState's TLS slot (pthread key N), PYBIND11(kN) = a pybind11\n"
+                   "internals record's TLS slot. A value ending in '!' names no listed thread state.";
+        case Command::Internals:
+            return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
+                   "thread-state TLS key and the value each thread holds under it.\n"
+                   "Options: --json, --types (each record's registered types: Python name and C++ name).";
+        case Command::Check:
+            return "Everything py-tstates and pybind-internals show, preceded by the findings: stale, foreign, shared\n"
+                   "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
+                   "split pybind11 internals. Each finding names the thread (LWP and the debugger's thread number),\n"
+                   "the pointer, its source and the likely cause.\n"
+                   "Options: --json, --frames N.";
+    }
+    return {};
+}
+
+}  // namespace pytstates

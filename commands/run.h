@@ -1,0 +1,38 @@
+// One entry point for every front end: run tstates / internals / check on a target and get
+// the rendered output and the exit status (CONTRACT.md). Never throws.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "commands/render.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct CommandRequest {
+    Command command = Command::Tstates;
+    bool json = false;
+    bool types = false;
+    int frames = 5;
+};
+
+struct CommandResult {
+    int status = 2;      // 0, 1 (an error finding), 2 (could not analyse)
+    std::string output;  // text or JSON; empty when status is 2
+    std::string error;   // one line when status is 2
+};
+
+// debuggerThread(lwp) gives the debugger's own thread number (0 when none); may be empty.
+CommandResult runCommand(const Target& target, const CommandRequest& request,
+                         const std::function<int(int)>& debuggerThread = nullptr);
+
+// Parses a debugger command's arguments ("--json --frames 3 --types"); false and *error on a
+// bad argument.
+bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error);
+
+// What `help py-tstates` and the CLI say about each command.
+std::string commandHelp(Command command);
+
+}  // namespace pytstates
