@@ -1,6 +1,8 @@
 #include "commands/run.h"
 
+#include <algorithm>
 #include <exception>
+#include <stdexcept>
 
 #include "commands/report.h"
 
