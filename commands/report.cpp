@@ -81,11 +81,12 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
     }
 }
 
-void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, const ReportOptions& options, Report& report) {
+void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, const ReportOptions& options,
+                   const Pybind11ModuleScan& scan, Report& report) {
     report.internalsRead = true;
     for (size_t r = 0; r < report.runtimes.size(); ++r) {
         const GlibcKeys* keys = glibcFor(glibc, target, report.runtimes[r].moduleIndex);
-        for (auto& record : findInternalsRecords(target, report.runtimes[r], options.types)) {
+        for (auto& record : findInternalsRecords(target, report.runtimes[r], options.types, scan)) {
             InternalsView view;
             view.runtimeIndex = r;
             view.record = std::move(record);
@@ -103,13 +104,24 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 
 }  // namespace
 
+Preparation prepareReport(const Target& target, const ReportOptions& options) {
+    Preparation p;
+    p.runtimes = findRuntimeCandidates(target);
+    if (options.internals || options.findings) p.pybind11 = scanPybind11Modules(target);
+    return p;
+}
+
 Report buildReport(const Target& target, const ReportOptions& options) {
+    return buildReport(target, options, prepareReport(target, options));
+}
+
+Report buildReport(const Target& target, const ReportOptions& options, const Preparation& preparation) {
     Report report;
     report.target.kind = target.kind();
     report.target.pid = target.pid();
     report.target.executable = target.executable();
     report.warnings = target.warnings();
-    RuntimeSearch search = findRuntimes(target, options.maxFrames);
+    RuntimeSearch search = walkRuntimes(target, preparation.runtimes, options.maxFrames);
     report.runtimes = std::move(search.runtimes);
     report.rejectedRuntimes = std::move(search.rejected);
     if (report.runtimes.empty()) {
@@ -123,7 +135,7 @@ Report buildReport(const Target& target, const ReportOptions& options) {
     auto glibc = findGlibcKeys(target);
     if (glibc.empty()) report.warnings.push_back("no glibc with __pthread_keys found: thread-specific data is not read");
     fillThreadRows(target, glibc, report);
-    if (options.internals || options.findings) readInternals(target, glibc, options, report);
+    if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     if (options.findings) addFindings(target, report);
     else addRuntimeFindings(report);
     return report;

@@ -85,7 +85,16 @@ struct ReportOptions {
     bool findings = false;   // run the checks
 };
 
+// What can be worked out from files alone (runtime layouts, pybind11 modules): done before a
+// live target is stopped, so the stop covers only the memory reads.
+struct Preparation {
+    RuntimeCandidates runtimes;
+    Pybind11ModuleScan pybind11;
+};
+Preparation prepareReport(const Target& target, const ReportOptions& options);
+
 // Throws std::runtime_error (one line) when the target holds no CPython runtime.
+Report buildReport(const Target& target, const ReportOptions& options, const Preparation& preparation);
 Report buildReport(const Target& target, const ReportOptions& options);
 
 std::string hexAddress(uint64_t value);

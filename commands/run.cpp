@@ -16,7 +16,10 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.internals = request.command != Command::Tstates;
         options.types = request.types;
         options.findings = request.command == Command::Check;
-        Report report = buildReport(target, options);
+        Preparation preparation = prepareReport(target, options);
+        if (request.beforeAnalysis) request.beforeAnalysis();
+        Report report = buildReport(target, options, preparation);
+        if (request.afterAnalysis) report.target.stoppedMs = request.afterAnalysis();
         RenderOptions render;
         render.command = request.command;
         render.types = request.types;

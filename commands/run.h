@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,12 @@ struct CommandRequest {
     bool json = false;
     bool types = false;
     int frames = 5;
+    // Called after the file-only preparation, right before the analysis reads the target's
+    // memory (a live target stops here).
+    std::function<void()> beforeAnalysis;
+    // Called after the analysis has read the target and before rendering; what it returns is
+    // shown as the time the target was stopped (a live target resumes here).
+    std::function<std::optional<double>()> afterAnalysis;
 };
 
 struct CommandResult {

@@ -9,6 +9,7 @@
 #include "commands/render.h"
 #include "commands/run.h"
 #include "symbols/core/core_target.h"
+#include "symbols/live/live_target.h"
 
 namespace {
 
@@ -18,6 +19,7 @@ struct Arguments {
     int pid = 0;
     bool json = false;
     bool types = false;
+    bool noStop = false;
     int frames = 5;
 };
 
@@ -28,24 +30,40 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_option("--debug-dir", a.debugDirs, "more roots holding .build-id/xx/yyyy.debug files");
     auto* pid = cmd->add_option("--pid", a.pid, "a live process, attached read-only");
     core->excludes(pid);
+    cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
 }
 
 int run(pytstates::Command command, const Arguments& a) {
     using namespace pytstates;
     if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
-    if (a.pid) throw std::runtime_error("--pid: live processes are not supported by this build yet");
+    CommandRequest request;
+    request.command = command;
+    request.json = a.json;
+    request.types = a.types;
+    request.frames = a.frames;
+    if (a.pid) {
+        LiveOptions live;
+        live.pid = a.pid;
+        live.stop = !a.noStop;
+        live.search.debugDirs = a.debugDirs;
+        LiveTarget target(live);
+        if (live.stop) {
+            request.beforeAnalysis = [&target] { target.stop(); };
+            request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
+        }
+        CommandResult result = runCommand(target, request);
+        target.resume();
+        if (result.status == 2) throw std::runtime_error(result.error);
+        std::fwrite(result.output.data(), 1, result.output.size(), stdout);
+        return result.status;
+    }
     CoreOptions options;
     options.corePath = a.core;
     options.executable = a.exe;
     options.search.sysroot = a.sysroot;
     options.search.debugDirs = a.debugDirs;
     CoreTarget target(options);
-    CommandRequest request;
-    request.command = command;
-    request.json = a.json;
-    request.types = a.types;
-    request.frames = a.frames;
     CommandResult result = runCommand(target, request);
     if (result.status == 2) throw std::runtime_error(result.error);
     std::fwrite(result.output.data(), 1, result.output.size(), stdout);

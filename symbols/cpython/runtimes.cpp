@@ -218,8 +218,8 @@ std::string versionFromHex(uint32_t hex) {
     return v;
 }
 
-RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
-    RuntimeSearch result;
+RuntimeCandidates findRuntimeCandidates(const Target& target) {
+    RuntimeCandidates result;
     const auto& modules = target.modules();
     for (size_t i = 0; i < modules.size(); ++i) {
         const LoadedModule& module = modules[i];
@@ -234,17 +234,12 @@ RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
             result.rejected.push_back(module.path + ": _PyRuntime at " + hex(rt.address) + ": the CPython version is unknown");
             continue;
         }
+        rt.versionHex = *versionHex;
         rt.version = versionFromHex(*versionHex);
         int minor = static_cast<int>((*versionHex >> 16) & 0xff);
         rt.layout = layoutFor(minor, module, &rt.notes);
         if (rt.layout.source.empty()) {
             result.rejected.push_back(module.path + ": CPython " + rt.version + " is not supported (no layout, no DWARF)");
-            continue;
-        }
-        std::string why;
-        Walker walker(target, rt, maxFrames);
-        if (!walker.walk(&why)) {
-            result.rejected.push_back(module.path + ": _PyRuntime at " + hex(rt.address) + " (CPython " + rt.version + "): " + why);
             continue;
         }
         if (minor >= 12) {
@@ -254,10 +249,30 @@ RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
             else
                 rt.tssTstateNote = "_Py_tss_tstate is not in the symbol tables (stripped, no debug file)";
         }
-        if (!(*versionHex & 0xffff)) refineVersionFromSys(target, rt);
+        result.candidates.push_back(std::move(rt));
+    }
+    return result;
+}
+
+RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates, size_t maxFrames) {
+    RuntimeSearch result;
+    result.rejected = candidates.rejected;
+    for (const Runtime& candidate : candidates.candidates) {
+        Runtime rt = candidate;
+        std::string why;
+        Walker walker(target, rt, maxFrames);
+        if (!walker.walk(&why)) {
+            result.rejected.push_back(rt.modulePath + ": _PyRuntime at " + hex(rt.address) + " (CPython " + rt.version + "): " + why);
+            continue;
+        }
+        if (!(rt.versionHex & 0xffff)) refineVersionFromSys(target, rt);
         result.runtimes.push_back(std::move(rt));
     }
     return result;
+}
+
+RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
+    return walkRuntimes(target, findRuntimeCandidates(target), maxFrames);
 }
 
 }  // namespace pytstates

@@ -40,6 +40,7 @@ struct Runtime {
     size_t moduleIndex = 0;  // into Target::modules()
     std::string modulePath;
     std::string version;     // "3.11.7"
+    uint32_t versionHex = 0; // PY_VERSION_HEX as found
     CPythonLayout layout;
     bool initialised = false;
     uint64_t tstateCurrent = 0;  // <= 3.11: gilstate.tstate_current
@@ -55,6 +56,15 @@ struct RuntimeSearch {
     std::vector<std::string> rejected;   // candidates that did not validate, and why
 };
 
+// Every module defining _PyRuntime, with its version and layout: no walking, so it can run
+// before a live target is stopped.
+struct RuntimeCandidates {
+    std::vector<Runtime> candidates;  // not walked yet
+    std::vector<std::string> rejected;
+};
+RuntimeCandidates findRuntimeCandidates(const Target& target);
+// Validates each candidate and walks its interpreters and thread states.
+RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates, size_t maxFrames);
 RuntimeSearch findRuntimes(const Target& target, size_t maxFrames);
 
 // "3.11.7" from a PY_VERSION_HEX value (0x030b07f0); "3.12.0rc1" style for pre-releases.

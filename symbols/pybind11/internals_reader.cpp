@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -40,34 +41,34 @@ bool anchorAt(const Target& target, const CPythonLayout& py, uint64_t internals,
     return true;
 }
 
-// Modules whose read-only data holds the ID string (works on stripped modules), each confirmed
-// where its get_internals_pp static survives in a symbol table.
-std::vector<ModuleUse> modulesUsing(const Target& target, const std::string& id, uint64_t cell) {
+// The modules that use an ID (from the scan), each confirmed where its get_internals_pp static
+// survives in a symbol table and holds this record's cell.
+std::vector<ModuleUse> modulesUsing(const Target& target, const Pybind11ModuleScan& scan, const std::string& id, uint64_t cell) {
     std::vector<ModuleUse> out;
-    std::string needle = id + std::string(1, '\0');
-    for (const auto& mod : target.modules()) {
-        if (!mod.elf) continue;
-        auto rodata = mod.elf->findSection(".rodata");
-        if (!rodata) continue;
-        const unsigned char* bytes = mod.elf->rawBytes(rodata->offset, rodata->size);
-        if (!bytes || !memmem(bytes, rodata->size, needle.data(), needle.size())) continue;
+    auto it = scan.modulesById.find(id);
+    if (it == scan.modulesById.end()) return out;
+    for (size_t index : it->second) {
+        const LoadedModule& mod = target.modules()[index];
         ModuleUse use;
         use.path = mod.path;
         if (auto sym = findModuleSymbol(mod, kInternalsPpStatic))
-            use.confirmed = target.readPointer(mod.bias + sym->value).value_or(0) == cell && cell;
+            use.confirmed = cell && target.readPointer(mod.bias + sym->value).value_or(0) == cell;
         out.push_back(use);
     }
     return out;
 }
 
-InternalsLayout chooseLayout(const Target& target, const CPythonLayout& py, const InternalsRecord& rec) {
+InternalsLayout chooseLayout(const Target& target, const CPythonLayout& py, const Pybind11ModuleScan& scan,
+                             const InternalsRecord& rec) {
     // DWARF of a module that uses this ID, when one has it.
-    for (const auto& use : rec.modules) {
-        for (const auto& mod : target.modules()) {
-            if (mod.path != use.path || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
-            if (auto dwarf = DwarfTypes::open(mod.debugElf))
-                if (auto l = internalsLayoutFromDwarf(*dwarf, rec.id.version))
-                    if (anchorAt(target, py, rec.address, l->staticPropertyType)) return *l;
+    auto users = scan.modulesById.find(rec.id.raw);
+    if (users != scan.modulesById.end()) {
+        for (size_t index : users->second) {
+            auto it = scan.dwarfLayouts.find(index);
+            if (it == scan.dwarfLayouts.end()) continue;
+            InternalsLayout l = it->second;
+            l.tstateIsPointer = rec.id.version <= 4;
+            if (anchorAt(target, py, rec.address, l.staticPropertyType)) return l;
         }
     }
     InternalsLayout table;
@@ -117,14 +118,14 @@ std::vector<RegisteredType> readTypes(const Target& target, const CPythonLayout&
     return out;
 }
 
-void decode(const Target& target, const CPythonLayout& py, InternalsRecord& rec, bool withTypes) {
+void decode(const Target& target, const CPythonLayout& py, const Pybind11ModuleScan& scan, InternalsRecord& rec, bool withTypes) {
     auto typeName = readTypeName(target, py, rec.capsule);
     if (typeName.value_or("") != "PyCapsule") {
         rec.problem = "the value is not a capsule";
         return;
     }
     rec.cell = target.readPointer(rec.capsule + py.capsulePointer).value_or(0);
-    rec.modules = modulesUsing(target, rec.id.raw, rec.cell);
+    rec.modules = modulesUsing(target, scan, rec.id.raw, rec.cell);
     if (rec.id.moduleLocal) return;  // 3.x module-local records: no thread state key
     if (!rec.cell) {
         rec.problem = "the capsule holds no pointer";
@@ -135,7 +136,7 @@ void decode(const Target& target, const CPythonLayout& py, InternalsRecord& rec,
         rec.problem = "the internals pointer is NULL (finalized?)";
         return;
     }
-    rec.layout = chooseLayout(target, py, rec);
+    rec.layout = chooseLayout(target, py, scan, rec);
     if (rec.layout.source.empty()) {
         rec.problem = "no pybind11 internals at " + std::to_string(rec.address) + " (its type anchors do not match)";
         return;
@@ -153,7 +154,44 @@ void decode(const Target& target, const CPythonLayout& py, InternalsRecord& rec,
 
 }  // namespace
 
-std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes) {
+Pybind11ModuleScan scanPybind11Modules(const Target& target) {
+    Pybind11ModuleScan scan;
+    const std::string prefixes[] = {kInternalsPrefix, kLocalPrefix};
+    const auto& modules = target.modules();
+    for (size_t i = 0; i < modules.size(); ++i) {
+        const auto& mod = modules[i];
+        if (!mod.elf) continue;
+        auto rodata = mod.elf->findSection(".rodata");
+        if (!rodata) continue;
+        const char* bytes = reinterpret_cast<const char*>(mod.elf->rawBytes(rodata->offset, rodata->size));
+        if (!bytes) continue;
+        bool found = false;
+        for (const auto& prefix : prefixes) {
+            const char* end = bytes + rodata->size;
+            for (const char* p = bytes; p < end;) {
+                const void* hit = memmem(p, end - p, prefix.data(), prefix.size());
+                if (!hit) break;
+                const char* s = static_cast<const char*>(hit);
+                size_t n = strnlen(s, std::min<size_t>(512, end - s));
+                std::string id(s, n);
+                InternalsId parsed;
+                if (parseInternalsId(id, &parsed)) {
+                    auto& users = scan.modulesById[id];
+                    if (users.empty() || users.back() != i) users.push_back(i);
+                    found = true;
+                }
+                p = s + std::max<size_t>(n, 1);
+            }
+        }
+        if (!found || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
+        if (auto dwarf = DwarfTypes::open(mod.debugElf))
+            if (auto l = internalsLayoutFromDwarf(*dwarf, 4)) scan.dwarfLayouts[i] = *l;
+    }
+    return scan;
+}
+
+std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
+                                                  const Pybind11ModuleScan& scan) {
     std::vector<InternalsRecord> out;
     const CPythonLayout& py = runtime.layout;
     for (const auto& interp : runtime.interpreters) {
@@ -171,7 +209,7 @@ std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Ru
                 rec.interpreter = interp.address;
                 rec.dictName = name;
                 rec.capsule = e.value;
-                decode(target, py, rec, withTypes);
+                decode(target, py, scan, rec, withTypes);
                 out.push_back(std::move(rec));
             }
         }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,15 @@ struct InternalsRecord {
     std::string problem;       // why the record could not be decoded
 };
 
-std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes);
+// Which loaded modules hold which pybind11 IDs in their read-only data, and the internals layout
+// of those that carry DWARF for it. File work only: done before a live target is stopped.
+struct Pybind11ModuleScan {
+    std::map<std::string, std::vector<size_t>> modulesById;  // ID -> indexes into Target::modules()
+    std::map<size_t, InternalsLayout> dwarfLayouts;          // module index -> layout from its DWARF
+};
+Pybind11ModuleScan scanPybind11Modules(const Target& target);
+
+std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
+                                                  const Pybind11ModuleScan& scan);
 
 }  // namespace pytstates

@@ -1,0 +1,246 @@
+#include "symbols/live/live_target.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "symbols/glibc/thread_list.h"
+
+namespace pytstates {
+
+namespace {
+
+// Threads to release if pytstates is told to stop mid-snapshot. Touched only by the signal
+// handler and the (single) live target.
+constexpr int kMaxSeized = 1 << 16;
+int gSeized[kMaxSeized];
+volatile sig_atomic_t gSeizedCount = 0;
+struct sigaction gOldActions[3];
+const int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+void releaseAll() {
+    for (int i = 0; i < gSeizedCount; ++i) ptrace(PTRACE_DETACH, gSeized[i], nullptr, nullptr);
+    gSeizedCount = 0;
+}
+
+void onSignal(int sig) {
+    releaseAll();
+    const char msg[] = "pytstates: interrupted; the target was detached\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    (void)sig;
+    _exit(2);
+}
+
+std::vector<int> listTasks(int pid) {
+    std::vector<int> tids;
+    std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    DIR* d = opendir(dir.c_str());
+    if (!d) return tids;
+    while (dirent* e = readdir(d))
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(std::atoi(e->d_name));
+    closedir(d);
+    return tids;
+}
+
+std::string readText(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string tracerOf(int pid) {
+    std::istringstream status(readText("/proc/" + std::to_string(pid) + "/status"));
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("TracerPid:", 0) == 0) {
+            int tracer = std::atoi(line.c_str() + 10);
+            if (tracer) {
+                std::string comm = readText("/proc/" + std::to_string(tracer) + "/comm");
+                if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+                return std::to_string(tracer) + (comm.empty() ? "" : " (" + comm + ")");
+            }
+        }
+    return {};
+}
+
+std::string permissionWords(int pid) {
+    std::string why = "permission denied attaching to process " + std::to_string(pid);
+    std::string tracer = tracerOf(pid);
+    if (!tracer.empty()) return why + ": it is already traced by process " + tracer + " (detach gdb or the other tracer first)";
+    std::string scope = readText("/proc/sys/kernel/yama/ptrace_scope");
+    if (!scope.empty() && scope[0] != '0') why += ": kernel.yama.ptrace_scope is " + scope.substr(0, 1) + " (run as root or with CAP_SYS_PTRACE)";
+    else why += " (another user's process? run as root or with CAP_SYS_PTRACE)";
+    return why;
+}
+
+}  // namespace
+
+LiveTarget::LiveTarget(const LiveOptions& options) : pid_(options.pid), stopWanted_(options.stop) {
+    if (pid_ <= 0 || kill(pid_, 0) != 0) {
+        if (errno == EPERM) throw std::runtime_error(permissionWords(pid_));
+        throw std::runtime_error("no such process: " + std::to_string(pid_));
+    }
+    std::string mem = "/proc/" + std::to_string(pid_) + "/mem";
+    memFd_ = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
+    // Modules now, while the target runs: the stop covers only what must be consistent.
+    buildModules(options);
+    if (!stopWanted_) {
+        threadsFromGlibc();
+        warnings_.push_back("read without stopping the process (--no-stop): the snapshot may be inconsistent");
+        if (threads_.empty()) throw std::runtime_error("process " + std::to_string(pid_) + ": no thread found in glibc's thread lists");
+    }
+}
+
+void LiveTarget::stop() {
+    if (!stopWanted_ || !threads_.empty()) return;
+    stopAll();
+    if (threads_.empty()) {
+        resume();
+        throw std::runtime_error("process " + std::to_string(pid_) + " exited or has no thread that could be stopped");
+    }
+}
+
+LiveTarget::~LiveTarget() {
+    resume();
+    if (memFd_ >= 0) ::close(memFd_);
+}
+
+void LiveTarget::buildModules(const LiveOptions& options) {
+    std::string base = "/proc/" + std::to_string(pid_);
+    std::string auxv = readText(base + "/auxv");
+    if (auxv.empty()) {
+        if (errno == EACCES || errno == EPERM) throw std::runtime_error(permissionWords(pid_));
+        throw std::runtime_error("cannot read " + base + "/auxv: " + std::strerror(errno));
+    }
+    ModuleDiscoveryInput in;
+    for (size_t i = 0; i + 16 <= auxv.size(); i += 16) {
+        uint64_t k, v;
+        std::memcpy(&k, auxv.data() + i, 8);
+        std::memcpy(&v, auxv.data() + i + 8, 8);
+        if (k == AT_PHDR) in.atPhdr = v;
+        if (k == AT_PHNUM) in.atPhnum = v;
+        if (k == AT_ENTRY) in.atEntry = v;
+    }
+    std::istringstream maps(readText(base + "/maps"));
+    std::string line;
+    while (std::getline(maps, line)) {
+        unsigned long long start, end, offset;
+        char perms[8], dev[16];
+        unsigned long inode;
+        int consumed = 0;
+        if (sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %lu %n", &start, &end, perms, &offset, dev, &inode, &consumed) < 6) continue;
+        std::string path = consumed > 0 ? line.substr(consumed) : "";
+        if (path.empty() || path[0] != '/' || inode == 0) continue;
+        in.mappings.push_back({start, end, offset, path});
+    }
+    char exe[4096];
+    ssize_t n = readlink((base + "/exe").c_str(), exe, sizeof exe - 1);
+    if (n > 0) in.executable.assign(exe, n);
+    in.memory = this;
+    in.pristine = this;
+    in.search = options.search;
+    ModuleDiscovery found = discoverModules(in);
+    executable_ = found.executable;
+    modules_ = std::move(found.modules);
+    warnings_ = std::move(found.warnings);
+}
+
+void LiveTarget::stopAll() {
+    for (int i = 0; i < 3; ++i) {
+        struct sigaction sa {};
+        sa.sa_handler = onSignal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(kSignals[i], &sa, &gOldActions[i]);
+    }
+    std::set<int> done;
+    stoppedAt_ = std::chrono::steady_clock::now();
+    // Threads may start or end while we stop the others: list again until nothing is new.
+    for (int round = 0; round < 50; ++round) {
+        bool sawNew = false;
+        for (int tid : listTasks(pid_)) {
+            if (done.count(tid)) continue;
+            sawNew = true;
+            done.insert(tid);
+            if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+                if (errno == ESRCH) continue;  // ended meanwhile
+                int err = errno;
+                if (seized_.empty()) {
+                    resume();
+                    if (err == EPERM) throw std::runtime_error(permissionWords(pid_));
+                    throw std::runtime_error("cannot attach to process " + std::to_string(pid_) + ": " + std::strerror(err));
+                }
+                warnings_.push_back("thread " + std::to_string(tid) + " could not be stopped: " + std::strerror(err));
+                continue;
+            }
+            seized_.push_back(tid);
+            if (gSeizedCount < kMaxSeized) gSeized[gSeizedCount++] = tid;
+            if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) continue;
+            int status = 0;
+            if (waitpid(tid, &status, __WALL) != tid || WIFEXITED(status) || WIFSIGNALED(status)) continue;
+            user_regs_struct regs{};
+            if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) continue;
+            OsThread t;
+            t.lwp = tid;
+            t.threadPointer = regs.fs_base;
+            t.pc = regs.rip;
+            t.sp = regs.rsp;
+            threads_.push_back(t);
+        }
+        if (!sawNew) break;
+    }
+    std::sort(threads_.begin(), threads_.end(), [](const OsThread& a, const OsThread& b) {
+        return a.lwp < b.lwp;
+    });
+    // The thread group leader first, as in a core.
+    std::stable_partition(threads_.begin(), threads_.end(), [this](const OsThread& t) { return t.lwp == pid_; });
+}
+
+void LiveTarget::threadsFromGlibc() {
+    threads_ = threadsFromGlibcLists(*this);
+    std::set<int> alive;
+    for (int tid : listTasks(pid_)) alive.insert(tid);
+    threads_.erase(std::remove_if(threads_.begin(), threads_.end(), [&](const OsThread& t) { return !alive.count(t.lwp); }),
+                   threads_.end());
+}
+
+double LiveTarget::resume() {
+    if (!seized_.empty()) {
+        for (int tid : seized_) ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+        seized_.clear();
+        gSeizedCount = 0;
+        stoppedMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
+        for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &gOldActions[i], nullptr);
+    }
+    return stoppedMs_;
+}
+
+size_t LiveTarget::read(uint64_t addr, void* buf, size_t len) const {
+    if (len == 0) return 0;
+    iovec local{buf, len};
+    iovec remote{reinterpret_cast<void*>(addr), len};
+    ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+    if (n > 0) return static_cast<size_t>(n);
+    if (memFd_ >= 0) {
+        n = pread(memFd_, buf, len, static_cast<off_t>(addr));
+        if (n > 0) return static_cast<size_t>(n);
+    }
+    return 0;
+}
+
+}  // namespace pytstates

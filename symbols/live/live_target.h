@@ -1,0 +1,63 @@
+// Target over a running process, read-only. With stop=true every thread is stopped with
+// PTRACE_SEIZE + PTRACE_INTERRUPT for a consistent snapshot and resumed (detached) when the
+// target is destroyed, on any error, and on SIGINT/SIGTERM/SIGHUP of pytstates; a tracer that
+// dies (even by SIGKILL) leaves seized threads running. With stop=false nothing is stopped: the
+// threads and their struct pthread come from glibc's own thread lists in memory.
+// Memory through process_vm_readv, falling back to /proc/PID/mem. Never writes to the target.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "symbols/modules/module_discovery.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct LiveOptions {
+    int pid = 0;
+    bool stop = true;
+    FileSearch search;
+};
+
+class LiveTarget : public Target {
+public:
+    // Throws std::runtime_error (one line) when the process cannot be read.
+    explicit LiveTarget(const LiveOptions& options);
+    ~LiveTarget() override;
+    LiveTarget(const LiveTarget&) = delete;
+    LiveTarget& operator=(const LiveTarget&) = delete;
+
+    size_t read(uint64_t addr, void* buf, size_t len) const override;
+    TargetKind kind() const override { return TargetKind::Live; }
+    int pid() const override { return pid_; }
+    std::string executable() const override { return executable_; }
+    const std::vector<OsThread>& threads() const override { return threads_; }
+    const std::vector<LoadedModule>& modules() const override { return modules_; }
+    const std::vector<std::string>& warnings() const override { return warnings_; }
+
+    // Stops every thread (when options.stop) and reads their registers. Throws std::runtime_error.
+    void stop();
+    // Resumes every stopped thread; returns how long the target was stopped, in ms.
+    double resume();
+    bool stopped() const { return !seized_.empty(); }
+
+private:
+    void stopAll();
+    void threadsFromGlibc();
+    void buildModules(const LiveOptions& options);
+
+    int pid_;
+    bool stopWanted_;
+    int memFd_ = -1;
+    std::string executable_;
+    std::vector<int> seized_;
+    std::vector<OsThread> threads_;
+    std::vector<LoadedModule> modules_;
+    std::vector<std::string> warnings_;
+    std::chrono::steady_clock::time_point stoppedAt_;
+    double stoppedMs_ = 0;
+};
+
+}  // namespace pytstates
