@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -110,6 +111,8 @@ LiveTarget::LiveTarget(const LiveOptions& options) : pid_(options.pid), stopWant
 void LiveTarget::stop() {
     if (!stopWanted_ || !threads_.empty()) return;
     stopAll();
+    // Test hook: hold the stop so a test can kill pytstates mid-snapshot.
+    if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);
     if (threads_.empty()) {
         resume();
         throw std::runtime_error("process " + std::to_string(pid_) + " exited or has no thread that could be stopped");
@@ -172,11 +175,10 @@ void LiveTarget::stopAll() {
     stoppedAt_ = std::chrono::steady_clock::now();
     // Threads may start or end while we stop the others: list again until nothing is new.
     for (int round = 0; round < 50; ++round) {
-        bool sawNew = false;
+        // Interrupt every new thread first, then collect the stops: the threads stop in parallel.
+        std::vector<int> interrupted;
         for (int tid : listTasks(pid_)) {
-            if (done.count(tid)) continue;
-            sawNew = true;
-            done.insert(tid);
+            if (!done.insert(tid).second) continue;
             if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
                 if (errno == ESRCH) continue;  // ended meanwhile
                 int err = errno;
@@ -190,7 +192,10 @@ void LiveTarget::stopAll() {
             }
             seized_.push_back(tid);
             if (gSeizedCount < kMaxSeized) gSeized[gSeizedCount++] = tid;
-            if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) continue;
+            if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) == 0) interrupted.push_back(tid);
+        }
+        if (interrupted.empty()) break;
+        for (int tid : interrupted) {
             int status = 0;
             if (waitpid(tid, &status, __WALL) != tid || WIFEXITED(status) || WIFSIGNALED(status)) continue;
             user_regs_struct regs{};
@@ -202,7 +207,6 @@ void LiveTarget::stopAll() {
             t.sp = regs.rsp;
             threads_.push_back(t);
         }
-        if (!sawNew) break;
     }
     std::sort(threads_.begin(), threads_.end(), [](const OsThread& a, const OsThread& b) {
         return a.lwp < b.lwp;

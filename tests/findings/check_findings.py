@@ -1,123 +1,31 @@
 #!/usr/bin/env python3
-"""`pytstates check` on real cores of the findings scenarios, held against what each scenario
-printed about itself (tests/scenarios/findings/)."""
+"""`pytstates check` on real cores of the findings scenarios (gcore while paused, the kernel's
+core on SIGABRT, or the kernel's core of the real crash), held against what each scenario printed."""
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import findings_cases  # noqa: E402
 import scenario  # noqa: E402
-
-
-def all_tstates(report):
-    return {ts["address"]: ts for rt in report["runtimes"] for i in rt["interpreters"] for ts in i["tstates"]}
-
-
-def findings(report, code, severity=None):
-    return [f for f in report["findings"] if f["code"] == code and (severity is None or f["severity"] == severity)]
-
-
-def expect(cond, what, report=None):
-    if not cond:
-        if report is not None:
-            import json
-            print(json.dumps(report, indent=1)[:6000])
-        raise AssertionError(what)
-
-
-def seed(args, mode, kind):
-    exe = os.path.join(args.scenarios, "scenario_seed_host")
-    facts, core = scenario.take_core([exe, mode, "crash" if kind == "crash" else "pause"], kind)
-    try:
-        status, r, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
-        ids = {rec["id"]: rec for rec in r["internals"]}
-        expect(set(ids) == {facts["host_id"], facts["module_id"]}, "two internals records, by ID", r)
-        host, module = ids[facts["host_id"]], ids[facts["module_id"]]
-        expect(host["tls_key"] == facts["host_key"] and module["tls_key"] == facts["module_key"], "TLS keys", r)
-        expect(any(m.endswith("/scenario_seed_host") for m in host["modules"]), "host ID attributed to the host", r)
-        expect(any("seed_module" in m for m in module["modules"]), "module ID attributed to seed_module", r)
-        expect(len(findings(r, "internals-split", "warning")) == 1, "internals-split", r)
-        stale = findings(r, "stale-tstate", "error")
-        if mode == "svr1":
-            expect(status == 0 and not [f for f in r["findings"] if f["severity"] == "error"], "svr1: no error", r)
-            expect(facts["deleted_tstate"] not in [v["tstate"] for v in module["tls_values"]], "svr1: module key clean", r)
-            return
-        expect(status == 1, "exit status 1 on an error finding", r)
-        expect(facts["deleted_tstate"] not in all_tstates(r), "the deleted tstate is in no list", r)
-        expect({"lwp": facts["worker_lwp"], "tstate": facts["deleted_tstate"]} in
-               [{"lwp": v["lwp"], "tstate": v["tstate"]} for v in module["tls_values"]],
-               "the module's key holds the deleted tstate on the worker", r)
-        hits = [f for f in stale if f["lwp"] == facts["worker_lwp"] and f["tstate"] == facts["deleted_tstate"]
-                and facts["module_id"] in f["message"] and "pthread key %d" % facts["module_key"] in f["message"]]
-        expect(hits, "stale-tstate names the worker, the freed pointer and the module's key", r)
-        if kind == "gcore":
-            expect("freed" in hits[0]["message"], "the second look says freed", r)
-        status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
-        expect(status == 1 and "stale-tstate" in text and facts["deleted_tstate"] in text
-               and "LWP %d" % facts["worker_lwp"] in text, "text output names the pointer and the LWP\n" + text)
-    finally:
-        scenario.cleanup(core)
-
-
-def orphan(args, kind):
-    facts, core = scenario.take_core([os.path.join(args.scenarios, "scenario_orphan_host")], kind)
-    try:
-        status, r, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"], 0)
-        ts = all_tstates(r)
-        expect(facts["orphan_tstate"] in ts and ts[facts["orphan_tstate"]]["lwp"] is None, "orphan listed, no LWP", r)
-        expect(ts[facts["orphan_tstate"]]["thread_id"] == facts["orphan_pthread"], "orphan's thread_id", r)
-        expect(ts[facts["main_tstate"]]["lwp"] == facts["main_lwp"], "main tstate on main LWP", r)
-        hits = findings(r, "orphan-tstate", "warning")
-        expect([f["tstate"] for f in hits] == [facts["orphan_tstate"]], "exactly one orphan-tstate, the orphan", r)
-    finally:
-        scenario.cleanup(core)
-
-
-def shared(args, kind):
-    facts, core = scenario.take_core([os.path.join(args.scenarios, "scenario_shared_host")], kind)
-    try:
-        status, r, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"], 1)
-        hits = findings(r, "shared-tstate", "error")
-        expect([f["tstate"] for f in hits] == [facts["shared_tstate"]], "shared-tstate names the copied tstate", r)
-        expect(str(facts["owner_lwp"]) in hits[0]["message"] and str(facts["copier_lwp"]) in hits[0]["message"],
-               "both LWPs in the message", r)
-        foreign = findings(r, "foreign-tstate", "error")
-        expect([(f["lwp"], f["tstate"]) for f in foreign] == [(facts["copier_lwp"], facts["shared_tstate"])],
-               "foreign-tstate on the copier", r)
-        expect(all_tstates(r)[facts["shared_tstate"]]["lwp"] == facts["owner_lwp"], "the tstate belongs to its owner", r)
-    finally:
-        scenario.cleanup(core)
-
-
-def dlmopen(args, kind):
-    facts, core = scenario.take_core([os.path.join(args.scenarios, "scenario_dlmopen_host")], kind)
-    try:
-        status, r, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"], 0)
-        expect(sorted(rt["address"] for rt in r["runtimes"]) == sorted(facts["runtimes"]), "both runtimes found", r)
-        for rt in r["runtimes"]:
-            i = facts["runtimes"].index(rt["address"])
-            ts = [t["address"] for interp in rt["interpreters"] for t in interp["tstates"]]
-            expect(ts == [facts["tstates"][i]], "each runtime lists its own tstate", r)
-        multi = findings(r, "multiple-runtimes", "info")
-        expect(len(multi) == 1 and "same pthread key" in multi[0]["message"], "multiple-runtimes names the key collision", r)
-        expect(not [f for f in r["findings"] if f["severity"] != "info"], "a key collision is not corruption", r)
-    finally:
-        scenario.cleanup(core)
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
     p.add_argument("--scenarios", required=True, help="directory of the built scenario programs")
-    p.add_argument("case")
     p.add_argument("--kind", default="gcore", choices=["gcore", "kernel", "crash"])
+    p.add_argument("case")
     args = p.parse_args()
-    case = args.case
-    if case.startswith("seed-"):
-        seed(args, case.split("-")[1], args.kind)
-    else:
-        {"orphan": orphan, "shared": shared, "dlmopen": dlmopen}[case](args, args.kind)
-    print("PASS %s (%s core)" % (case, args.kind))
+    facts, core = scenario.take_core(findings_cases.argv(args.scenarios, args.case, args.kind == "crash"), args.kind)
+    try:
+        def check(extra):
+            status, out, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core] + extra)
+            return status, out
+        findings_cases.check_case(args.case, facts, check, args.kind)
+    finally:
+        scenario.cleanup(core)
+    print("PASS %s (%s core)" % (args.case, args.kind))
 
 
 if __name__ == "__main__":

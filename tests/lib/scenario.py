@@ -55,8 +55,8 @@ def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
         ok, pattern = kernel_core_pattern_ok()
         if not ok:
             raise ScenarioError("kernel cores go to a pipe here (core_pattern %r); set it to 'core'" % pattern)
-    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=env, preexec_fn=limits)
+    proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, preexec_fn=limits)
     try:
         facts = _read_facts(proc, time.monotonic() + READY_TIMEOUT)
         if after_ready:
@@ -88,6 +88,35 @@ def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def start(argv, workdir=None, env=None):
+    """Starts a scenario and waits for READY; returns (proc, facts). The caller ends it."""
+    workdir = workdir or tempfile.mkdtemp(prefix="pytstates-")
+    proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env)
+    try:
+        return proc, _read_facts(proc, time.monotonic() + READY_TIMEOUT)
+    except Exception:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def still_answers(proc, timeout=10):
+    """True when the paused scenario answers "ping" with "pong" and then ends with status 0 on "quit"."""
+    proc.stdin.write(b"ping\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            return False
+        if line.strip() == b"pong":
+            proc.stdin.write(b"quit\n")
+            proc.stdin.flush()
+            return proc.wait(timeout=timeout) == 0
+    return False
 
 
 def run_pytstates(pytstates, args, expect_status=None):

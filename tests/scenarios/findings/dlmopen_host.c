@@ -8,6 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pause.h"
+
 typedef void (*init_fn)(void);
 typedef void* (*get_fn)(void);
 typedef int (*run_fn)(const char*);
@@ -30,10 +32,6 @@ int main(int argc, char** argv) {
     printf("FACTS {\"pid\": %d, \"main_lwp\": %ld, \"runtimes\": [\"%p\", \"%p\"], \"tstates\": [\"%p\", \"%p\"]}\nREADY\n",
            getpid(), (long)syscall(SYS_gettid), runtimes[0], runtimes[1], tstates[0], tstates[1]);
     fflush(stdout);
-    int fds[2];
-    char c;
-    if (pipe(fds) == 0)
-        while (read(fds[0], &c, 1) != 0) {
-        }
+    pause_until_quit();
     return 0;
 }

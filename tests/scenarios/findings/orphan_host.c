@@ -8,6 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pause.h"
+
 static PyThreadState* orphan;
 static unsigned long orphanPthread;
 static long orphanLwp;
@@ -34,11 +36,7 @@ int main(void) {
            "\"orphan_pthread\": \"0x%lx\", \"orphan_lwp\": %ld}\nREADY\n",
            getpid(), (long)syscall(SYS_gettid), (void*)mainTstate, (void*)orphan, orphanPthread, orphanLwp);
     fflush(stdout);
-    int fds[2];
-    char c;
-    if (pipe(fds) == 0)
-        while (read(fds[0], &c, 1) != 0) {
-        }
-    PyEval_RestoreThread(saved);
+    (void)saved;
+    pause_until_quit();
     return 0;
 }

@@ -7,7 +7,7 @@
 //   seed_host svr2 crash   import on the worker; go on to file 2 and crash like the seed
 //   seed_host svr1 pause   import on the main thread first (the seed's svr1.0): no stale pointer
 //
-// Prints "FACTS {json}" and "READY" before pausing; the pause blocks without the GIL.
+// Prints "FACTS {json}" and "READY" before pausing (pause.h); the pause blocks without the GIL.
 #include <pybind11/embed.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "pause.h"
+
 namespace py = pybind11;
 
 namespace {
@@ -28,14 +30,6 @@ long gettid_() { return syscall(SYS_gettid); }
 unsigned hostKey() {
     auto& internals = py::detail::get_internals();
     return internals.tstate->_key;
-}
-
-void blockForever() {
-    int fds[2];
-    if (pipe(fds) != 0) std::abort();
-    char c;
-    while (read(fds[0], &c, 1) != 0) {
-    }
 }
 
 std::string hex(const void* p) {
@@ -89,7 +83,7 @@ int main(int argc, char** argv) {
                             PYBIND11_INTERNALS_ID, moduleKey, moduleId.c_str());
                 std::printf("READY\n");
                 std::fflush(stdout);
-                if (!crash) blockForever();
+                if (!crash) pause_until_quit();
             }
         }
         std::printf("no crash after 3 files\n");

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "pause.h"
+
 namespace py = pybind11;
 
 namespace {
@@ -62,6 +64,5 @@ int main() {
     std::printf("FACTS {\"pid\": %d, \"key\": %u, \"shared_tstate\": \"%p\", \"owner_lwp\": %ld, \"copier_lwp\": %ld}\nREADY\n",
                 getpid(), key, static_cast<void*>(aTstate), aLwp, bLwp);
     std::fflush(stdout);
-    a.join();
-    b.join();
+    pause_until_quit();
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""`pytstates --pid` on running scenario programs: the same facts as from their cores, the process
+carries on afterwards (answers on stdin, exits 0), and pytstates never leaves it stopped."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import findings_cases  # noqa: E402
+import scenario  # noqa: E402
+from findings_cases import expect  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+
+
+def stopped_threads(pid):
+    """LWPs of pid that are in a ptrace or job-control stop."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state in ("t", "T"):
+            out.append(int(tid))
+    return out
+
+
+def pid_check(args, pid, extra):
+    status, out, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(pid)] + extra)
+    expect(status in (0, 1), "pytstates --pid exited %d: %s" % (status, err))
+    return status, out
+
+
+def findings_case(args, case):
+    proc, facts = scenario.start(findings_cases.argv(args.scenarios, case))
+    try:
+        findings_cases.check_case(case, facts, lambda extra: pid_check(args, proc.pid, extra), "live")
+        expect(not stopped_threads(proc.pid), "no thread left stopped")
+        expect(scenario.still_answers(proc), "the process answers and exits normally after pytstates")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def many_threads(args):
+    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"])
+    try:
+        times = []
+        for _ in range(5):
+            status, r = pid_check(args, proc.pid, ["--json"])
+            times.append(r["target"]["stopped_ms"])
+            ts = findings_cases.all_tstates(r)
+            for t in facts["threads"]:
+                got = ts.get(t["tstate"])
+                expect(got is not None and got["lwp"] == t["lwp"] and got["thread_id"] == t["pthread"],
+                       "tstate %s of LWP %d" % (t["tstate"], t["lwp"]), r)
+            expect(len(r["threads"]) >= len(facts["threads"]), "every thread listed", r)
+            expect(not [f for f in r["findings"] if f["severity"] == "error"], "no error finding", r)
+        expect(scenario.still_answers(proc), "the process answers and exits normally")
+        times.sort()
+        print("stopped_ms for %d threads over %d runs: median %.2f, min %.2f, max %.2f" % (
+            len(facts["threads"]), len(times), times[len(times) // 2], times[0], times[-1]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def churn(args):
+    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "churn.py")])
+    try:
+        for i in range(10):
+            status, r = pid_check(args, proc.pid, ["--json"])
+            lwps = {t["lwp"] for t in r["threads"]}
+            expect(facts["main_lwp"] in lwps, "the main thread is listed", r)
+            for ts in findings_cases.all_tstates(r).values():
+                expect(ts["lwp"] is None or ts["lwp"] in lwps, "a tstate's LWP is one of the threads", r)
+            expect(not findings_cases.findings(r, "stale-tstate"), "no stale pointer while threads come and go", r)
+        expect(not stopped_threads(proc.pid), "no thread left stopped")
+        expect(scenario.still_answers(proc), "the process answers and exits normally")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def killed_mid_snapshot(args, sig):
+    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"])
+    try:
+        env = dict(os.environ, PYTSTATES_TEST_HOLD_MS="5000")
+        tool = subprocess.Popen([args.pytstates, "check", "--pid", str(proc.pid)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(stopped_threads(proc.pid)) < len(facts["threads"]):
+            time.sleep(0.02)
+        expect(len(stopped_threads(proc.pid)) >= len(facts["threads"]), "pytstates stopped every thread")
+        tool.send_signal(sig)
+        _, err = tool.communicate(timeout=30)
+        if sig == signal.SIGTERM:
+            expect(tool.returncode == 2 and b"detached" in err, "SIGTERM: exit 2 and one line: %r" % err)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and stopped_threads(proc.pid):
+            time.sleep(0.02)
+        expect(not stopped_threads(proc.pid), "the target runs again after pytstates died by %s" % sig.name)
+        expect(scenario.still_answers(proc), "the process answers and exits normally")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def errors(args):
+    status, _, err = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", "999999999"])
+    expect(status == 2 and "no such process" in err and err.count("\n") == 1, "no such process: %r" % err)
+    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "2"])
+    gdb = None
+    try:
+        gdb = subprocess.Popen(["gdb", "-q", "-nx", "-batch", "-p", str(proc.pid), "-ex", "shell sleep 20"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with open("/proc/%d/status" % proc.pid) as f:
+                if "TracerPid:\t0" not in f.read():
+                    break
+            time.sleep(0.05)
+        status, out, err = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", str(proc.pid)])
+        expect(status == 2 and "already traced" in err and "gdb" in err and out == "" and err.count("\n") == 1,
+               "another tracer: %r" % err)
+    finally:
+        if gdb:
+            gdb.kill()
+            gdb.wait()
+        proc.kill()
+        proc.wait()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--scenarios", required=True)
+    p.add_argument("--live-scenarios", required=True)
+    p.add_argument("case")
+    args = p.parse_args()
+    if args.case in ("seed-svr2", "seed-svr1", "orphan", "shared", "dlmopen"):
+        findings_case(args, args.case)
+    elif args.case == "many-threads":
+        many_threads(args)
+    elif args.case == "churn":
+        churn(args)
+    elif args.case == "sigkill":
+        killed_mid_snapshot(args, signal.SIGKILL)
+    elif args.case == "sigterm":
+        killed_mid_snapshot(args, signal.SIGTERM)
+    elif args.case == "errors":
+        errors(args)
+    else:
+        raise SystemExit("unknown case " + args.case)
+    print("PASS live " + args.case)
+
+
+if __name__ == "__main__":
+    main()
