@@ -1,0 +1,49 @@
+// Target over an ELF core. Memory the core left out (clean file pages) is served from the
+// mapped files named in NT_FILE, each checked against the core by build-id.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "symbols/core/core_file.h"
+#include "symbols/modules/module_files.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct CoreOptions {
+    std::string corePath;
+    std::string executable;  // --exe; empty: the one the core names
+    FileSearch search;
+};
+
+class CoreTarget : public Target {
+public:
+    // Throws std::runtime_error (one line) when the core or the executable is unusable.
+    explicit CoreTarget(const CoreOptions& options);
+
+    size_t read(uint64_t addr, void* buf, size_t len) const override;
+    TargetKind kind() const override { return TargetKind::Core; }
+    int pid() const override { return core_.pid(); }
+    std::string executable() const override { return executable_; }
+    const std::vector<OsThread>& threads() const override { return core_.threads(); }
+    const std::vector<LoadedModule>& modules() const override { return modules_; }
+    const std::vector<std::string>& warnings() const override { return warnings_; }
+    const CoreFile& core() const { return core_; }
+
+private:
+    void buildModules(const CoreOptions& options);
+    const MappedFile* mappingAt(uint64_t addr) const;
+    std::shared_ptr<ElfFile> fileForMapping(const MappedFile& m) const;
+
+    CoreFile core_;
+    std::string executable_;
+    std::vector<LoadedModule> modules_;
+    std::vector<std::string> warnings_;
+    FileSearch search_;
+    mutable std::map<std::string, std::shared_ptr<ElfFile>> mappedFileCache_;  // path -> file (null: unusable)
+};
+
+}  // namespace pytstates
