@@ -22,6 +22,10 @@ def main():
         def check(extra):
             status, out, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core] + extra)
             return status, out
+        def internals(extra):
+            status, out, _ = scenario.run_pytstates(args.pytstates, ["internals", "--core", core] + extra)
+            return status, out
+        findings_cases.with_internals(internals)
         findings_cases.check_case(args.case, facts, check, args.kind)
     finally:
         scenario.cleanup(core)

@@ -20,9 +20,17 @@ def expect(cond, what, report=None):
 
 
 def argv(scenarios, case, crash=False):
+    if case == "two-abis":
+        return ["/usr/bin/python3", os.path.join(scenarios, "two_abis.py")]
     if case.startswith("seed-"):
         return [os.path.join(scenarios, "scenario_seed_host"), case.split("-")[1], "crash" if crash else "pause"]
     return [os.path.join(scenarios, "scenario_%s_host" % case)]
+
+
+def with_internals(run):
+    """Installs the `internals` runner the checks use."""
+    global check_internals
+    check_internals = run
 
 
 def check_seed(mode, facts, check, kind):
@@ -92,7 +100,60 @@ def check_dlmopen(facts, check, kind):
     expect(not [f for f in r["findings"] if f["severity"] != "info"], "a key collision is not corruption", r)
 
 
+TORCH_ID = "__pybind11_internals_v4_gcc_libstdcpp_cxxabi1017__"
+
+
+def check_torch(facts, check, kind):
+    status, r = check(["--json"])
+    expect(status == 1, "exit status 1", r)
+    ids = {rec["id"]: rec for rec in r["internals"]}
+    expect(set(ids) == {facts["host_id"], TORCH_ID}, "the host's and torch's records", r)
+    host, torch = ids[facts["host_id"]], ids[TORCH_ID]
+    expect(host["tls_key"] == facts["host_key"], "the host's key", r)
+    expect(any(m.endswith("/scenario_torch_host") for m in host["modules"]), "host ID attributed to the host", r)
+    expect(any("/libtorch_python.so" in m for m in torch["modules"]), "torch's ID attributed to libtorch_python.so", r)
+    expect({"lwp": facts["worker_lwp"], "tstate": facts["deleted_tstate"]} in
+           [{"lwp": v["lwp"], "tstate": v["tstate"]} for v in torch["tls_values"]],
+           "torch's key holds the deleted tstate on the worker", r)
+    hits = [f for f in findings(r, "stale-tstate", "error")
+            if f["lwp"] == facts["worker_lwp"] and f["tstate"] == facts["deleted_tstate"] and TORCH_ID in f["message"]]
+    expect(hits, "stale-tstate names the worker, the freed pointer and torch's record", r)
+    # --types: every Python name torch registered resolves in a real torch
+    status, r = check_internals(["--json", "--types"])
+    types = {rec["id"]: rec["types"] for rec in r["internals"]}[TORCH_ID]
+    expect(len(types) > 100 and all(t["cpp"] for t in types), "torch registers its classes with C++ names", r)
+    names = [t["python"] for t in types if t["python"].startswith("torch.")]
+    probe = ("import functools, json, sys, torch\n"
+             "def find(n):\n"
+             "    try: return functools.reduce(getattr, n.split('.')[1:], torch) is not None\n"
+             "    except AttributeError: return False\n"
+             "print(json.dumps([n for n in json.load(sys.stdin) if not find(n)]))\n")
+    import subprocess
+    out = subprocess.run(["/usr/bin/python3", "-c", probe], input=json.dumps(names).encode(),
+                         stdout=subprocess.PIPE, timeout=120, check=True)
+    missing = json.loads(out.stdout)
+    expect(len(missing) <= len(names) // 10, "torch's Python type names resolve in torch: missing %s" % missing[:20])
+
+
+def check_two_abis(facts, check, kind):
+    status, r = check_internals(["--json", "--types"])
+    expect(status == 0, "exit status 0", r)
+    got = {rec["id"]: rec for rec in r["internals"]}
+    expect(set(got) == set(facts["records"]), "one record per ABI", r)
+    for rid, want in facts["records"].items():
+        expect(want["module"] in got[rid]["modules"], "%s attributed to %s" % (rid, want["module"]), r)
+        types = {t["python"]: t["cpp"] for t in got[rid]["types"]}
+        expect(types == want["types"], "%s lists exactly its module's classes" % rid, r)
+
+
+check_internals = None  # set by the driver: runs `pytstates internals` on the same target
+
+
 def check_case(case, facts, check, kind):
+    if case == "torch":
+        return check_torch(facts, check, kind)
+    if case == "two-abis":
+        return check_two_abis(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "dlmopen": check_dlmopen}[case](facts, check, kind)

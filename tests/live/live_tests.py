@@ -40,6 +40,11 @@ def pid_check(args, pid, extra):
 def findings_case(args, case):
     proc, facts = scenario.start(findings_cases.argv(args.scenarios, case))
     try:
+        def internals(extra):
+            status, out, err = scenario.run_pytstates(args.pytstates, ["internals", "--pid", str(proc.pid)] + extra)
+            expect(status in (0, 1), "pytstates internals --pid exited %d: %s" % (status, err))
+            return status, out
+        findings_cases.with_internals(internals)
         findings_cases.check_case(case, facts, lambda extra: pid_check(args, proc.pid, extra), "live")
         expect(not stopped_threads(proc.pid), "no thread left stopped")
         expect(scenario.still_answers(proc), "the process answers and exits normally after pytstates")
@@ -148,7 +153,7 @@ def main():
     p.add_argument("--live-scenarios", required=True)
     p.add_argument("case")
     args = p.parse_args()
-    if args.case in ("seed-svr2", "seed-svr1", "orphan", "shared", "dlmopen"):
+    if args.case in ("seed-svr2", "seed-svr1", "orphan", "shared", "dlmopen", "torch", "two-abis"):
         findings_case(args, args.case)
     elif args.case == "many-threads":
         many_threads(args)

@@ -1,0 +1,26 @@
+"""Imports types_a (-fabi-version=2) and types_b (default ABI), built from one source, so the
+interpreter holds two pybind11 internals records with three classes each. Prints FACTS, READY,
+then waits on stdin ("ping" -> "pong", "quit" ends)."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import types_a  # noqa: E402
+import types_b  # noqa: E402
+
+objects = [types_a.Widget(), types_b.Gadget()]
+facts = {"pid": os.getpid(), "records": {}}
+for mod in (types_a, types_b):
+    facts["records"][mod.internals_id] = {
+        "module": mod.__file__,
+        "types": {"%s.%s" % (mod.__name__, n): cpp for n, cpp in
+                  (("Widget", "shop::Widget"), ("Gadget", "shop::Gadget"), ("Bolt", "shop::parts::Bolt"))},
+    }
+print("FACTS " + json.dumps(facts), flush=True)
+print("READY", flush=True)
+for line in sys.stdin:
+    if line.startswith("ping"):
+        print("pong", flush=True)
+    elif line.startswith("quit"):
+        break
