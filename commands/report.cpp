@@ -106,7 +106,7 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 
 Preparation prepareReport(const Target& target, const ReportOptions& options) {
     Preparation p;
-    p.runtimes = findRuntimeCandidates(target);
+    p.runtimes = findRuntimeCandidates(target, options.useDwarf);
     if (options.internals || options.findings) p.pybind11 = scanPybind11Modules(target);
     return p;
 }

@@ -83,6 +83,7 @@ struct ReportOptions {
     bool internals = false;  // read pybind11 internals records
     bool types = false;      // and their registered types
     bool findings = false;   // run the checks
+    bool useDwarf = true;    // false: _Py_DebugOffsets and built-in tables only
 };
 
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a

@@ -16,6 +16,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.internals = request.command != Command::Tstates;
         options.types = request.types;
         options.findings = request.command == Command::Check;
+        options.useDwarf = request.useDwarf;
         Preparation preparation = prepareReport(target, options);
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);

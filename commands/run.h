@@ -17,6 +17,7 @@ struct CommandRequest {
     bool json = false;
     bool types = false;
     int frames = 5;
+    bool useDwarf = true;
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;

@@ -20,6 +20,7 @@ struct Arguments {
     bool json = false;
     bool types = false;
     bool noStop = false;
+    bool noDwarf = false;
     int frames = 5;
 };
 
@@ -32,6 +33,7 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     core->excludes(pid);
     cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
+    cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
 }
 
 int run(pytstates::Command command, const Arguments& a) {
@@ -42,6 +44,7 @@ int run(pytstates::Command command, const Arguments& a) {
     request.json = a.json;
     request.types = a.types;
     request.frames = a.frames;
+    request.useDwarf = !a.noDwarf;
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "symbols/cpython/debug_offsets.h"
 #include "symbols/cpython/python_objects.h"
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/modules/module_files.h"
@@ -39,11 +40,18 @@ std::optional<uint32_t> detectVersionHex(const Target& target, const LoadedModul
     return std::nullopt;
 }
 
-CPythonLayout layoutFor(int minor, const LoadedModule& module, std::vector<std::string>* notes) {
+// Best source last wins: the built-in table, then _Py_DebugOffsets (3.13+), then DWARF; each
+// later source records where it contradicts the earlier ones.
+CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const LoadedModule& module, bool useDwarf,
+                        std::vector<std::string>* notes) {
     CPythonLayout layout;
     bool known = tableLayout(minor, &layout);
     layout.minor = minor;
-    if (module.debugElf) {
+    if (minor >= 13) {
+        std::string why;
+        if (!applyDebugOffsets(target, runtime, &layout, &why)) notes->push_back("_Py_DebugOffsets not used: " + why);
+    }
+    if (useDwarf && module.debugElf) {
         if (auto dwarf = DwarfTypes::open(module.debugElf)) {
             if (applyDwarfLayout(*dwarf, &layout)) {
                 for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
@@ -51,7 +59,8 @@ CPythonLayout layoutFor(int minor, const LoadedModule& module, std::vector<std::
             }
         }
     }
-    if (!known) layout.source.clear();
+    for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
+    if (!known && layout.source == "table") layout.source.clear();
     return layout;
 }
 
@@ -218,7 +227,7 @@ std::string versionFromHex(uint32_t hex) {
     return v;
 }
 
-RuntimeCandidates findRuntimeCandidates(const Target& target) {
+RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf) {
     RuntimeCandidates result;
     const auto& modules = target.modules();
     for (size_t i = 0; i < modules.size(); ++i) {
@@ -237,13 +246,14 @@ RuntimeCandidates findRuntimeCandidates(const Target& target) {
         rt.versionHex = *versionHex;
         rt.version = versionFromHex(*versionHex);
         int minor = static_cast<int>((*versionHex >> 16) & 0xff);
-        rt.layout = layoutFor(minor, module, &rt.notes);
+        rt.layout = layoutFor(target, rt.address, minor, module, useDwarf, &rt.notes);
         if (rt.layout.source.empty()) {
             result.rejected.push_back(module.path + ": CPython " + rt.version + " is not supported (no layout, no DWARF)");
             continue;
         }
         if (minor >= 12) {
             auto tss = findModuleSymbol(module, "_Py_tss_tstate");
+            if (!useDwarf && module.elf) tss = module.elf->findSymbol("_Py_tss_tstate");  // .symtab of the file itself only
             if (tss && tss->type == STT_TLS)
                 rt.tssTstateOffset = tss->value;
             else
@@ -272,7 +282,7 @@ RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candid
 }
 
 RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
-    return walkRuntimes(target, findRuntimeCandidates(target), maxFrames);
+    return walkRuntimes(target, findRuntimeCandidates(target, true), maxFrames);
 }
 
 }  // namespace pytstates

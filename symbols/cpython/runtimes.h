@@ -62,7 +62,8 @@ struct RuntimeCandidates {
     std::vector<Runtime> candidates;  // not walked yet
     std::vector<std::string> rejected;
 };
-RuntimeCandidates findRuntimeCandidates(const Target& target);
+// useDwarf=false ignores DWARF and separate debug files (as on a machine without debug packages).
+RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf = true);
 // Validates each candidate and walks its interpreters and thread states.
 RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates, size_t maxFrames);
 RuntimeSearch findRuntimes(const Target& target, size_t maxFrames);
