@@ -62,9 +62,12 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                     if (rt.tstateCurrent &&
                         target.readValue<uint64_t>(rt.tstateCurrent + rt.layout.tstateThreadId).value_or(0) == t.threadPointer)
                         row.currentTstate = rt.tstateCurrent;
-                } else if (rt.tssTstateOffset && keys && rt.moduleIndex < target.modules().size()) {
+                } else if (rt.tssTstate && keys && rt.moduleIndex < target.modules().size()) {
                     row.currentSource = "_Py_tss_tstate";
-                    ThreadLocal tl = readThreadLocal(target, *keys, target.modules()[rt.moduleIndex], *rt.tssTstateOffset, t.threadPointer);
+                    ThreadLocal tl = rt.tssTstate->kind == TlsLocation::Kind::ThreadPointerOffset
+                                         ? readThreadPointerRelative(target, rt.tssTstate->offset, t.threadPointer)
+                                         : readThreadLocal(target, *keys, target.modules()[rt.moduleIndex],
+                                                           static_cast<uint64_t>(rt.tssTstate->offset), t.threadPointer);
                     if (tl.status == ThreadLocal::Status::Value) row.currentTstate = tl.value;
                     else row.currentStatus = describe(tl.status);
                 }

@@ -40,6 +40,24 @@ std::optional<uint32_t> detectVersionHex(const Target& target, const LoadedModul
     return std::nullopt;
 }
 
+// _Py_tss_tstate is a static C thread-local: its symbol is in .symtab (or the debug file) only.
+// Without it, the exported accessor's code says where it is.
+void findTssTstate(const Target& target, const LoadedModule& module, int minor, bool useDwarf, Runtime& rt) {
+    auto tss = useDwarf ? findModuleSymbol(module, "_Py_tss_tstate")
+                        : (module.elf ? module.elf->findSymbol("_Py_tss_tstate") : std::nullopt);
+    if (tss && tss->type == STT_TLS) {
+        rt.tssTstate = TlsLocation{TlsLocation::Kind::ModuleOffset, static_cast<int64_t>(tss->value), "symbol"};
+        return;
+    }
+    const char* accessor = minor == 12 ? "_PyThreadState_UncheckedGet" : "PyThreadState_GetUnchecked";
+    auto fn = findModuleSymbol(module, accessor);
+    if (fn) rt.tssTstate = decodeTlsAccess(target, module, fn->value);
+    if (!rt.tssTstate)
+        rt.tssTstateNote = std::string("_Py_tss_tstate is not in the symbol tables and ") + accessor +
+                           (fn ? "'s code has no known TLS access sequence" : " is not exported") +
+                           ": CPython's current thread state per thread is unknown";
+}
+
 // Best source last wins: the built-in table, then _Py_DebugOffsets (3.13+), then DWARF; each
 // later source records where it contradicts the earlier ones.
 CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const LoadedModule& module, bool useDwarf,
@@ -251,14 +269,7 @@ RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf) {
             result.rejected.push_back(module.path + ": CPython " + rt.version + " is not supported (no layout, no DWARF)");
             continue;
         }
-        if (minor >= 12) {
-            auto tss = findModuleSymbol(module, "_Py_tss_tstate");
-            if (!useDwarf && module.elf) tss = module.elf->findSymbol("_Py_tss_tstate");  // .symtab of the file itself only
-            if (tss && tss->type == STT_TLS)
-                rt.tssTstateOffset = tss->value;
-            else
-                rt.tssTstateNote = "_Py_tss_tstate is not in the symbol tables (stripped, no debug file)";
-        }
+        if (minor >= 12) findTssTstate(target, module, minor, useDwarf, rt);
         result.candidates.push_back(std::move(rt));
     }
     return result;

@@ -9,6 +9,7 @@
 
 #include "symbols/cpython/frames.h"
 #include "symbols/cpython/layout.h"
+#include "symbols/elf/tls_access.h"
 #include "symbols/target.h"
 
 namespace pytstates {
@@ -45,8 +46,8 @@ struct Runtime {
     bool initialised = false;
     uint64_t tstateCurrent = 0;  // <= 3.11: gilstate.tstate_current
     std::optional<uint32_t> autoTssKey;  // pthread key of PyGILState's autoTSSkey
-    std::optional<uint64_t> tssTstateOffset;  // 3.12+: _Py_tss_tstate's offset in libpython's TLS block
-    std::string tssTstateNote;                // why it is unknown
+    std::optional<TlsLocation> tssTstate;  // 3.12+: where _Py_tss_tstate lives
+    std::string tssTstateNote;             // why it is unknown
     std::vector<Interpreter> interpreters;
     std::vector<std::string> notes;
 };

@@ -36,6 +36,17 @@ ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const 
     return out;
 }
 
+ThreadLocal readThreadPointerRelative(const Target& target, int64_t offset, uint64_t threadPointer) {
+    ThreadLocal out;
+    if (!threadPointer) return out;
+    out.address = threadPointer + static_cast<uint64_t>(offset);
+    auto value = target.readPointer(out.address);
+    if (!value) return out;
+    out.value = *value;
+    out.status = ThreadLocal::Status::Value;
+    return out;
+}
+
 const char* describe(ThreadLocal::Status status) {
     switch (status) {
         case ThreadLocal::Status::Value: return "value";

@@ -21,6 +21,8 @@ struct ThreadLocal {
 // variableOffset: st_value of the STT_TLS symbol (offset inside the module's TLS block).
 ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const LoadedModule& module,
                             uint64_t variableOffset, uint64_t threadPointer);
+// A variable at a fixed offset from the thread pointer (initial-exec / local-exec TLS).
+ThreadLocal readThreadPointerRelative(const Target& target, int64_t offset, uint64_t threadPointer);
 
 const char* describe(ThreadLocal::Status status);
 
