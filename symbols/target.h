@@ -45,6 +45,21 @@ public:
     virtual const std::vector<LoadedModule>& modules() const = 0;
     // Things the reader noticed that the user should know (a truncated core, a mismatched file).
     virtual const std::vector<std::string>& warnings() const = 0;
+
+    // How much the analysis read (for scripts/bench): read calls and bytes.
+    struct ReadStats {
+        size_t calls = 0, bytes = 0;
+    };
+    ReadStats readStats() const { return stats_; }
+
+protected:
+    void countRead(size_t bytes) const {
+        ++stats_.calls;
+        stats_.bytes += bytes;
+    }
+
+private:
+    mutable ReadStats stats_;
 };
 
 }  // namespace pytstates

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -12,6 +13,14 @@
 #include "symbols/live/live_target.h"
 
 namespace {
+
+// PYTSTATES_STATS=1: one line on stderr with what the analysis read (scripts/bench uses it).
+void printReadStats(const pytstates::Target& target) {
+    if (!std::getenv("PYTSTATES_STATS")) return;
+    auto stats = target.readStats();
+    std::fprintf(stderr, "pytstates-stats: %zu reads, %zu bytes, %zu threads, %zu modules\n", stats.calls, stats.bytes,
+                 target.threads().size(), target.modules().size());
+}
 
 struct Arguments {
     std::string core, exe, sysroot;
@@ -57,6 +66,7 @@ int run(pytstates::Command command, const Arguments& a) {
         }
         CommandResult result = runCommand(target, request);
         target.resume();
+        printReadStats(target);
         if (result.status == 2) throw std::runtime_error(result.error);
         std::fwrite(result.output.data(), 1, result.output.size(), stdout);
         return result.status;
@@ -68,6 +78,7 @@ int run(pytstates::Command command, const Arguments& a) {
     options.search.debugDirs = a.debugDirs;
     CoreTarget target(options);
     CommandResult result = runCommand(target, request);
+    printReadStats(target);
     if (result.status == 2) throw std::runtime_error(result.error);
     std::fwrite(result.output.data(), 1, result.output.size(), stdout);
     return result.status;

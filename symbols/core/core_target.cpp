@@ -47,6 +47,7 @@ std::shared_ptr<ElfFile> CoreTarget::fileForMapping(const MappedFile& m) const {
 }
 
 size_t CoreTarget::read(uint64_t addr, void* buf, size_t len) const {
+    countRead(len);
     auto* out = static_cast<unsigned char*>(buf);
     size_t done = 0;
     while (done < len) {

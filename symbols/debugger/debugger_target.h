@@ -5,11 +5,11 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "symbols/modules/module_discovery.h"
+#include "symbols/page_cache.h"
 #include "symbols/target.h"
 
 namespace pytstates {
@@ -37,21 +37,14 @@ public:
     const std::vector<OsThread>& threads() const override { return input_.threads; }
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
-    size_t debuggerReads() const { return debuggerReads_; }
+    size_t debuggerReads() const { return cache_.fetches(); }
 
 private:
-    struct Page {
-        size_t valid = 0;  // readable bytes from the page start
-        std::vector<unsigned char> bytes;
-    };
-    const Page& page(uint64_t base) const;
-
     DebuggerInput input_;
+    PageCache cache_;
     std::string executable_;
     std::vector<LoadedModule> modules_;
     std::vector<std::string> warnings_;
-    mutable std::map<uint64_t, Page> cache_;
-    mutable size_t debuggerReads_ = 0;
 };
 
 }  // namespace pytstates

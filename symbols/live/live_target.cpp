@@ -92,7 +92,10 @@ std::string permissionWords(int pid) {
 
 }  // namespace
 
-LiveTarget::LiveTarget(const LiveOptions& options) : pid_(options.pid), stopWanted_(options.stop) {
+LiveTarget::LiveTarget(const LiveOptions& options)
+    : pid_(options.pid), stopWanted_(options.stop), cache_([this](uint64_t addr, void* buf, size_t len) {
+          return readUncached(addr, buf, len);
+      }) {
     if (pid_ <= 0 || kill(pid_, 0) != 0) {
         if (errno == EPERM) throw std::runtime_error(permissionWords(pid_));
         throw std::runtime_error("no such process: " + std::to_string(pid_));
@@ -172,6 +175,7 @@ void LiveTarget::stopAll() {
         sigaction(kSignals[i], &sa, &gOldActions[i]);
     }
     std::set<int> done;
+    cache_.clear();  // what was read while running is not part of the snapshot
     stoppedAt_ = std::chrono::steady_clock::now();
     // Threads may start or end while we stop the others: list again until nothing is new.
     for (int round = 0; round < 50; ++round) {
@@ -228,6 +232,7 @@ double LiveTarget::resume() {
         for (int tid : seized_) ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
         seized_.clear();
         gSeizedCount = 0;
+        cache_.clear();
         stoppedMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
         for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &gOldActions[i], nullptr);
     }
@@ -236,6 +241,13 @@ double LiveTarget::resume() {
 
 size_t LiveTarget::read(uint64_t addr, void* buf, size_t len) const {
     if (len == 0) return 0;
+    countRead(len);
+    // Cache pages only while the snapshot holds: stopped, or a --no-stop read.
+    if (!seized_.empty() || !stopWanted_) return cache_.read(addr, buf, len);
+    return readUncached(addr, buf, len);
+}
+
+size_t LiveTarget::readUncached(uint64_t addr, void* buf, size_t len) const {
     iovec local{buf, len};
     iovec remote{reinterpret_cast<void*>(addr), len};
     ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "symbols/modules/module_discovery.h"
+#include "symbols/page_cache.h"
 #include "symbols/target.h"
 
 namespace pytstates {
@@ -44,6 +45,7 @@ public:
     bool stopped() const { return !seized_.empty(); }
 
 private:
+    size_t readUncached(uint64_t addr, void* buf, size_t len) const;
     void stopAll();
     void threadsFromGlibc();
     void buildModules(const LiveOptions& options);
@@ -58,6 +60,7 @@ private:
     std::vector<std::string> warnings_;
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;
+    PageCache cache_;  // valid while the threads are stopped (or for one --no-stop read)
 };
 
 }  // namespace pytstates
