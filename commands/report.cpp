@@ -130,6 +130,8 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     if (report.runtimes.empty()) {
         std::string why = "no initialised CPython runtime in the target";
         if (!report.rejectedRuntimes.empty()) why += " (" + report.rejectedRuntimes.front() + ")";
+        for (const auto& w : report.warnings)
+            if (w.find("truncated") != std::string::npos) why += "; " + w;
         throw std::runtime_error(why);
     }
     for (const auto& rt : report.runtimes)

@@ -110,6 +110,16 @@ uint64_t CoreFile::auxValue(uint64_t type) const {
     return it == auxv_.end() ? 0 : it->second;
 }
 
+uint64_t CoreFile::leftOutFrom(uint64_t addr) const {
+    auto next = std::upper_bound(segments_.begin(), segments_.end(), addr, [](uint64_t v, const CoreSegment& s) { return v < s.vaddr; });
+    uint64_t untilNext = next == segments_.end() ? UINT64_MAX - addr : next->vaddr - addr;
+    if (next == segments_.begin()) return untilNext;  // below every segment: not dumped at all
+    auto it = std::prev(next);
+    if (addr < it->vaddr + it->filesz) return 0;  // the core should hold it: truncated away
+    if (addr < it->vaddr + it->memsz) return it->vaddr + it->memsz - addr;  // p_filesz < p_memsz
+    return untilNext;  // between segments: gcore leaves clean file mappings out entirely
+}
+
 size_t CoreFile::read(uint64_t addr, void* buf, size_t len) const {
     size_t done = 0;
     auto* out = static_cast<unsigned char*>(buf);

@@ -38,6 +38,10 @@ public:
 
     // Bytes the core itself holds at addr (no fallback to mapped files).
     size_t read(uint64_t addr, void* buf, size_t len) const;
+    // How many bytes from addr on the dumper deliberately left out (beyond a PT_LOAD's p_filesz,
+    // or outside every PT_LOAD as gcore does for clean file pages); 0 when the core should
+    // hold addr (dumped, or lost to truncation).
+    uint64_t leftOutFrom(uint64_t addr) const;
 
 private:
     void parseNotes(const unsigned char* data, size_t size);

@@ -54,30 +54,22 @@ size_t CoreTarget::read(uint64_t addr, void* buf, size_t len) const {
         size_t got = core_.read(addr + done, out + done, len - done);
         done += got;
         if (done == len) break;
-        // Not in the core: a clean file page, served from the mapped file.
+        // Left out by the dumper (a clean file page): served from the mapped file. Bytes a
+        // truncated core lost are not: the file holds what was there before the process ran.
         uint64_t a = addr + done;
-        const MappedFile* m = mappingAt(a);
+        uint64_t leftOut = core_.leftOutFrom(a);
+        const MappedFile* m = leftOut ? mappingAt(a) : nullptr;
         if (!m) break;
         auto file = fileForMapping(*m);
         if (!file) break;
-        uint64_t n = std::min<uint64_t>(len - done, m->end - a);
+        uint64_t n = std::min<uint64_t>({len - done, m->end - a, leftOut});
         uint64_t off = m->fileOffset + (a - m->start);
         if (off >= file->fileSize()) break;
         n = std::min<uint64_t>(n, file->fileSize() - off);
-        // Never mix: take the file only up to where the core has the next bytes.
         const unsigned char* p = file->rawBytes(off, n);
-        if (!p) break;
-        size_t step = 0;
-        while (step < n) {
-            unsigned char probe;
-            if (core_.read(a + step, &probe, 1) == 1) break;
-            // advance to the next page boundary at once: core segments are page-granular
-            uint64_t next = ((a + step) | 0xfff) + 1;
-            step = std::min<uint64_t>(n, next - a);
-        }
-        if (step == 0) break;
-        std::memcpy(out + done, p, step);
-        done += step;
+        if (!p || n == 0) break;
+        std::memcpy(out + done, p, n);
+        done += n;
     }
     return done;
 }
