@@ -3,6 +3,7 @@
 A scenario prints one line `FACTS {json}` with what it knows about itself, then `READY`, then
 pauses. take_core() returns (facts, core_path); the caller removes the directory it lives in.
 """
+import atexit
 import json
 import os
 import resource
@@ -92,7 +93,9 @@ def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
 
 def start(argv, workdir=None, env=None):
     """Starts a scenario and waits for READY; returns (proc, facts). The caller ends it."""
-    workdir = workdir or tempfile.mkdtemp(prefix="pytstates-")
+    if workdir is None:
+        workdir = tempfile.mkdtemp(prefix="pytstates-")
+        atexit.register(shutil.rmtree, workdir, True)
     proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, env=env)
     try:
