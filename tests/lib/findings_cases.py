@@ -146,6 +146,26 @@ def check_two_abis(facts, check, kind):
         expect(types == want["types"], "%s lists exactly its module's classes" % rid, r)
 
 
+def check_subinterp(facts, check, kind):
+    status, r = check(["--json", "--frames", "3"])
+    expect(status == 0 and not r["findings"], "no findings", r)
+    expect(len(r["runtimes"]) == 1, "one runtime", r)
+    interps = {i["address"]: i for i in r["runtimes"][0]["interpreters"]}
+    want = {facts["main_interp"]: 0}
+    want.update({sub["interp"]: sub["id"] for sub in facts["subs"]})
+    expect({a: i["id"] for a, i in interps.items()} == want, "three interpreters with their ids", r)
+    expect([a for a, i in interps.items() if i["main"]] == [facts["main_interp"]], "only the main one is main", r)
+    main_ts = {t["address"]: t["lwp"] for t in interps[facts["main_interp"]]["tstates"]}
+    expect(main_ts == dict([(facts["main_tstate"], facts["main_lwp"])] + [(s["main_tstate"], s["lwp"]) for s in facts["subs"]]),
+           "the main interpreter's thread states, one per thread", r)
+    for sub in facts["subs"]:
+        ts = interps[sub["interp"]]["tstates"]
+        expect([(t["address"], t["lwp"], t["thread_id"]) for t in ts] == [(sub["tstate"], sub["lwp"], sub["pthread"])],
+               "sub-interpreter %d's thread state" % sub["id"], r)
+        expect([(f["function"], f["file"], f["line"]) for f in ts[0]["frames"]] == [("wait_in_sub", "<string>", 3), ("<module>", "<string>", 4)],
+               "sub-interpreter %d's frames" % sub["id"], r)
+
+
 check_internals = None  # set by the driver: runs `pytstates internals` on the same target
 
 
@@ -154,6 +174,8 @@ def check_case(case, facts, check, kind):
         return check_torch(facts, check, kind)
     if case == "two-abis":
         return check_two_abis(facts, check, kind)
+    if case == "subinterp":
+        return check_subinterp(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "dlmopen": check_dlmopen}[case](facts, check, kind)
