@@ -37,6 +37,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                           {"native_thread_id", ts.nativeThreadId ? json(*ts.nativeThreadId) : json(nullptr)},
                           {"lwp", lwp ? json(*lwp) : json(nullptr)},
                           {"holds_gil", interp.gilKnown && interp.gilHolder == ts.address}};
+                if (!ts.note.empty()) t["note"] = ts.note;
                 if (withFrames) {
                     json frames = json::array();
                     for (const auto& f : ts.frames) frames.push_back(frameJson(f));
@@ -44,17 +45,21 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                 }
                 tstates.push_back(t);
             }
-            interps.push_back({{"id", interp.id},
-                               {"address", hexAddress(interp.address)},
-                               {"main", interp.main},
-                               {"gil_holder", interp.gilKnown ? addressOrNull(interp.gilHolder) : json(nullptr)},
-                               {"tstates", tstates}});
+            json i = {{"id", interp.id},
+                      {"address", hexAddress(interp.address)},
+                      {"main", interp.main},
+                      {"gil_holder", interp.gilKnown ? addressOrNull(interp.gilHolder) : json(nullptr)},
+                      {"tstates", tstates}};
+            if (!interp.note.empty()) i["note"] = interp.note;
+            interps.push_back(i);
         }
-        runtimes.push_back({{"address", hexAddress(rt.address)},
-                            {"module", rt.modulePath},
-                            {"version", rt.version},
-                            {"layout", rt.layout.source},
-                            {"interpreters", interps}});
+        json r = {{"address", hexAddress(rt.address)},
+                  {"module", rt.modulePath},
+                  {"version", rt.version},
+                  {"layout", rt.layout.source},
+                  {"interpreters", interps}};
+        if (!rt.notes.empty()) r["notes"] = rt.notes;
+        runtimes.push_back(r);
     }
     out["runtimes"] = runtimes;
 

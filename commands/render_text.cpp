@@ -70,7 +70,10 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
         if (!rec.id.abi.empty()) out << ", " << rec.id.compiler << " " << rec.id.stdlib << " " << describeAbi(rec.id.abi);
         out << "\n";
         if (!rec.problem.empty()) out << "      problem: " << rec.problem << "\n";
-        if (rec.address) {
+        if (rec.address && rec.layout.source.empty()) {
+            out << "      internals pointer " << hexAddress(rec.address) << " in the " << rec.dictName << " of interpreter "
+                << hexAddress(rec.interpreter) << "\n";
+        } else if (rec.address) {
             out << "      internals " << hexAddress(rec.address) << " in the " << rec.dictName << " of interpreter "
                 << hexAddress(rec.interpreter) << "; istate " << hexAddress(rec.istate)
                 << (rec.istate == rec.interpreter ? " (matches)" : " (DIFFERENT)") << "; layout: " << rec.layout.source << "\n";

@@ -75,6 +75,7 @@ struct CPythonLayout {
     int64_t bytesData = 32;
     int64_t objectType = 8;  // ob_type
     int64_t typeName = 24;   // tp_name
+    int64_t heapTypeName = kAbsent;  // PyHeapTypeObject.ht_name (a str on the heap, in every core)
 
     // dict: PyDictObject.ma_keys -> PyDictKeysObject
     int64_t dictKeys = 32;

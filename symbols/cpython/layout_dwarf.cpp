@@ -115,6 +115,7 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     f.set(&L::bytesData, "PyBytesObject.ob_sval", {{"PyBytesObject", "ob_sval"}});
     f.set(&L::objectType, "PyObject.ob_type", {{"_object", "ob_type"}});
     f.set(&L::typeName, "PyTypeObject.tp_name", {{"_typeobject", "tp_name"}});
+    f.set(&L::heapTypeName, "PyHeapTypeObject.ht_name", {{"_heaptypeobject", "ht_name"}});
     f.set(&L::dictKeys, "PyDictObject.ma_keys", {{"PyDictObject", "ma_keys"}});
     f.set(&L::dictValues, "PyDictObject.ma_values", {{"PyDictObject", "ma_values"}});
     f.set(&L::dictKeysNentries, "PyDictKeysObject.dk_nentries", {{"_dictkeysobject", "dk_nentries"}});

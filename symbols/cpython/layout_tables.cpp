@@ -37,6 +37,8 @@ bool tableLayout(int minor, CPythonLayout* l) {
     l->minor = minor;
     l->source = "table";
     commonThreadStateLinks(l);
+    // PyHeapTypeObject.ht_name: sizeof(PyTypeObject) plus the five method tables after it.
+    l->heapTypeName = minor == 9 ? 840 : minor <= 11 ? 848 : 856;
     switch (minor) {
         case 8:
             l->runtimeInterpretersHead = 32;

@@ -84,7 +84,10 @@ private:
                 if (m.path == mod.path && m.start >= mod.start) mod.end = std::max(mod.end, m.end);
         }
         if (isExe && !in_.executableOverride.empty()) {
-            if (!mod.elf) throw std::runtime_error("--exe " + in_.executableOverride + ": " + mod.problem);
+            if (!mod.elf) {
+                bool mismatch = mod.problem.rfind("build-id mismatch", 0) == 0;
+                throw std::runtime_error("--exe " + in_.executableOverride + (mismatch ? " does not match the core: " : ": ") + mod.problem);
+            }
             GElf_Ehdr eh;
             if (in_.atEntry && gelf_getehdr(mod.elf->handle(), &eh) && mod.bias + eh.e_entry != in_.atEntry)
                 throw std::runtime_error("--exe " + in_.executableOverride + " does not match: its entry point is not the one the process started at");

@@ -29,14 +29,23 @@ std::string demangleType(const std::string& mangled) {
     return status == 0 && out ? std::string(out.get()) : name;
 }
 
+// A heap type's name: tp_name points into the defining module's read-only data (which a core
+// lacks when the module file is missing); ht_name is a str on the heap.
+std::string typeName(const Target& target, const CPythonLayout& py, uint64_t type) {
+    auto name = target.readPointer(type + py.typeName);
+    if (name && *name)
+        if (auto s = target.readCString(*name, 256)) return *s;
+    if (py.heapTypeName == kAbsent) return {};
+    return readPyUnicode(target, py, target.readPointer(type + py.heapTypeName).value_or(0), 256).value_or("");
+}
+
 // The three heap types every internals object points to, in this order, whatever its layout.
 bool anchorAt(const Target& target, const CPythonLayout& py, uint64_t internals, int64_t offset) {
     static const char* names[] = {"pybind11_static_property", "pybind11_type", "pybind11_object"};
     for (int i = 0; i < 3; ++i) {
         auto type = target.readPointer(internals + offset + 8 * i);
         if (!type || !*type) return false;
-        auto name = target.readPointer(*type + py.typeName);
-        if (!name || !*name || target.readCString(*name, 64).value_or("") != names[i]) return false;
+        if (typeName(target, py, *type) != names[i]) return false;
     }
     return true;
 }
@@ -104,8 +113,8 @@ std::vector<RegisteredType> readTypes(const Target& target, const CPythonLayout&
         if (!key || !begin || !end) break;
         RegisteredType t;
         t.typeObject = *key;
-        auto tpName = target.readPointer(*key + py.typeName);
-        t.pythonName = tpName ? target.readCString(*tpName, 512).value_or("?") : "?";
+        t.pythonName = typeName(target, py, *key);
+        if (t.pythonName.empty()) t.pythonName = "?";
         if (*end > *begin && *end - *begin <= 8 * 64) {
             auto info = target.readPointer(*begin);  // detail::type_info*
             auto cpptype = info ? target.readPointer(*info + 8) : std::nullopt;  // const std::type_info*
@@ -138,7 +147,7 @@ void decode(const Target& target, const CPythonLayout& py, const Pybind11ModuleS
     }
     rec.layout = chooseLayout(target, py, scan, rec);
     if (rec.layout.source.empty()) {
-        rec.problem = "no pybind11 internals at " + std::to_string(rec.address) + " (its type anchors do not match)";
+        rec.problem = "the object the capsule leads to does not point to the pybind11 base types: not a pybind11 internals object";
         return;
     }
     uint64_t tss = rec.address + rec.layout.tstate;
