@@ -166,6 +166,33 @@ def check_subinterp(facts, check, kind):
                "sub-interpreter %d's frames" % sub["id"], r)
 
 
+def check_embed(facts, check, kind):
+    status, r = check(["--json"])
+    expect(status == 0 and not r["findings"], "no findings", r)
+    expect([rt["version"] for rt in r["runtimes"]] == [facts["python_version"]], "one runtime, its version", r)
+    interp = r["runtimes"][0]["interpreters"][0]
+    ts = {t["address"]: t for t in interp["tstates"]}
+    holder = [t for t in facts["threads"] if t["lwp"] == facts["gil_holder_lwp"]][0]
+    expect(interp["gil_holder"] == holder["tstate"], "the GIL holder", r)
+    expect(ts[facts["main_tstate"]]["lwp"] == facts["main_lwp"], "the main thread's tstate", r)
+    for t in facts["threads"]:
+        got = ts.get(t["tstate"])
+        expect(got is not None and got["lwp"] == t["lwp"] and got["native_thread_id"] == t["lwp"]
+               and got["thread_id"] == t["pthread"], "tstate %s on LWP %d" % (t["tstate"], t["lwp"]), r)
+        expect(got["holds_gil"] == (t["lwp"] == facts["gil_holder_lwp"]), "holds_gil of LWP %d" % t["lwp"], r)
+        frames = [(f["function"], os.path.basename(f["file"]), f["line"]) for f in got["frames"]]
+        want = (t["function"], t["file"], t["line"])
+        if t["lwp"] == facts["gil_holder_lwp"]:
+            expect(frames[:1] == [want], "the holder's top frame is where it blocks", r)
+        else:
+            expect(want in frames, "LWP %d waits in %s" % (t["lwp"], want), r)
+    rows = {row["lwp"]: row for row in r["threads"]}
+    for t in facts["threads"]:
+        expect(rows[t["lwp"]]["autotss_tstate"] == t["tstate"], "autoTSS slot of LWP %d" % t["lwp"], r)
+        expect(rows[t["lwp"]]["current_tstate"] == (t["tstate"] if t["lwp"] == facts["gil_holder_lwp"] else None),
+               "current tstate of LWP %d" % t["lwp"], r)
+
+
 check_internals = None  # set by the driver: runs `pytstates internals` on the same target
 
 
@@ -176,6 +203,8 @@ def check_case(case, facts, check, kind):
         return check_two_abis(facts, check, kind)
     if case == "subinterp":
         return check_subinterp(facts, check, kind)
+    if case == "embed":
+        return check_embed(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "dlmopen": check_dlmopen}[case](facts, check, kind)
