@@ -1,0 +1,2 @@
+"""pytstates inside gdb: `python import pytstates.gdb` registers py-tstates, pybind-internals and
+py-tstates-check."""

@@ -1,0 +1,118 @@
+"""gdb commands py-tstates, pybind-internals, py-tstates-check over the pytstates C++ core.
+
+Memory, threads (with each thread's fs_base) and the auxiliary vector come from gdb, so the
+commands work on whatever gdb debugs: a core, a process it started or attached to, a gdbserver.
+Errors are one line (gdb.GdbError), never a traceback; the selected thread and frame are restored.
+"""
+import sys
+
+import gdb
+
+try:
+    from . import _pytstates_gdb as _core
+    _IMPORT_ERROR = None
+except ImportError as e:  # built for another Python than gdb's
+    _core = None
+    _IMPORT_ERROR = "cannot load the pytstates module into gdb's Python %s: %s" % (sys.version.split()[0], e)
+
+_AUX_TYPES = {"AT_PHDR": 3, "AT_PHNUM": 5, "AT_ENTRY": 9}
+
+
+def _read_memory(addr, length):
+    try:
+        return bytes(gdb.selected_inferior().read_memory(addr, length))
+    except (gdb.MemoryError, gdb.error, OverflowError, ValueError):
+        return None
+
+
+def _auxv():
+    values = {}
+    try:
+        text = gdb.execute("info auxv", to_string=True)
+    except gdb.error:
+        return values
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] in _AUX_TYPES:
+            try:
+                values[_AUX_TYPES[parts[1]]] = int(parts[-1], 0)
+            except ValueError:
+                pass
+    return values
+
+
+def _is_live(inferior):
+    connection = getattr(inferior, "connection", None)
+    if connection is not None and getattr(connection, "type", None):
+        return connection.type != "core"
+    return "core dump" not in gdb.execute("info target", to_string=True)
+
+
+def _threads(inferior):
+    """(lwp, fs_base) of every thread, and gdb's thread number of each LWP. Restores the selection."""
+    selected = gdb.selected_thread()
+    try:
+        frame = gdb.selected_frame()
+    except gdb.error:
+        frame = None
+    threads, numbers = [], {}
+    try:
+        for thread in sorted(inferior.threads(), key=lambda t: t.num):
+            lwp = thread.ptid[1] or thread.ptid[0]
+            numbers[lwp] = thread.num
+            thread.switch()
+            try:
+                fs_base = int(gdb.parse_and_eval("$fs_base")) & 0xFFFFFFFFFFFFFFFF
+            except gdb.error:
+                fs_base = 0
+            threads.append((lwp, fs_base))
+    finally:
+        if selected is not None and selected.is_valid():
+            selected.switch()
+            if frame is not None and frame.is_valid():
+                frame.select()
+    return threads, numbers
+
+
+def _sysroot():
+    try:
+        value = gdb.parameter("sysroot") or ""
+    except gdb.error:
+        return ""
+    return "" if value.startswith("target:") else value
+
+
+class _PyTstatesCommand(gdb.Command):
+    def __init__(self, name, command):
+        self._name = name
+        self._command = command
+        if _core is not None:
+            self.__doc__ = _core.help(command)
+        super().__init__(name, gdb.COMMAND_DATA)
+
+    def invoke(self, argument, from_tty):
+        try:
+            status, output, error = self._run(argument)
+        except gdb.GdbError:
+            raise
+        except Exception as e:  # never a traceback into the user's session
+            raise gdb.GdbError("%s: %s" % (self._name, e))
+        if status == 2:
+            raise gdb.GdbError("%s: %s" % (self._name, error))
+        gdb.write(output)
+
+    def _run(self, argument):
+        if _core is None:
+            raise gdb.GdbError("%s: %s" % (self._name, _IMPORT_ERROR))
+        inferior = gdb.selected_inferior()
+        if inferior is None or not inferior.threads():
+            raise gdb.GdbError("%s: no process or core: run, attach to a process or load a core first" % self._name)
+        threads, numbers = _threads(inferior)
+        executable = inferior.progspace.filename if inferior.progspace else ""
+        return _core.run(self._command, gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
+                         executable or "", int(inferior.pid or 0), _is_live(inferior), numbers, _sysroot())
+
+
+_PyTstatesCommand("py-tstates", "tstates")
+_PyTstatesCommand("pybind-internals", "internals")
+_PyTstatesCommand("py-tstates-check", "check")

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The gdb commands (py-tstates, pybind-internals, py-tstates-check) in real gdb (-batch -nx) on
+real cores and processes, held against the CLI's JSON for the same core and against what the
+scenarios printed."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
+from findings_cases import expect  # noqa: E402
+
+BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
+
+
+def gdb(args, target_args, commands, timeout=120):
+    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script]
+    for c in commands:
+        argv += ["-ex", c]
+    out = subprocess.run(argv + target_args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return out.returncode, out.stdout.decode(errors="replace")
+
+
+def between(text, tag):
+    """The output between `echo <<<tag` and `echo tag>>>` markers."""
+    m = re.search(re.escape(BEGIN + tag) + r"\n(.*?)" + re.escape(tag + END), text, re.S)
+    expect(m is not None, "markers %s not found in gdb output:\n%s" % (tag, text[-3000:]))
+    return m.group(1)
+
+
+def marked(tag, command):
+    return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]
+
+
+def gdb_thread_numbers(text):
+    return {int(m.group(2)): int(m.group(1)) for m in re.finditer(r"^\*?\s*(\d+)\s+Thread 0x[0-9a-f]+ \(LWP (\d+)\)", text, re.M)}
+
+
+def without_debugger(report):
+    for row in report["threads"]:
+        row.pop("debugger_thread", None)
+    report["target"].pop("stopped_ms", None)
+    return report
+
+
+def seed_core(args):
+    exe = os.path.join(args.scenarios, "scenario_seed_host")
+    facts, core = scenario.take_core([exe, "svr2", "pause"], "gcore")
+    try:
+        cmds = (marked("threads", "info threads") + marked("before", "thread") + ["thread 2", "frame 3"] +
+                marked("sel1", "thread") + marked("fsel1", "frame") +
+                marked("json", "py-tstates-check --json") + marked("text", "py-tstates-check") +
+                marked("internals", "pybind-internals --types --json") + marked("tstates", "py-tstates --frames 2 --json") +
+                marked("sel2", "thread") + marked("fsel2", "frame"))
+        _, out = gdb(args, [exe, core], cmds)
+        ours = json.loads(between(out, "json"))
+        status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+        expect(status == 1, "the CLI finds the error")
+        numbers = gdb_thread_numbers(between(out, "threads"))
+        expect({r["lwp"]: r.get("debugger_thread") for r in ours["threads"]} == numbers,
+               "gdb's thread numbers beside every LWP: %s" % numbers, ours)
+        expect(without_debugger(ours) == without_debugger(cli), "gdb and the CLI report the same facts")
+        stale = [f for f in ours["findings"] if f["code"] == "stale-tstate"]
+        expect([(f["lwp"], f["tstate"]) for f in stale] == [(facts["worker_lwp"], facts["deleted_tstate"])],
+               "the stale pointer on the worker", ours)
+        text = between(out, "text")
+        worker_thread = numbers[facts["worker_lwp"]]
+        expect("LWP %d (thread %d)" % (facts["worker_lwp"], worker_thread) in text and facts["deleted_tstate"] in text,
+               "the text names the pointer and the gdb thread to jump to:\n" + text)
+        internals = json.loads(between(out, "internals"))
+        status, cli_internals, _ = scenario.run_pytstates(args.pytstates, ["internals", "--core", core, "--json", "--types"])
+        expect(without_debugger(internals)["internals"] == without_debugger(cli_internals)["internals"], "pybind-internals --types")
+        tstates = json.loads(between(out, "tstates"))
+        expect("internals" not in tstates and tstates["runtimes"] == scenario.run_pytstates(
+            args.pytstates, ["tstates", "--core", core, "--json", "--frames", "2"])[1]["runtimes"], "py-tstates --frames 2")
+        expect(between(out, "sel1") == between(out, "sel2") and between(out, "fsel1") == between(out, "fsel2"),
+               "the selected thread and frame are unchanged:\n%s\n%s" % (between(out, "sel1"), between(out, "sel2")))
+        expect("Thread 2" in between(out, "sel1") or "thread is 2" in between(out, "sel1"), "thread 2 was selected")
+    finally:
+        scenario.cleanup(core)
+
+
+def live_attach(args):
+    exe = os.path.join(args.scenarios, "scenario_seed_host")
+    proc, facts = scenario.start([exe, "svr2", "pause"])
+    try:
+        _, out = gdb(args, ["-p", str(proc.pid)], marked("json", "py-tstates-check --json"))
+        ours = json.loads(between(out, "json"))
+        expect(ours["target"]["kind"] == "live" and ours["target"]["pid"] == proc.pid, "a live target", ours)
+        stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
+        expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer, live", ours)
+        expect(scenario.still_answers(proc), "the process runs on after gdb detached")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def started_by_gdb(args):
+    exe = os.path.join(args.scenarios, "scenario_embed_host")
+    cmds = ["set pagination off", "set confirm off", "break blockHoldingTheGil", "run < /dev/null"] + \
+        marked("thread", "thread") + marked("json", "py-tstates --json") + ["kill"]
+    _, out = gdb(args, [exe], cmds)
+    ours = json.loads(between(out, "json"))
+    lwp = int(re.search(r"\(LWP (\d+)\)", between(out, "thread")).group(1))
+    interp = ours["runtimes"][0]["interpreters"][0]
+    holder = [t for t in interp["tstates"] if t["lwp"] == lwp]
+    expect(len(holder) == 1 and interp["gil_holder"] == holder[0]["address"] and holder[0]["holds_gil"],
+           "the thread stopped at the breakpoint holds the GIL", ours)
+    expect(holder[0]["frames"][0]["function"] == "hold_the_gil", "its Python frame", ours)
+    expect(len(interp["tstates"]) == 3, "three thread states", ours)
+
+
+def errors(args):
+    _, out = gdb(args, [], marked("none", "py-tstates") + marked("help", "help py-tstates") + marked("bad", "py-tstates-check --frames x"))
+    expect("no process or core" in out and "Traceback" not in out, "no inferior: one line\n" + out)
+    expect("PYTHREADSTATE" in between(out, "help") and "--frames" in between(out, "help"), "help py-tstates explains the columns")
+    facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
+    try:
+        _, out = gdb(args, ["/bin/sleep", core], marked("e", "py-tstates") + marked("o", "pybind-internals --bogus"))
+        expect("no initialised CPython runtime" in between(out, "e") and "Traceback" not in out, "a non-Python core\n" + out)
+        expect("unknown argument" in between(out, "o"), "a bad option")
+    finally:
+        scenario.cleanup(core)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--gdb-script", required=True)
+    p.add_argument("--scenarios", required=True)
+    p.add_argument("case", choices=["seed-core", "live-attach", "started-by-gdb", "errors"])
+    args = p.parse_args()
+    {"seed-core": seed_core, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors}[args.case](args)
+    print("PASS gdb " + args.case)
+
+
+if __name__ == "__main__":
+    main()
