@@ -1,5 +1,9 @@
 #include "symbols/debugger/debugger_target.h"
 
+#include <map>
+
+#include "symbols/glibc/thread_list.h"
+
 
 namespace pytstates {
 
@@ -20,6 +24,30 @@ DebuggerTarget::DebuggerTarget(DebuggerInput input)
     executable_ = found.executable;
     modules_ = std::move(found.modules);
     warnings_ = std::move(found.warnings);
+    fillMissingThreadPointers();
+}
+
+// A debugger that cannot give a thread's fs_base (lldb 14 on cores) still lets us read memory:
+// glibc's own thread lists give every thread's struct pthread with its tid.
+void DebuggerTarget::fillMissingThreadPointers() {
+    bool missing = false;
+    for (const auto& t : input_.threads) missing = missing || !t.threadPointer;
+    if (!missing) return;
+    std::map<int, uint64_t> fromGlibc;
+    for (const auto& t : threadsFromGlibcLists(*this)) fromGlibc[t.lwp] = t.threadPointer;
+    size_t filled = 0, unknown = 0;
+    for (auto& t : input_.threads) {
+        if (t.threadPointer) continue;
+        auto it = fromGlibc.find(t.lwp);
+        if (it != fromGlibc.end()) {
+            t.threadPointer = it->second;
+            ++filled;
+        } else {
+            ++unknown;
+        }
+    }
+    if (unknown) warnings_.push_back(std::to_string(unknown) + " thread(s) without a thread pointer: their TLS is not read");
+    (void)filled;
 }
 
 size_t DebuggerTarget::read(uint64_t addr, void* buf, size_t len) const {

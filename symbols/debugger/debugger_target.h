@@ -1,6 +1,7 @@
 // Target over whatever a debugger (gdb, lldb) has open: a core, a live process, a remote stub.
 // The front end supplies memory reads, threads (with their thread pointer) and the auxiliary
-// vector; modules come from the link map like everywhere else. Memory is cached per page so the
+// vector; modules come from the link map like everywhere else. Threads the debugger gives no
+// thread pointer for get theirs from glibc's thread lists in memory. Memory is cached per page so the
 // analyses do not cross into the debugger's API for every field.
 #pragma once
 
@@ -40,6 +41,8 @@ public:
     size_t debuggerReads() const { return cache_.fetches(); }
 
 private:
+    void fillMissingThreadPointers();
+
     DebuggerInput input_;
     PageCache cache_;
     std::string executable_;

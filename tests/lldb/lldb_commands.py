@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The lldb plugin's commands in real lldb-14 (-b) on real cores and live processes, held against
+the CLI's JSON for the same core and against what the scenarios printed."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
+from findings_cases import expect  # noqa: E402
+
+# Debian's lldb-14 prints Python tracebacks of its own (its script interpreter is broken); they
+# are not ours, and are dropped before parsing.
+NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
+                   r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
+
+
+def lldb(args, target_args, commands, timeout=120):
+    argv = ["lldb-14", "-b"] + target_args + ["-o", "plugin load " + args.plugin]
+    for c in commands:
+        argv += ["-o", c]
+    out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    lines = [l for l in out.stdout.decode(errors="replace").splitlines() if not NOISE.match(l)]
+    return out.returncode, lines
+
+
+def sections(lines):
+    """Output of each command, keyed by the command line lldb echoed."""
+    out, current = {}, None
+    for line in lines:
+        if line.startswith("(lldb) "):
+            current = line[len("(lldb) "):]
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return {k: "\n".join(v) for k, v in out.items()}
+
+
+def as_json(text):
+    return json.loads(text[text.index("{"):text.rindex("}") + 1])
+
+
+def lldb_thread_indexes(text):
+    return {int(m.group(2)): int(m.group(1)) for m in re.finditer(r"thread #(\d+): tid = (\d+)", text)}
+
+
+def without_debugger(report):
+    for row in report["threads"]:
+        row.pop("debugger_thread", None)
+    report["target"].pop("stopped_ms", None)
+    report.pop("warnings", None)
+    return report
+
+
+def seed_core(args, kind):
+    exe = os.path.join(args.scenarios, "scenario_seed_host")
+    facts, core = scenario.take_core([exe, "svr2", "crash" if kind == "crash" else "pause"], kind)
+    try:
+        _, lines = lldb(args, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check",
+                                                      "pybind-internals --types --json"])
+        out = sections(lines)
+        ours = as_json(out["py-tstates-check --json"])
+        status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+        indexes = lldb_thread_indexes(out["thread list"])
+        expect({r["lwp"]: r.get("debugger_thread") for r in ours["threads"]} == indexes,
+               "lldb's thread indexes beside every LWP: %s" % indexes, ours)
+        # struct pthread from glibc's thread lists (lldb 14 has no fs_base) equals NT_PRSTATUS's fs_base
+        expect(without_debugger(ours) == without_debugger(cli), "lldb and the CLI report the same facts", ours)
+        stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
+        expect((facts["worker_lwp"], facts["deleted_tstate"]) in stale, "the stale pointer on the worker", ours)
+        text = out["py-tstates-check"]
+        expect("LWP %d (thread %d)" % (facts["worker_lwp"], indexes[facts["worker_lwp"]]) in text and facts["deleted_tstate"] in text,
+               "the text names the pointer and the lldb thread to select:\n" + text)
+        internals = as_json(out["pybind-internals --types --json"])
+        _, cli_internals, _ = scenario.run_pytstates(args.pytstates, ["internals", "--core", core, "--json", "--types"])
+        expect(internals["internals"] == cli_internals["internals"], "pybind-internals --types")
+    finally:
+        scenario.cleanup(core)
+
+
+def live(args):
+    exe = os.path.join(args.scenarios, "scenario_seed_host")
+    proc, facts = scenario.start([exe, "svr2", "pause"])
+    try:
+        _, lines = lldb(args, ["-p", str(proc.pid)], ["py-tstates-check --json", "thread list"])
+        out = sections(lines)
+        ours = as_json(out["py-tstates-check --json"])
+        expect(ours["target"]["kind"] == "live" and ours["target"]["pid"] == proc.pid, "a live target", ours)
+        stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
+        expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer, live", ours)
+        rows = {r["lwp"]: r for r in ours["threads"]}
+        expect(rows[facts["worker_lwp"]]["pthread"] == facts["worker_pthread"], "the worker's struct pthread", ours)
+        expect({r["lwp"]: r.get("debugger_thread") for r in ours["threads"]} == lldb_thread_indexes(out["thread list"]),
+               "lldb's thread indexes", ours)
+        expect(scenario.still_answers(proc), "the process runs on after lldb detached")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def errors(args):
+    code, lines = lldb(args, [], ["help py-tstates", "py-tstates"])
+    out = sections(lines)
+    expect("PYTHREADSTATE" in out["help py-tstates"], "help py-tstates explains the columns")
+    expect("no process or core" in out["py-tstates"], "no target: one line\n" + out["py-tstates"])
+    code, lines = lldb(args, [], ["pybind-internals --frames x"])
+    expect("--frames needs a number" in "\n".join(lines), "a bad option value\n" + "\n".join(lines))
+    facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
+    try:
+        code, lines = lldb(args, ["--core", core, "/bin/sleep"], ["py-tstates"])
+        text = "\n".join(lines)
+        expect("no initialised CPython runtime" in text and "Segmentation" not in text, "a non-Python core\n" + text)
+    finally:
+        scenario.cleanup(core)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--plugin", required=True)
+    p.add_argument("--scenarios", required=True)
+    p.add_argument("case", choices=["seed-core", "seed-crash-core", "live", "errors"])
+    args = p.parse_args()
+    if args.case == "seed-core":
+        seed_core(args, "gcore")
+    elif args.case == "seed-crash-core":
+        seed_core(args, "crash")
+    elif args.case == "live":
+        live(args)
+    else:
+        errors(args)
+    print("PASS lldb " + args.case)
+
+
+if __name__ == "__main__":
+    main()
