@@ -19,7 +19,24 @@ def expect(cond, what, report=None):
         raise AssertionError(what)
 
 
+def pyenv_libpython(version):
+    """The pyenv build's libpython of a version such as 3.12.1; fails naming it when missing."""
+    import subprocess
+    root = os.environ.get("PYENV_ROOT")
+    if not root:
+        try:
+            root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        except (OSError, subprocess.CalledProcessError):
+            root = os.path.expanduser("~/.pyenv")
+    minor = ".".join(version.split(".")[:2])
+    path = os.path.join(root, "versions", version, "lib", "libpython%s.so.1.0" % minor)
+    expect(os.path.exists(path), "pyenv's CPython %s is missing on this machine (%s)" % (version, path))
+    return path
+
+
 def argv(scenarios, case, crash=False):
+    if case.startswith("dlopen-tls-"):
+        return [os.path.join(scenarios, "scenario_dlopen_tls_host"), pyenv_libpython(case[len("dlopen-tls-"):])]
     if case == "two-abis":
         return ["/usr/bin/python3", os.path.join(scenarios, "two_abis.py")]
     if case.startswith("seed-"):
@@ -193,6 +210,20 @@ def check_embed(facts, check, kind):
                "current tstate of LWP %d" % t["lwp"], r)
 
 
+def check_dlopen_tls(facts, check, kind):
+    status, r = check(["--json"])
+    rows = {row["lwp"]: row for row in r["threads"]}
+    expect(r["runtimes"][0]["interpreters"][0]["gil_holder"] == facts["holder_tstate"], "the GIL holder", r)
+    expect(rows[facts["holder_lwp"]]["current_tstate"] == facts["holder_tstate"] and "current_status" not in rows[facts["holder_lwp"]],
+           "the holder's _Py_tss_tstate, read through its DTV", r)
+    expect(rows[facts["plain_lwp"]]["current_tstate"] is None and
+           rows[facts["plain_lwp"]].get("current_status") == "not allocated for this thread",
+           "a thread that never ran Python has no TLS block: not allocated, not NULL", r)
+    expect(rows[facts["main_lwp"]]["current_tstate"] is None and "current_status" not in rows[facts["main_lwp"]],
+           "the main thread's _Py_tss_tstate is NULL after it released the GIL", r)
+    expect(rows[facts["holder_lwp"]]["current_source"] == "_Py_tss_tstate", "the source is named", r)
+
+
 check_internals = None  # set by the driver: runs `pytstates internals` on the same target
 
 
@@ -205,6 +236,8 @@ def check_case(case, facts, check, kind):
         return check_subinterp(facts, check, kind)
     if case == "embed":
         return check_embed(facts, check, kind)
+    if case.startswith("dlopen-tls-"):
+        return check_dlopen_tls(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "dlmopen": check_dlmopen}[case](facts, check, kind)
