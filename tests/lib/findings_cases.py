@@ -41,6 +41,8 @@ def argv(scenarios, case, crash=False):
         return ["/usr/bin/python3", os.path.join(scenarios, "two_abis.py")]
     if case.startswith("seed-"):
         return [os.path.join(scenarios, "scenario_seed_host"), case.split("-")[1], "crash" if crash else "pause"]
+    if case == "shared-gil":
+        return [os.path.join(scenarios, "scenario_shared_host"), "gil"]
     return [os.path.join(scenarios, "scenario_%s_host" % case)]
 
 
@@ -91,7 +93,18 @@ def check_orphan(facts, check, kind):
     expect([f["tstate"] for f in hits] == [facts["orphan_tstate"]], "exactly one orphan-tstate, the orphan", r)
 
 
-def check_shared(facts, check, kind):
+def check_shared_gil(facts, check, kind):
+    check_shared(facts, check, kind, extra_foreign=True)
+    status, r = check(["--json"])
+    interp = r["runtimes"][0]["interpreters"][0]
+    expect(interp["gil_holder"] == facts["copier_tstate"], "the copier holds the GIL", r)
+    hits = findings(r, "tls-mismatch", "error")
+    expect([f["lwp"] for f in hits] == [facts["copier_lwp"]], "tls-mismatch on the copier, which holds the GIL", r)
+    expect(facts["shared_tstate"] in hits[0]["message"] and facts["copier_tstate"] in hits[0]["message"],
+           "the message names both thread states", r)
+
+
+def check_shared(facts, check, kind, extra_foreign=False):
     status, r = check(["--json"])
     expect(status == 1, "exit status 1", r)
     hits = findings(r, "shared-tstate", "error")
@@ -101,6 +114,8 @@ def check_shared(facts, check, kind):
     foreign = findings(r, "foreign-tstate", "error")
     expect([(f["lwp"], f["tstate"]) for f in foreign] == [(facts["copier_lwp"], facts["shared_tstate"])],
            "foreign-tstate on the copier", r)
+    if not extra_foreign:
+        expect(not findings(r, "tls-mismatch"), "no tls-mismatch: the copier does not hold the GIL", r)
     expect(all_tstates(r)[facts["shared_tstate"]]["lwp"] == facts["owner_lwp"], "the tstate belongs to its owner", r)
 
 
@@ -240,4 +255,5 @@ def check_case(case, facts, check, kind):
         return check_dlopen_tls(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
-    return {"orphan": check_orphan, "shared": check_shared, "dlmopen": check_dlmopen}[case](facts, check, kind)
+    return {"orphan": check_orphan, "shared": check_shared, "shared-gil": check_shared_gil,
+            "dlmopen": check_dlmopen}[case](facts, check, kind)

@@ -1,7 +1,9 @@
 // Two threads whose TLS name one thread state: thread A gets its tstate through the host's
 // pybind11 gil_scoped_acquire (stored under pybind11's pthread key) and waits with the GIL
 // released; thread B copies that value into its own slot of the same key, as a pointer cached
-// across threads would. Prints FACTS, READY, then pauses without the GIL.
+// across threads would. With the argument "gil", B first takes its own thread state with
+// PyGILState_Ensure and keeps the GIL while paused, so its TLS sources disagree while it holds
+// the GIL (tls-mismatch). Prints FACTS, READY, then pauses.
 #include <pybind11/embed.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -10,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "pause.h"
@@ -20,6 +23,7 @@ namespace {
 std::mutex m;
 std::condition_variable cv;
 PyThreadState* aTstate = nullptr;
+PyThreadState* bTstate = nullptr;
 long aLwp = 0, bLwp = 0;
 bool bDone = false;
 
@@ -32,7 +36,8 @@ void blockForever() {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    bool holdGil = argc > 1 && std::string(argv[1]) == "gil";
     py::scoped_interpreter interpreter;
     unsigned key = py::detail::get_internals().tstate->_key;
     py::gil_scoped_release release;
@@ -47,9 +52,15 @@ int main() {
         py::gil_scoped_release wait;
         blockForever();
     });
-    std::thread b([key] {
+    std::thread b([key, holdGil] {
         std::unique_lock<std::mutex> lock(m);
         cv.wait(lock, [] { return aTstate != nullptr; });
+        if (holdGil) {
+            lock.unlock();
+            PyGILState_Ensure();  // its own thread state, and the GIL, kept while paused
+            bTstate = PyThreadState_Get();
+            lock.lock();
+        }
         pthread_setspecific(key, aTstate);  // the deliberate copy
         bLwp = syscall(SYS_gettid);
         bDone = true;
@@ -61,8 +72,9 @@ int main() {
         std::unique_lock<std::mutex> lock(m);
         cv.wait(lock, [] { return bDone; });
     }
-    std::printf("FACTS {\"pid\": %d, \"key\": %u, \"shared_tstate\": \"%p\", \"owner_lwp\": %ld, \"copier_lwp\": %ld}\nREADY\n",
-                getpid(), key, static_cast<void*>(aTstate), aLwp, bLwp);
+    std::printf("FACTS {\"pid\": %d, \"key\": %u, \"shared_tstate\": \"%p\", \"owner_lwp\": %ld, \"copier_lwp\": %ld, "
+                "\"copier_tstate\": \"%p\"}\nREADY\n",
+                getpid(), key, static_cast<void*>(aTstate), aLwp, bLwp, static_cast<void*>(bTstate));
     std::fflush(stdout);
     pause_until_quit();
 }
