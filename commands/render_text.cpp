@@ -173,7 +173,7 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     for (const auto& t : report.threads) {
         std::string owned = "-";
         for (const auto& [tstate, lwp] : report.lwpOfTstate)
-            if (lwp == t.lwp) owned = owned == "-" ? hexAddress(tstate) : owned + "+";
+            if (lwp == t.lwp) owned = owned == "-" ? hexAddress(tstate) : owned.append("+");
         out << "  ";
         if (options.showDebuggerThreads) out << pad(t.debuggerThread ? std::to_string(t.debuggerThread) : "-", 5);
         out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 17)

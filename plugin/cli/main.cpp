@@ -86,7 +86,8 @@ int run(pytstates::Command command, const Arguments& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// One line on stderr and status 2 for anything that stops the analysis (CONTRACT.md).
+int main(int argc, char** argv) try {
     CLI::App app{"pytstates: CPython runtimes, thread states and pybind11 internals of a core or a live process"};
     app.require_subcommand(1);
     Arguments args;
@@ -107,13 +108,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "pytstates: %s\n", e.what());
         return 2;
     }
-    try {
-        pytstates::Command command = pytstates::Command::Tstates;
-        if (internals->parsed()) command = pytstates::Command::Internals;
-        if (check->parsed()) command = pytstates::Command::Check;
-        return run(command, args);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "pytstates: %s\n", e.what());
-        return 2;
-    }
+    pytstates::Command command = pytstates::Command::Tstates;
+    if (internals->parsed()) command = pytstates::Command::Internals;
+    if (check->parsed()) command = pytstates::Command::Check;
+    return run(command, args);
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "pytstates: %s\n", e.what());
+    return 2;
+} catch (...) {
+    std::fprintf(stderr, "pytstates: internal error\n");
+    return 2;
 }

@@ -196,7 +196,7 @@ std::optional<ElfSymbol> ElfFile::lookupGnuHash(const std::string& name) const {
     if (nbuckets == 0 || chainPos > hashHdr.sh_size) return std::nullopt;
     uint32_t hash = gnuHash(name.c_str());
     uint32_t idx;
-    std::memcpy(&idx, h + bucketsPos + (hash % nbuckets) * 4, 4);
+    std::memcpy(&idx, h + bucketsPos + uint64_t(hash % nbuckets) * 4, 4);
     if (idx < symoffset) return std::nullopt;
     size_t nsyms = symHdr.sh_entsize ? symHdr.sh_size / symHdr.sh_entsize : 0;
     for (; idx < nsyms; ++idx) {

@@ -43,7 +43,7 @@ std::string typeName(const Target& target, const CPythonLayout& py, uint64_t typ
 bool anchorAt(const Target& target, const CPythonLayout& py, uint64_t internals, int64_t offset) {
     static const char* names[] = {"pybind11_static_property", "pybind11_type", "pybind11_object"};
     for (int i = 0; i < 3; ++i) {
-        auto type = target.readPointer(internals + offset + 8 * i);
+        auto type = target.readPointer(internals + offset + 8 * static_cast<uint64_t>(i));
         if (!type || !*type) return false;
         if (typeName(target, py, *type) != names[i]) return false;
     }
@@ -115,7 +115,7 @@ std::vector<RegisteredType> readTypes(const Target& target, const CPythonLayout&
         t.typeObject = *key;
         t.pythonName = typeName(target, py, *key);
         if (t.pythonName.empty()) t.pythonName = "?";
-        if (*end > *begin && *end - *begin <= 8 * 64) {
+        if (*end > *begin && *end - *begin <= uint64_t(8) * 64) {
             auto info = target.readPointer(*begin);  // detail::type_info*
             auto cpptype = info ? target.readPointer(*info + 8) : std::nullopt;  // const std::type_info*
             auto name = cpptype ? target.readPointer(*cpptype + 8) : std::nullopt;
