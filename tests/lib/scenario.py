@@ -73,6 +73,7 @@ def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
             proc.wait(timeout=30)
         else:
             if kind == "kernel":
+                time.sleep(0.5)  # READY comes just before the last blocking call: let it get there
                 proc.send_signal(signal.SIGABRT)
             proc.wait(timeout=120)
             if proc.returncode >= 0:
