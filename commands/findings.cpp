@@ -37,6 +37,7 @@ public:
     }
 
     void run() {
+        findThreadsDeletingTheirState();
         addRuntimeFindings(r_);
         checkStale();
         checkForeignAndShared();
@@ -100,6 +101,32 @@ private:
         return words;
     }
 
+    // A thread ending deletes its own thread state while it still holds the GIL with it:
+    // CPython unlinks the state first and clears the current pointer, its TLS slot and the GIL
+    // just after. Such a pointer is in no list for a moment without anything being wrong.
+    void findThreadsDeletingTheirState() {
+        const auto& l = r_.runtimes.front().layout;
+        for (const auto& rt : r_.runtimes)
+            for (const auto& interp : rt.interpreters) {
+                uint64_t p = interp.gilKnown ? interp.gilHolder : 0;
+                if (!p || known_.count(p)) continue;
+                auto owner = target_.readPointer(p + l.tstateInterp);
+                auto threadId = target_.readPointer(p + l.tstateThreadId);
+                if (!owner || *owner != interp.address || !threadId) continue;
+                for (const auto& t : target_.threads()) {
+                    if (t.threadPointer != *threadId) continue;
+                    deleting_[p] = t.lwp;
+                    r_.warnings.push_back("LWP " + std::to_string(t.lwp) + " is deleting its own thread state " + hexAddress(p) +
+                                          " (it is unlinked but still holds the GIL with it): a thread ending, not an error");
+                }
+            }
+    }
+
+    bool beingDeletedBy(uint64_t tstate, int lwp) const {
+        auto it = deleting_.find(tstate);
+        return it != deleting_.end() && it->second == lwp;
+    }
+
     bool collidingKeyOfOtherRuntime(const Pointer& p) const {
         auto it = known_.find(p.tstate);
         return p.kind == Pointer::Kind::AutoTss && r_.runtimes.size() > 1 && it != known_.end() && it->second.runtime != p.runtime;
@@ -108,13 +135,14 @@ private:
     void checkStale() {
         for (const auto& p : pointers_) {
             if (known_.count(p.tstate)) continue;
+            if (p.kind != Pointer::Kind::Pybind11 && beingDeletedBy(p.tstate, p.lwp)) continue;
             add("stale-tstate", "error", p.lwp, p.tstate,
                 "LWP " + std::to_string(p.lwp) + ": " + p.source + " names " + hexAddress(p.tstate) +
                     ", which is in no interpreter's thread list; " + secondLook(p.tstate) + ". Likely cause: " + p.cause + ".");
         }
         // <= 3.11: the process-wide current pointer, when no thread claimed it.
         for (const auto& rt : r_.runtimes) {
-            if (!rt.tstateCurrent || known_.count(rt.tstateCurrent)) continue;
+            if (!rt.tstateCurrent || known_.count(rt.tstateCurrent) || deleting_.count(rt.tstateCurrent)) continue;
             bool claimed = false;
             for (const auto& row : r_.threads) claimed = claimed || row.currentTstate == rt.tstateCurrent;
             if (!claimed)
@@ -177,6 +205,7 @@ private:
             for (const auto& interp : rt.interpreters) {
                 if (!interp.gilKnown || !interp.gilHolder) continue;
                 auto it = known_.find(interp.gilHolder);
+                if (it == known_.end() && deleting_.count(interp.gilHolder)) continue;
                 if (it == known_.end())
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
@@ -239,6 +268,7 @@ private:
     std::map<uint64_t, KnownTstate> known_;
     std::set<int> liveLwps_;
     std::vector<Pointer> pointers_;
+    std::map<uint64_t, int> deleting_;  // unlisted tstate -> the LWP deleting it while holding the GIL
 };
 
 }  // namespace

@@ -81,7 +81,7 @@ def many_threads(args):
 def churn(args):
     proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "churn.py")])
     try:
-        for i in range(10):
+        for i in range(30):
             status, r = pid_check(args, proc.pid, ["--json"])
             lwps = {t["lwp"] for t in r["threads"]}
             expect(facts["main_lwp"] in lwps, "the main thread is listed", r)
