@@ -6,6 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pause import pause_until_quit  # noqa: E402
 import types_a  # noqa: E402
 import types_b  # noqa: E402
 
@@ -19,8 +20,4 @@ for mod in (types_a, types_b):
     }
 print("FACTS " + json.dumps(facts), flush=True)
 print("READY", flush=True)
-for line in sys.stdin:
-    if line.startswith("ping"):
-        print("pong", flush=True)
-    elif line.startswith("quit"):
-        break
+pause_until_quit()

@@ -5,6 +5,8 @@ import json
 import os
 import sys
 import threading
+
+from pause import pause_until_quit
 import time
 
 stop = threading.Event()
@@ -29,9 +31,5 @@ threading.Thread(target=churn, daemon=True).start()
 time.sleep(0.2)
 print("FACTS " + json.dumps({"pid": os.getpid(), "main_lwp": threading.get_native_id()}), flush=True)
 print("READY", flush=True)
-for line in sys.stdin:
-    if line.startswith("ping"):
-        print("pong", flush=True)
-    elif line.startswith("quit"):
-        break
+pause_until_quit()
 stop.set()

@@ -7,6 +7,8 @@ import os
 import sys
 import threading
 
+from pause import pause_until_quit
+
 ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 220
 release = threading.Event()
@@ -34,9 +36,5 @@ started.wait()
 facts.append(me())
 print("FACTS " + json.dumps({"pid": os.getpid(), "threads": facts}), flush=True)
 print("READY", flush=True)
-for line in sys.stdin:
-    if line.startswith("ping"):
-        print("pong", flush=True)
-    elif line.startswith("quit"):
-        break
+pause_until_quit()
 release.set()
