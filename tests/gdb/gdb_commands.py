@@ -127,14 +127,32 @@ def errors(args):
         scenario.cleanup(core)
 
 
+def installed(args):
+    """cmake --install lays out a tree gdb loads from with one line."""
+    import tempfile, shutil
+    prefix = tempfile.mkdtemp(prefix="pytstates-install-")
+    try:
+        subprocess.run(["cmake", "--install", args.build_dir, "--prefix", prefix], check=True, stdout=subprocess.DEVNULL)
+        out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "source %s/share/pytstates/pytstates-gdb.py" % prefix,
+                              "-ex", "help py-tstates", "-ex", "py-tstates"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=60).stdout.decode()
+        expect("PYTHREADSTATE" in out and "no process or core" in out and "Traceback" not in out, "installed gdb commands\n" + out)
+        expect(os.path.exists(os.path.join(prefix, "bin", "pytstates")) and
+               os.path.exists(os.path.join(prefix, "lib", "pytstates", "libpytstates-lldb.so")), "the CLI and the lldb plugin installed")
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["seed-core", "live-attach", "started-by-gdb", "errors"])
+    p.add_argument("--build-dir")
+    p.add_argument("case", choices=["seed-core", "live-attach", "started-by-gdb", "errors", "installed"])
     args = p.parse_args()
-    {"seed-core": seed_core, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors}[args.case](args)
+    {"seed-core": seed_core, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors,
+     "installed": installed}[args.case](args)
     print("PASS gdb " + args.case)
 
 
