@@ -99,6 +99,35 @@ def live_attach(args):
             proc.wait()
 
 
+def through_gdbserver(args):
+    """gdb connected to gdbserver: memory, threads and registers all come over the remote protocol."""
+    import socket
+    exe = os.path.join(args.scenarios, "scenario_seed_host")
+    proc, facts = scenario.start([exe, "svr2", "pause"])
+    server = None
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = subprocess.Popen(["gdbserver", "--attach", "127.0.0.1:%d" % port, str(proc.pid)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, out = gdb(args, [exe], ["target remote 127.0.0.1:%d" % port] + marked("json", "py-tstates-check --json") + ["detach"])
+        ours = json.loads(between(out, "json"))
+        stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
+        expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer through gdbserver", ours)
+        rows = {r["lwp"]: r["pthread"] for r in ours["threads"]}
+        expect(rows.get(facts["worker_lwp"]) == facts["worker_pthread"], "the worker's fs_base through gdbserver", ours)
+        server.wait(timeout=30)
+        expect(scenario.still_answers(proc), "the process runs on after gdbserver detached")
+    finally:
+        if server and server.poll() is None:
+            server.kill()
+            server.wait()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def started_by_gdb(args):
     exe = os.path.join(args.scenarios, "scenario_embed_host")
     cmds = ["set pagination off", "set confirm off", "break blockHoldingTheGil", "run < /dev/null"] + \
@@ -149,10 +178,10 @@ def main():
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
     p.add_argument("--build-dir")
-    p.add_argument("case", choices=["seed-core", "live-attach", "started-by-gdb", "errors", "installed"])
+    p.add_argument("case", choices=["seed-core", "live-attach", "started-by-gdb", "errors", "installed", "gdbserver"])
     args = p.parse_args()
     {"seed-core": seed_core, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors,
-     "installed": installed}[args.case](args)
+     "installed": installed, "gdbserver": through_gdbserver}[args.case](args)
     print("PASS gdb " + args.case)
 
 
