@@ -17,7 +17,7 @@ public:
     // Copies up to len bytes at addr into buf; returns how many leading bytes were readable.
     virtual size_t read(uint64_t addr, void* buf, size_t len) const = 0;
 
-    bool readExact(uint64_t addr, void* buf, size_t len) const { return read(addr, buf, len) == len; }
+    bool readExact(uint64_t addr, void* buf, size_t len) const { return len == 0 || read(addr, buf, len) == len; }
 
     template <typename T>
     std::optional<T> readValue(uint64_t addr) const {

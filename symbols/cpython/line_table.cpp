@@ -55,7 +55,7 @@ struct Cursor {
 
 int lineFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int offset) {
     Cursor c{table, 0};
-    int computed = firstLine, addr = 0;
+    int64_t computed = firstLine, addr = 0;  // 64 bits: a corrupt table must not overflow
     while (c.ok()) {
         uint8_t first = c.next();
         if (!(first & 0x80)) return -1;  // not an entry start: corrupt table
@@ -80,7 +80,8 @@ int lineFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int 
             c.next();
         }
         computed += delta;
-        if (addr <= offset && offset < addr + length) return noLine ? -1 : computed;
+        if (addr <= offset && offset < addr + length)
+            return noLine || computed < 0 || computed > INT32_MAX ? -1 : static_cast<int>(computed);
         addr += length;
     }
     return -1;
