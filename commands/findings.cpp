@@ -32,7 +32,6 @@ public:
         for (size_t i = 0; i < r_.runtimes.size(); ++i)
             for (const auto& interp : r_.runtimes[i].interpreters)
                 for (const auto& ts : interp.tstates) known_[ts.address] = {i, interp.address, interp.id, r_.lwpFor(ts.address)};
-        for (const auto& t : target.threads()) liveLwps_.insert(t.lwp);
         collectPointers();
     }
 
@@ -266,7 +265,6 @@ private:
     const Target& target_;
     Report& r_;
     std::map<uint64_t, KnownTstate> known_;
-    std::set<int> liveLwps_;
     std::vector<Pointer> pointers_;
     std::map<uint64_t, int> deleting_;  // unlisted tstate -> the LWP deleting it while holding the GIL
 };

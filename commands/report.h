@@ -18,7 +18,6 @@ struct TargetSummary {
     TargetKind kind = TargetKind::Core;
     int pid = 0;
     std::string executable;
-    std::string description;  // "core FILE" / "process PID"
     std::optional<double> stoppedMs;
 };
 

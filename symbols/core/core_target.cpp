@@ -1,12 +1,10 @@
 #include "symbols/core/core_target.h"
 
 #include <elf.h>
-#include <gelf.h>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
-
 
 namespace pytstates {
 

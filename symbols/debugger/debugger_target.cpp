@@ -35,19 +35,16 @@ void DebuggerTarget::fillMissingThreadPointers() {
     if (!missing) return;
     std::map<int, uint64_t> fromGlibc;
     for (const auto& t : threadsFromGlibcLists(*this)) fromGlibc[t.lwp] = t.threadPointer;
-    size_t filled = 0, unknown = 0;
+    size_t unknown = 0;
     for (auto& t : input_.threads) {
         if (t.threadPointer) continue;
         auto it = fromGlibc.find(t.lwp);
-        if (it != fromGlibc.end()) {
+        if (it != fromGlibc.end())
             t.threadPointer = it->second;
-            ++filled;
-        } else {
+        else
             ++unknown;
-        }
     }
     if (unknown) warnings_.push_back(std::to_string(unknown) + " thread(s) without a thread pointer: their TLS is not read");
-    (void)filled;
 }
 
 size_t DebuggerTarget::read(uint64_t addr, void* buf, size_t len) const {

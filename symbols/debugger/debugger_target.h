@@ -38,7 +38,6 @@ public:
     const std::vector<OsThread>& threads() const override { return input_.threads; }
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
-    size_t debuggerReads() const { return cache_.fetches(); }
 
 private:
     void fillMissingThreadPointers();
