@@ -54,6 +54,26 @@ def findings_case(args, case):
             proc.wait()
 
 
+def no_stop(args):
+    """--no-stop: nothing is stopped; threads come from glibc's lists; the report says so."""
+    proc, facts = scenario.start(findings_cases.argv(args.scenarios, "embed"))
+    try:
+        def check(extra):
+            status, out, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--no-stop"] + extra)
+            expect(status in (0, 1), "pytstates --no-stop exited %d: %s" % (status, err))
+            return status, out
+        findings_cases.check_embed(facts, check, "live")
+        status, r = check(["--json"])
+        expect("stopped_ms" not in r["target"], "no stop time when nothing was stopped", r)
+        expect(any("without stopping" in w for w in r.get("warnings", [])), "the report says the snapshot may be inconsistent", r)
+        expect(not stopped_threads(proc.pid), "no thread stopped")
+        expect(scenario.still_answers(proc), "the process answers and exits normally")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def many_threads(args):
     proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"])
     try:
@@ -156,6 +176,8 @@ def main():
     if args.case in ("seed-svr2", "seed-svr1", "orphan", "shared", "shared-gil", "dlmopen", "torch", "two-abis", "subinterp", "embed") \
             or args.case.startswith("dlopen-tls-"):
         findings_case(args, args.case)
+    elif args.case == "no-stop":
+        no_stop(args)
     elif args.case == "many-threads":
         many_threads(args)
     elif args.case == "churn":
