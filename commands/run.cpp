@@ -43,12 +43,13 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
 bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (a == "--json") {
+        // Long options as the CLI spells them, and the short forms lldb's own commands use.
+        if (a == "--json" || a == "-j") {
             request->json = true;
-        } else if (a == "--types") {
+        } else if (a == "--types" || a == "-t") {
             request->types = true;
-        } else if (a == "--frames" || a.rfind("--frames=", 0) == 0) {
-            std::string value = a == "--frames" ? (i + 1 < args.size() ? args[++i] : "") : a.substr(9);
+        } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
+            std::string value = a.rfind("--frames=", 0) == 0 ? a.substr(9) : (i + 1 < args.size() ? args[++i] : "");
             try {
                 size_t used = 0;
                 int n = std::stoi(value, &used);
@@ -59,7 +60,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 return false;
             }
         } else {
-            *error = "unknown argument '" + a + "' (expected --json, --frames N, --types)";
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types)";
             return false;
         }
     }
@@ -71,7 +72,7 @@ std::string commandHelp(Command command) {
         case Command::Tstates:
             return "Show every CPython runtime, interpreter and PyThreadState of the process, with the OS thread each\n"
                    "belongs to, the GIL holder and top Python frames, then one row per OS thread.\n"
-                   "Options: --json (one JSON object), --frames N (Python frames per thread state, default 5).\n"
+                   "Options: -j/--json (one JSON object), -f/--frames N (Python frames per thread state, default 5).\n"
                    "Thread table columns: THR = the debugger's thread number (use it to switch threads), LWP = OS thread id,\n"
                    "PTHREAD = its struct pthread, PYTHREADSTATE = the thread states listed for it, CURRENT = CPython's current\n"
                    "thread state on that thread, AUTOTSS(kN) = PyGILState's TLS slot (pthread key N), PYBIND11(kN) = a pybind11\n"
@@ -79,13 +80,13 @@ std::string commandHelp(Command command) {
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
-                   "Options: --json, --types (each record's registered types: Python name and C++ name).";
+                   "Options: -j/--json, -t/--types (each record's registered types: Python name and C++ name).";
         case Command::Check:
             return "Everything py-tstates and pybind-internals show, preceded by the findings: stale, foreign, shared\n"
                    "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
                    "split pybind11 internals. Each finding names the thread (LWP and the debugger's thread number),\n"
                    "the pointer, its source and the likely cause.\n"
-                   "Options: --json, --frames N.";
+                   "Options: -j/--json, -f/--frames N.";
     }
     return {};
 }

@@ -60,7 +60,7 @@ def seed_core(args, kind):
     facts, core = scenario.take_core([exe, "svr2", "crash" if kind == "crash" else "pause"], kind)
     try:
         _, lines = lldb(args, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check",
-                                                      "pybind-internals --types --json"])
+                                                      "pybind-internals --types --json", "py-tstates -j -f 1"])
         out = sections(lines)
         ours = as_json(out["py-tstates-check --json"])
         status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
@@ -74,6 +74,9 @@ def seed_core(args, kind):
         text = out["py-tstates-check"]
         expect("LWP %d (thread %d)" % (facts["worker_lwp"], indexes[facts["worker_lwp"]]) in text and facts["deleted_tstate"] in text,
                "the text names the pointer and the lldb thread to select:\n" + text)
+        short = as_json(out["py-tstates -j -f 1"])
+        expect("internals" not in short and all(len(t["frames"]) <= 1 for rt in short["runtimes"] for i in rt["interpreters"]
+                                                for t in i["tstates"]), "short options, as lldb's own commands take them", short)
         internals = as_json(out["pybind-internals --types --json"])
         _, cli_internals, _ = scenario.run_pytstates(args.pytstates, ["internals", "--core", core, "--json", "--types"])
         expect(internals["internals"] == cli_internals["internals"], "pybind-internals --types")
