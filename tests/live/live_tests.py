@@ -144,6 +144,22 @@ def killed_mid_snapshot(args, sig):
 def errors(args):
     status, _, err = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", "999999999"])
     expect(status == 2 and "no such process" in err and err.count("\n") == 1, "no such process: %r" % err)
+    # another user's process: pytstates run as nobody against this (root's) process
+    import shutil
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="pytstates-user-")
+    try:
+        os.chmod(tmp, 0o755)
+        tool = os.path.join(tmp, "pytstates")
+        shutil.copy2(args.pytstates, tool)
+        os.chmod(tool, 0o755)
+        out = subprocess.run(["runuser", "-u", "nobody", "--", tool, "tstates", "--pid", str(os.getpid())],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        err = out.stderr.decode()
+        expect(out.returncode == 2 and "permission denied" in err and err.count("\n") == 1 and not out.stdout,
+               "another user's process: %r" % err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "2"])
     gdb = None
     try:
