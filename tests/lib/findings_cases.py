@@ -35,6 +35,8 @@ def pyenv_libpython(version):
 
 
 def argv(scenarios, case, crash=False):
+    if case == "greenlets":
+        return ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "live", "greenlets.py")]
     if case.startswith("dlopen-tls-"):
         return [os.path.join(scenarios, "scenario_dlopen_tls_host"), pyenv_libpython(case[len("dlopen-tls-"):])]
     if case == "two-abis":
@@ -239,6 +241,17 @@ def check_dlopen_tls(facts, check, kind):
     expect(rows[facts["holder_lwp"]]["current_source"] == "_Py_tss_tstate", "the source is named", r)
 
 
+def check_greenlets(facts, check, kind):
+    status, r = check(["--json", "--frames", "10"])
+    expect(status == 0 and not r["findings"], "no findings", r)
+    ts = r["runtimes"][0]["interpreters"][0]["tstates"]
+    expect([t["address"] for t in ts] == [facts["tstate"]] and ts[0]["lwp"] == facts["lwp"] and ts[0]["holds_gil"],
+           "one thread state, holding the GIL", r)
+    frames = [(f["function"], f["line"]) for f in ts[0]["frames"]]
+    expect(frames[:1] == [("running", facts["running_line"])], "the running greenlet's frame on top", r)
+    expect(("parked", facts["parked_line"]) not in frames, "a parked greenlet is not on the thread's stack", r)
+
+
 check_internals = None  # set by the driver: runs `pytstates internals` on the same target
 
 
@@ -253,6 +266,8 @@ def check_case(case, facts, check, kind):
         return check_embed(facts, check, kind)
     if case.startswith("dlopen-tls-"):
         return check_dlopen_tls(facts, check, kind)
+    if case == "greenlets":
+        return check_greenlets(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "shared-gil": check_shared_gil,

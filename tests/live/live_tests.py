@@ -189,7 +189,7 @@ def main():
     p.add_argument("--live-scenarios", required=True)
     p.add_argument("case")
     args = p.parse_args()
-    if args.case in ("seed-svr2", "seed-svr1", "orphan", "shared", "shared-gil", "dlmopen", "torch", "two-abis", "subinterp", "embed") \
+    if args.case in ("seed-svr2", "seed-svr1", "orphan", "shared", "shared-gil", "dlmopen", "torch", "two-abis", "subinterp", "embed", "greenlets") \
             or args.case.startswith("dlopen-tls-"):
         findings_case(args, args.case)
     elif args.case == "no-stop":
