@@ -109,10 +109,14 @@ def start(argv, workdir=None, env=None):
 
 def still_answers(proc, timeout=10):
     """True when the paused scenario answers "ping" with "pong" and then ends with status 0 on "quit"."""
+    import select
     proc.stdin.write(b"ping\n")
     proc.stdin.flush()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return False
         line = proc.stdout.readline()
         if not line:
             return False

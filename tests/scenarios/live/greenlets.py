@@ -1,6 +1,7 @@
 """Greenlets switch a thread's Python stack in and out of its thread state (seed 004): one
-greenlet is parked inside a switch, another runs and blocks in read() holding the GIL. The thread
-state shows the running greenlet's frames only. Prints FACTS and READY, then stays there."""
+greenlet is parked inside a switch, another runs and blocks in read() of stdin holding the GIL. The
+thread state shows the running greenlet's frames only. Prints FACTS and READY; a line on stdin ends it
+("pong")."""
 import ctypes
 import json
 import os
@@ -11,7 +12,6 @@ import greenlet
 
 ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p
 libc = ctypes.PyDLL(None)
-read_fd, _write_fd = os.pipe()
 lines = {}
 
 
@@ -28,7 +28,11 @@ def running():
                                  "tstate": hex(ctypes.pythonapi.PyThreadState_Get()), "running_line": line,
                                  "parked_line": lines["parked"]}), flush=True)
     print("READY", flush=True)
-    libc.read(read_fd, buf, 1)
+    libc.read(0, buf, 1)  # stdin: the test's "ping" ends the pause
+    print("pong", flush=True)
+    for rest in sys.stdin:  # the rest of "ping", then "quit"
+        if rest.startswith("quit"):
+            break
 
 
 other = greenlet.greenlet(parked)
