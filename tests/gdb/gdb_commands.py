@@ -85,18 +85,13 @@ def seed_core(args):
 
 def live_attach(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
-    proc, facts = scenario.start([exe, "svr2", "pause"])
-    try:
+    with scenario.running([exe, "svr2", "pause"]) as (proc, facts):
         _, out = gdb(args, ["-p", str(proc.pid)], marked("json", "py-tstates-check --json"))
         ours = json.loads(between(out, "json"))
         expect(ours["target"]["kind"] == "live" and ours["target"]["pid"] == proc.pid, "a live target", ours)
         stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
         expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer, live", ours)
         expect(scenario.still_answers(proc), "the process runs on after gdb detached")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def through_gdbserver(args):

@@ -4,6 +4,7 @@ A scenario prints one line `FACTS {json}` with what it knows about itself, then 
 pauses. take_core() returns (facts, core_path); the caller removes the directory it lives in.
 """
 import atexit
+import contextlib
 import json
 import os
 import resource
@@ -105,6 +106,18 @@ def start(argv, workdir=None, env=None):
         proc.kill()
         proc.wait()
         raise
+
+
+@contextlib.contextmanager
+def running(argv, workdir=None, env=None):
+    """with running(argv) as (proc, facts): the scenario paused at READY, killed afterwards."""
+    proc, facts = start(argv, workdir, env)
+    try:
+        yield proc, facts
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def still_answers(proc, timeout=10):

@@ -38,8 +38,7 @@ def pid_check(args, pid, extra):
 
 
 def findings_case(args, case):
-    proc, facts = scenario.start(findings_cases.argv(args.scenarios, case))
-    try:
+    with scenario.running(findings_cases.argv(args.scenarios, case)) as (proc, facts):
         def internals(extra):
             status, out, err = scenario.run_pytstates(args.pytstates, ["internals", "--pid", str(proc.pid)] + extra)
             expect(status in (0, 1), "pytstates internals --pid exited %d: %s" % (status, err))
@@ -48,16 +47,11 @@ def findings_case(args, case):
         findings_cases.check_case(case, facts, lambda extra: pid_check(args, proc.pid, extra), "live")
         expect(not stopped_threads(proc.pid), "no thread left stopped")
         expect(scenario.still_answers(proc), "the process answers and exits normally after pytstates")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def no_stop(args):
     """--no-stop: nothing is stopped; threads come from glibc's lists; the report says so."""
-    proc, facts = scenario.start(findings_cases.argv(args.scenarios, "embed"))
-    try:
+    with scenario.running(findings_cases.argv(args.scenarios, "embed")) as (proc, facts):
         def check(extra):
             status, out, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--no-stop"] + extra)
             expect(status in (0, 1), "pytstates --no-stop exited %d: %s" % (status, err))
@@ -68,15 +62,10 @@ def no_stop(args):
         expect(any("without stopping" in w for w in r.get("warnings", [])), "the report says the snapshot may be inconsistent", r)
         expect(not stopped_threads(proc.pid), "no thread stopped")
         expect(scenario.still_answers(proc), "the process answers and exits normally")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def many_threads(args):
-    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"])
-    try:
+    with scenario.running([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"]) as (proc, facts):
         times = []
         for _ in range(5):
             status, r = pid_check(args, proc.pid, ["--json"])
@@ -92,15 +81,10 @@ def many_threads(args):
         times.sort()
         print("stopped_ms for %d threads over %d runs: median %.2f, min %.2f, max %.2f" % (
             len(facts["threads"]), len(times), times[len(times) // 2], times[0], times[-1]))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def churn(args):
-    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "churn.py")])
-    try:
+    with scenario.running([PYTHON, os.path.join(args.live_scenarios, "churn.py")]) as (proc, facts):
         for i in range(30):
             status, r = pid_check(args, proc.pid, ["--json"])
             lwps = {t["lwp"] for t in r["threads"]}
@@ -110,15 +94,10 @@ def churn(args):
             expect(not findings_cases.findings(r, "stale-tstate"), "no stale pointer while threads come and go", r)
         expect(not stopped_threads(proc.pid), "no thread left stopped")
         expect(scenario.still_answers(proc), "the process answers and exits normally")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def killed_mid_snapshot(args, sig):
-    proc, facts = scenario.start([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"])
-    try:
+    with scenario.running([PYTHON, os.path.join(args.live_scenarios, "many_threads.py"), "220"]) as (proc, facts):
         env = dict(os.environ, PYTSTATES_TEST_HOLD_MS="5000")
         tool = subprocess.Popen([args.pytstates, "check", "--pid", str(proc.pid)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -135,10 +114,6 @@ def killed_mid_snapshot(args, sig):
             time.sleep(0.02)
         expect(not stopped_threads(proc.pid), "the target runs again after pytstates died by %s" % sig.name)
         expect(scenario.still_answers(proc), "the process answers and exits normally")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def errors(args):

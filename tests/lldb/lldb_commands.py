@@ -86,8 +86,7 @@ def seed_core(args, kind):
 
 def live(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
-    proc, facts = scenario.start([exe, "svr2", "pause"])
-    try:
+    with scenario.running([exe, "svr2", "pause"]) as (proc, facts):
         _, lines = lldb(args, ["-p", str(proc.pid)], ["py-tstates-check --json", "thread list"])
         out = sections(lines)
         ours = as_json(out["py-tstates-check --json"])
@@ -99,10 +98,6 @@ def live(args):
         expect({r["lwp"]: r.get("debugger_thread") for r in ours["threads"]} == lldb_thread_indexes(out["thread list"]),
                "lldb's thread indexes", ours)
         expect(scenario.still_answers(proc), "the process runs on after lldb detached")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def errors(args):

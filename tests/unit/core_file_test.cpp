@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -97,12 +98,14 @@ std::vector<uint8_t> syntheticCore() {
 }
 
 std::string writeTemp(const std::vector<uint8_t>& bytes, size_t size) {
-    char name[] = "/tmp/pytstates-core-test-XXXXXX";
-    int fd = mkstemp(name);
+    std::string pattern = (std::filesystem::temp_directory_path() / "pytstates-core-test-XXXXXX").string();
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    int fd = mkstemp(name.data());
     EXPECT_GE(fd, 0);
     EXPECT_EQ(write(fd, bytes.data(), size), static_cast<ssize_t>(size));
     close(fd);
-    return name;
+    return name.data();
 }
 
 }  // namespace
