@@ -73,9 +73,8 @@ private:
 
     // A second look at a pointer that is in no list: does its memory still read as a thread
     // state, or as glibc malloc's free-list entry?
-    std::string secondLook(uint64_t p) const {
-        const Runtime& rt = r_.runtimes.front();
-        const auto& l = rt.layout;
+    std::string secondLook(uint64_t p, size_t runtime) const {
+        const auto& l = r_.runtimes.at(runtime < r_.runtimes.size() ? runtime : 0).layout;
         uint64_t q[2];
         if (!target_.readExact(p, q, sizeof q)) return "its memory is not readable in the target";
         std::string words;
@@ -104,9 +103,9 @@ private:
     // CPython unlinks the state first and clears the current pointer, its TLS slot and the GIL
     // just after. Such a pointer is in no list for a moment without anything being wrong.
     void findThreadsDeletingTheirState() {
-        const auto& l = r_.runtimes.front().layout;
         for (const auto& rt : r_.runtimes)
             for (const auto& interp : rt.interpreters) {
+                const auto& l = rt.layout;
                 uint64_t p = interp.gilKnown ? interp.gilHolder : 0;
                 if (!p || known_.count(p)) continue;
                 auto owner = target_.readPointer(p + l.tstateInterp);
@@ -137,17 +136,18 @@ private:
             if (p.kind != Pointer::Kind::Pybind11 && beingDeletedBy(p.tstate, p.lwp)) continue;
             add("stale-tstate", "error", p.lwp, p.tstate,
                 "LWP " + std::to_string(p.lwp) + ": " + p.source + " names " + hexAddress(p.tstate) +
-                    ", which is in no interpreter's thread list; " + secondLook(p.tstate) + ". Likely cause: " + p.cause + ".");
+                    ", which is in no interpreter's thread list; " + secondLook(p.tstate, p.runtime) + ". Likely cause: " + p.cause + ".");
         }
         // <= 3.11: the process-wide current pointer, when no thread claimed it.
-        for (const auto& rt : r_.runtimes) {
+        for (size_t i = 0; i < r_.runtimes.size(); ++i) {
+            const Runtime& rt = r_.runtimes[i];
             if (!rt.tstateCurrent || known_.count(rt.tstateCurrent) || deleting_.count(rt.tstateCurrent)) continue;
             bool claimed = false;
             for (const auto& row : r_.threads) claimed = claimed || row.currentTstate == rt.tstateCurrent;
             if (!claimed)
                 add("stale-tstate", "error", std::nullopt, rt.tstateCurrent,
                     "CPython " + rt.version + "'s gilstate.tstate_current names " + hexAddress(rt.tstateCurrent) +
-                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent) + ".");
+                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i) + ".");
         }
     }
 
@@ -200,15 +200,15 @@ private:
     }
 
     void checkGil() {
-        for (const auto& rt : r_.runtimes)
-            for (const auto& interp : rt.interpreters) {
+        for (size_t i = 0; i < r_.runtimes.size(); ++i)
+            for (const auto& interp : r_.runtimes[i].interpreters) {
                 if (!interp.gilKnown || !interp.gilHolder) continue;
                 auto it = known_.find(interp.gilHolder);
                 if (it == known_.end() && deleting_.count(interp.gilHolder)) continue;
                 if (it == known_.end())
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
-                            ", which is in no thread list; " + secondLook(interp.gilHolder) +
+                            ", which is in no thread list; " + secondLook(interp.gilHolder, i) +
                             ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).");
                 else if (!it->second.lwp)
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
