@@ -49,6 +49,11 @@ LinkMapResult readLinkMap(const Memory& memory, uint64_t phdr, uint64_t phnum) {
         result.note = "DT_DEBUG is not set: the dynamic linker had not started";
         return result;
     }
+    walkNamespaces(memory, result);
+    return result;
+}
+
+void walkNamespaces(const Memory& memory, LinkMapResult& result) {
     std::set<uint64_t> seen;
     uint64_t rDebug = result.rDebug;
     for (long ns = 0; rDebug && ns < static_cast<long>(kMaxNamespaces); ++ns) {
@@ -85,6 +90,12 @@ LinkMapResult readLinkMap(const Memory& memory, uint64_t phdr, uint64_t phnum) {
         if (!nextNs) break;
         rDebug = *nextNs;
     }
+}
+
+LinkMapResult readLinkMapAt(const Memory& memory, uint64_t rDebug) {
+    LinkMapResult result;
+    result.rDebug = rDebug;
+    walkNamespaces(memory, result);
     return result;
 }
 

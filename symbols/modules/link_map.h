@@ -28,5 +28,9 @@ struct LinkMapResult {
 
 // phdr/phnum: AT_PHDR/AT_PHNUM from the auxiliary vector.
 LinkMapResult readLinkMap(const Memory& memory, uint64_t phdr, uint64_t phnum);
+// The same walk from a known &_r_debug (a program started as `ld.so PROGRAM`: AT_PHDR is then
+// ld.so's, which has no DT_DEBUG; ld.so exports _r_debug).
+LinkMapResult readLinkMapAt(const Memory& memory, uint64_t rDebug);
+void walkNamespaces(const Memory& memory, LinkMapResult& result);
 
 }  // namespace pytstates

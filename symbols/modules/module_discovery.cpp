@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -37,6 +38,10 @@ public:
         out_.executable = in_.executableOverride.empty() ? exePath : in_.executableOverride;
 
         LinkMapResult linkMap = readLinkMap(*in_.memory, in_.atPhdr, in_.atPhnum);
+        if (!linkMap.rDebug) {
+            uint64_t rDebug = rDebugFromDynamicLinker();
+            if (rDebug) linkMap = readLinkMapAt(*in_.memory, rDebug);
+        }
         // A static executable has no link map: the mappings pass below finds its modules.
         if (!linkMap.note.empty() && (linkMap.rDebug || !linkMap.entries.empty()))
             out_.warnings.push_back("link map: " + linkMap.note);
@@ -45,8 +50,11 @@ public:
             bool isExe = e.ns == 0 && e.name.empty() && !sawExecutable_;
             if (e.name.empty() && !isExe) continue;  // the executable repeated in another namespace
             LoadedModule mod;
-            mod.path = isExe ? exePath : e.name;
-            mod.bias = isExe ? linkMap.executableBias : e.bias;
+            // The main map has no name; its file is the mapping holding its l_ld (AT_PHDR names
+            // ld.so instead when the program was started as `ld.so PROGRAM`).
+            const MappedFile* dynamicMapping = isExe && e.dynamic ? mappingAt(in_.mappings, e.dynamic) : nullptr;
+            mod.path = isExe ? (dynamicMapping ? dynamicMapping->path : exePath) : e.name;
+            mod.bias = e.bias;  // l_addr
             mod.linkMapNamespace = e.ns;
             mod.linkMapAddress = e.address;
             mod.start = startOf(mod.path, mod.bias);
@@ -65,6 +73,23 @@ public:
     }
 
 private:
+    // The dynamic linker's exported _r_debug, for a program the kernel did not start itself.
+    uint64_t rDebugFromDynamicLinker() const {
+        static const std::regex ldName(R"((^|/)ld-linux-x86-64\.so\.2$)");
+        for (const auto& m : in_.mappings) {
+            if (m.fileOffset != 0 || !std::regex_search(m.path, ldName)) continue;
+            std::string error;
+            auto ld = ElfFile::open(resolveInSysroot(in_.search, m.path), &error);
+            if (!ld) continue;
+            auto sym = ld->findSymbol("_r_debug");
+            if (!sym) continue;
+            uint64_t rDebug = m.start - ld->firstLoadVaddr() + sym->value;
+            auto version = in_.memory->readValue<int32_t>(rDebug);
+            if (version && *version >= 1) return rDebug;
+        }
+        return 0;
+    }
+
     uint64_t startOf(const std::string& path, uint64_t bias) const {
         uint64_t best = UINT64_MAX;  // the lowest mapping of this path at or above the bias
         for (const auto& m : in_.mappings)
