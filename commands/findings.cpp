@@ -1,5 +1,7 @@
 #include "commands/findings.h"
 
+#include "symbols/glibc/malloc_chunk.h"
+
 #include <map>
 #include <set>
 
@@ -75,8 +77,8 @@ private:
     // state, or as glibc malloc's free-list entry?
     std::string secondLook(uint64_t p, size_t runtime) const {
         const auto& l = r_.runtimes.at(runtime < r_.runtimes.size() ? runtime : 0).layout;
-        uint64_t q[2];
-        if (!target_.readExact(p, q, sizeof q)) return "its memory is not readable in the target";
+        uint64_t head;
+        if (!target_.readExact(p, &head, sizeof head)) return "its memory is not readable in the target";
         std::string words;
         auto interp = target_.readPointer(p + l.tstateInterp);
         auto threadId = target_.readPointer(p + l.tstateThreadId);
@@ -91,10 +93,7 @@ private:
         } else {
             words = "its memory no longer reads as a thread state (reused)";
         }
-        // glibc >= 2.32 tcache entry: next pointer protected by (address >> 12), then the tcache key.
-        uint64_t next = q[0] ^ (p >> 12);
-        bool nextPlausible = next == 0 || ((next & 15) == 0 && (next >> 32) == (p >> 32));
-        if (nextPlausible && q[1] != 0 && q[1] != p) words += "; its first 16 bytes look like a glibc tcache free-list entry: it was freed";
+        if (looksLikeFreedTcacheEntry(target_, p)) words += "; its first 16 bytes look like a glibc tcache free-list entry: it was freed";
         else if (knownInterp) words += "; it was unlinked from the list (deleted)";
         return words;
     }

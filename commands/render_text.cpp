@@ -89,12 +89,8 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
             out << "\n";
             for (const auto& v : view.values) {
                 auto owner = report.lwpFor(v.tstate);
-                bool listed = false;
-                for (const auto& rt : report.runtimes)
-                    for (const auto& i : rt.interpreters)
-                        for (const auto& ts : i.tstates) listed = listed || ts.address == v.tstate;
                 out << "        LWP " << pad(std::to_string(v.lwp), 8) << hexAddress(v.tstate);
-                if (!listed) out << "  NOT IN ANY THREAD LIST";
+                if (!report.listed(v.tstate)) out << "  NOT IN ANY THREAD LIST";
                 else if (owner && *owner != v.lwp) out << "  belongs to LWP " << *owner;
                 if (v.status != "set") out << "  (" << v.status << ")";
                 out << "\n";
@@ -149,11 +145,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
 
 std::string pointerCell(const Report& report, uint64_t value) {
     if (!value) return "-";
-    for (const auto& rt : report.runtimes)
-        for (const auto& i : rt.interpreters)
-            for (const auto& ts : i.tstates)
-                if (ts.address == value) return hexAddress(value);
-    return hexAddress(value) + "!";
+    return hexAddress(value) + (report.listed(value) ? "" : "!");
 }
 
 void renderThreads(std::ostringstream& out, const Report& report, const RenderOptions& options) {

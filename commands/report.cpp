@@ -31,6 +31,7 @@ void matchThreads(const Target& target, Report& report) {
     for (const auto& rt : report.runtimes)
         for (const auto& interp : rt.interpreters)
             for (const auto& ts : interp.tstates) {
+                report.listedTstates.insert(ts.address);
                 auto it = lwpOfPthread.find(ts.threadId);
                 if (it != lwpOfPthread.end())
                     report.lwpOfTstate[ts.address] = it->second;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ struct Report {
     std::vector<Finding> findings;
     std::vector<std::string> warnings;
     std::map<uint64_t, int> lwpOfTstate;  // tstate address -> LWP of the OS thread it belongs to
+    std::set<uint64_t> listedTstates;     // every tstate in some interpreter's list
+
+    bool listed(uint64_t tstate) const { return listedTstates.count(tstate) != 0; }
 
     std::optional<int> lwpFor(uint64_t tstate) const {
         auto it = lwpOfTstate.find(tstate);

@@ -1,0 +1,14 @@
+// glibc malloc's traces in freed memory: what a pointer to a freed small block looks like.
+#pragma once
+
+#include <cstdint>
+
+#include "symbols/memory.h"
+
+namespace pytstates {
+
+// True when the 16 bytes at p read as a tcache free-list entry (glibc >= 2.32): a next pointer
+// protected by (p >> 12) that decodes to NULL or a nearby aligned block, then a non-zero key.
+bool looksLikeFreedTcacheEntry(const Memory& memory, uint64_t p);
+
+}  // namespace pytstates
