@@ -1,6 +1,9 @@
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "commands/render.h"
+#include "commands/text_encoding.h"
 
 namespace pytstates {
 
@@ -9,6 +12,37 @@ namespace {
 using nlohmann::json;
 
 json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
+
+// Strings from the target need not be UTF-8. Such a string is given with U+FFFD in place of each
+// ill-formed sequence, and a companion field "<name>_bytes" holds its exact bytes in hex (for an
+// array of strings: an array with the hex of each string that needed it, null for the others).
+bool needsBytes(const json& v) { return v.is_string() && !isValidUtf8(v.get_ref<const std::string&>()); }
+
+void makeUtf8(json& value) {
+    if (value.is_array()) {
+        for (auto& element : value) makeUtf8(element);
+        return;
+    }
+    if (!value.is_object()) return;
+    json companions = json::object();
+    for (auto& [key, v] : value.items()) {
+        if (needsBytes(v)) {
+            companions[key + "_bytes"] = hexBytes(v.get_ref<const std::string&>());
+            v = replaceInvalidUtf8(v.get_ref<const std::string&>());
+        } else if (v.is_array() && std::any_of(v.begin(), v.end(), needsBytes)) {
+            json raw = json::array();
+            for (auto& element : v) {
+                raw.push_back(needsBytes(element) ? json(hexBytes(element.get_ref<const std::string&>())) : json(nullptr));
+                if (needsBytes(element)) element = replaceInvalidUtf8(element.get_ref<const std::string&>());
+                else makeUtf8(element);
+            }
+            companions[key + "_bytes"] = raw;
+        } else {
+            makeUtf8(v);
+        }
+    }
+    for (auto& [key, v] : companions.items()) value[key] = v;
+}
 
 json frameJson(const PyFrame& f) { return {{"function", f.function}, {"file", f.file}, {"line", f.line}}; }
 
@@ -118,6 +152,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                             {"message", f.message}});
     out["findings"] = findings;
     if (!report.warnings.empty()) out["warnings"] = report.warnings;
+    makeUtf8(out);
     return out.dump(2) + "\n";
 }
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "commands/render.h"
+#include "commands/text_encoding.h"
 #include "symbols/pybind11/internals_id.h"
 
 namespace pytstates {
@@ -55,7 +56,7 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
                     if (t.lwp == *f.lwp && t.debuggerThread) out << " (thread " << t.debuggerThread << ")";
         }
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
-        out << "\n" << wrap(f.message, 96, "      ");
+        out << "\n" << wrap(shown(f.message), 96, "      ");
     }
     out << "\n";
 }
@@ -65,11 +66,11 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
     if (report.internals.empty()) out << "  none: no interpreter dict holds a __pybind11_internals_v* capsule\n";
     for (const auto& view : report.internals) {
         const auto& rec = view.record;
-        out << "  " << rec.id.raw << "\n";
+        out << "  " << shown(rec.id.raw) << "\n";
         out << "      version " << rec.id.version;
-        if (!rec.id.abi.empty()) out << ", " << rec.id.compiler << " " << rec.id.stdlib << " " << describeAbi(rec.id.abi);
+        if (!rec.id.abi.empty()) out << ", " << shown(rec.id.compiler + " " + rec.id.stdlib + " " + describeAbi(rec.id.abi));
         out << "\n";
-        if (!rec.problem.empty()) out << "      problem: " << rec.problem << "\n";
+        if (!rec.problem.empty()) out << "      problem: " << shown(rec.problem) << "\n";
         if (rec.address && rec.layout.source.empty()) {
             out << "      internals pointer " << hexAddress(rec.address) << " in the " << rec.dictName << " of interpreter "
                 << hexAddress(rec.interpreter) << "\n";
@@ -81,7 +82,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
         if (rec.tlsKey) out << "      TLS: pthread key " << *rec.tlsKey << " (Py_tss_t at " << hexAddress(rec.tssAddress) << ")\n";
         out << "      used by:";
         if (rec.modules.empty()) out << " (no loaded module's read-only data holds this ID)";
-        for (const auto& m : rec.modules) out << "\n        " << m.path << (m.confirmed ? "  (its get_internals_pp static holds this record)" : "");
+        for (const auto& m : rec.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (its get_internals_pp static holds this record)" : "");
         out << "\n";
         if (rec.tlsKey) {
             out << "      per-thread values:";
@@ -98,7 +99,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
         }
         if (options.types) {
             out << "      registered types (" << rec.types.size() << "):\n";
-            for (const auto& t : rec.types) out << "        " << pad(t.pythonName, 40) << t.cppName << "\n";
+            for (const auto& t : rec.types) out << "        " << pad(shown(t.pythonName), 40) << shown(t.cppName) << "\n";
         }
     }
     out << "\n";
@@ -107,9 +108,9 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
 void renderRuntimes(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     bool frames = options.command != Command::Internals;
     for (const auto& rt : report.runtimes) {
-        out << "CPython " << rt.version << "  _PyRuntime " << hexAddress(rt.address) << " in " << rt.modulePath << "  ("
+        out << "CPython " << shown(rt.version) << "  _PyRuntime " << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  ("
             << layoutWords(rt.layout.source) << ")\n";
-        for (const auto& note : rt.notes) out << "  note: " << note << "\n";
+        for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
             if (!interp.gilKnown) {
@@ -121,7 +122,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 out << "GIL held by " << hexAddress(interp.gilHolder) << (lwp ? " (LWP " + std::to_string(*lwp) + ")" : "");
             }
             out << "  " << interp.tstates.size() << " thread state" << (interp.tstates.size() == 1 ? "" : "s") << "\n";
-            if (!interp.note.empty()) out << "    note: " << interp.note << "\n";
+            if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
                 out << "    tstate " << hexAddress(ts.address) << "  id " << ts.id << "  LWP "
@@ -129,18 +130,18 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 if (!lwp) out << " (no such thread)";
                 if (interp.gilKnown && interp.gilHolder == ts.address) out << "  [holds GIL]";
                 out << "\n";
-                if (!ts.note.empty()) out << "        note: " << ts.note << "\n";
+                if (!ts.note.empty()) out << "        note: " << shown(ts.note) << "\n";
                 if (!frames) continue;
                 if (ts.frames.empty()) out << "        (no Python frames)\n";
                 for (size_t i = 0; i < ts.frames.size(); ++i) {
                     const auto& f = ts.frames[i];
-                    out << "        #" << i << " " << f.function << " (" << basename(f.file) << ":" << f.line << ")\n";
+                    out << "        #" << i << " " << shown(f.function) << " (" << shown(basename(f.file)) << ":" << f.line << ")\n";
                 }
             }
         }
         out << "\n";
     }
-    for (const auto& r : report.rejectedRuntimes) out << "not analysed: " << r << "\n";
+    for (const auto& r : report.rejectedRuntimes) out << "not analysed: " << shown(r) << "\n";
 }
 
 std::string pointerCell(const Report& report, uint64_t value) {
@@ -187,14 +188,14 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
 std::string renderText(const Report& report, const RenderOptions& options) {
     std::ostringstream out;
     out << (report.target.kind == TargetKind::Live ? "process " : "core of pid ") << report.target.pid << "  "
-        << report.target.executable << "  " << report.threads.size() << " threads";
+        << shown(report.target.executable) << "  " << report.threads.size() << " threads";
     if (report.target.stoppedMs) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "  (stopped %.1f ms)", *report.target.stoppedMs);
         out << buf;
     }
     out << "\n";
-    for (const auto& w : report.warnings) out << "warning: " << w << "\n";
+    for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);

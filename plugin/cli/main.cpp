@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -45,8 +46,19 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
 }
 
-int run(pytstates::Command command, const Arguments& a) {
+// Paths the user typed are relative to the working directory, like every tool's.
+std::string absolute(const std::string& path) {
+    if (path.empty()) return path;
+    std::error_code ec;
+    auto p = std::filesystem::absolute(path, ec);
+    return ec ? path : p.lexically_normal().string();
+}
+
+int run(pytstates::Command command, Arguments a) {
     using namespace pytstates;
+    a.exe = absolute(a.exe);
+    a.sysroot = absolute(a.sysroot);
+    for (auto& d : a.debugDirs) d = absolute(d);
     if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
     CommandRequest request;
     request.command = command;

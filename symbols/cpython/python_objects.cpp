@@ -5,8 +5,13 @@
 namespace pytstates {
 
 namespace {
+// UTF-8, except that a lone surrogate U+DC80..U+DCFF stands for the byte it escapes: Python
+// decodes file names (co_filename, sys.executable) with surrogateescape, and this gives the
+// name's bytes back exactly as os.fsencode() does.
 void appendUtf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
+    if (cp >= 0xdc80 && cp <= 0xdcff) {
+        out.push_back(static_cast<char>(cp - 0xdc00));
+    } else if (cp < 0x80) {
         out.push_back(static_cast<char>(cp));
     } else if (cp < 0x800) {
         out.push_back(static_cast<char>(0xc0 | (cp >> 6)));

@@ -2,10 +2,12 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace pytstates {
@@ -54,9 +56,18 @@ std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
     elf_version(EV_CURRENT);
     std::shared_ptr<ElfFile> f(new ElfFile());
     f->path_ = path;
-    f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO with no writer must not block. Only regular files (and block
+    // devices) are read.
+    f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f->fd_ < 0) {
         if (error) *error = path + ": " + std::strerror(errno);
+        return nullptr;
+    }
+    struct stat st;
+    if (fstat(f->fd_, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+        if (error)
+            *error = path + ": not a regular file (" +
+                     (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + ")";
         return nullptr;
     }
     f->elf_ = elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr);
@@ -77,9 +88,13 @@ std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
 
     size_t phnum = 0;
     elf_getphdrnum(f->elf_, &phnum);
+    if (ehdr.e_type != ET_CORE && phnum && (ehdr.e_phoff > f->rawSize_ || phnum * uint64_t(ehdr.e_phentsize) > f->rawSize_ - ehdr.e_phoff))
+        f->integrityProblem_ = "its program headers lie outside the file (truncated or corrupt)";
+    uint64_t loadEnd = 0;
     for (size_t i = 0; i < phnum; ++i) {
         GElf_Phdr ph;
         if (!gelf_getphdr(f->elf_, static_cast<int>(i), &ph)) continue;
+        if (ph.p_type == PT_LOAD) loadEnd = std::max<uint64_t>(loadEnd, ph.p_offset + ph.p_filesz);
         if (ph.p_type == PT_LOAD || ph.p_type == PT_TLS)
             f->segments_.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz,
                                     ph.p_type == PT_TLS ? 0x80000000u | ph.p_flags : ph.p_flags});
@@ -87,6 +102,15 @@ std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
             if (const unsigned char* notes = f->rawBytes(ph.p_offset, ph.p_filesz))
                 f->buildId_ = buildIdFromNotes(notes, ph.p_filesz);
         }
+    }
+    if (ehdr.e_type != ET_CORE && f->integrityProblem_.empty()) {
+        if (!phnum)
+            f->integrityProblem_ = "it has no program headers";
+        else if (loadEnd > f->rawSize_)
+            f->integrityProblem_ = "it is truncated: its segments need " + std::to_string(loadEnd) + " bytes, the file has " +
+                                   std::to_string(f->rawSize_);
+        else if (loadEnd == 0)
+            f->integrityProblem_ = "it has no loadable segment (corrupt program headers?)";
     }
     size_t shstrndx = 0;
     if (elf_getshdrstrndx(f->elf_, &shstrndx) == 0) {

@@ -32,7 +32,8 @@ struct ElfSection {
 
 class ElfFile {
 public:
-    // nullptr and *error set when the file is missing or not ELF.
+    // nullptr and *error set when the file is missing, not a regular file (a FIFO would block, a
+    // directory is not a file) or not ELF.
     static std::shared_ptr<ElfFile> open(const std::string& path, std::string* error);
     ~ElfFile();
     ElfFile(const ElfFile&) = delete;
@@ -57,6 +58,9 @@ public:
     // Raw file bytes (mmap'ed); nullptr beyond the file.
     const unsigned char* rawBytes(uint64_t offset, uint64_t len) const;
     uint64_t fileSize() const { return rawSize_; }
+    // Why the file cannot stand for what a process mapped (program headers outside the file, a
+    // segment beyond its end: a truncated or corrupt copy); empty when it can. Not set for cores.
+    const std::string& integrityProblem() const { return integrityProblem_; }
 
     ::Elf* handle() const { return elf_; }
 
@@ -72,6 +76,7 @@ private:
     uint64_t rawSize_ = 0;
     uint16_t type_ = 0, machine_ = 0;
     std::string buildId_;
+    std::string integrityProblem_;
     std::vector<ElfSegment> segments_;
     std::vector<ElfSection> sections_;
     mutable std::map<std::string, std::optional<ElfSymbol>> symbolCache_;

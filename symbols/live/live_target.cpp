@@ -25,16 +25,47 @@ namespace pytstates {
 
 namespace {
 
-// Threads to release if pytstates is told to stop mid-snapshot. Touched only by the signal
-// handler and the (single) live target.
+// Threads to release if pytstates is told to stop mid-snapshot, with the signal each one was
+// stopped with (0: none to deliver). Touched only by the signal handler and the (single) live
+// target.
 constexpr int kMaxSeized = 1 << 16;
 int gSeized[kMaxSeized];
+volatile sig_atomic_t gSignal[kMaxSeized];
+volatile sig_atomic_t gWaited[kMaxSeized];
 volatile sig_atomic_t gSeizedCount = 0;
 struct sigaction gOldActions[3];
 const int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
 
+// Waits for the stop PTRACE_INTERRUPT asked for. Returns the signal of a signal-delivery-stop
+// (the thread dequeued a signal just before: detaching with 0 would throw it away), 0 for an
+// interrupt or group-stop, -1 when the thread is gone. Async-signal-safe.
+int collectStop(int tid) {
+    int status = 0;
+    pid_t got;
+    do {
+        got = waitpid(tid, &status, __WALL);
+    } while (got < 0 && errno == EINTR);
+    if (got != tid || WIFEXITED(status) || WIFSIGNALED(status)) return -1;
+    if (!WIFSTOPPED(status)) return 0;
+    // PTRACE_EVENT_STOP in the high bits: our interrupt, or a group-stop the kernel keeps after
+    // the detach. No event: a signal-delivery-stop.
+    return (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+}
+
+// Detaches one thread, handing back the signal it was stopped with so that the target sees
+// every signal it was sent. Async-signal-safe.
+void release(int i) {
+    if (!gWaited[i]) {
+        int sig = collectStop(gSeized[i]);
+        gSignal[i] = sig;
+        gWaited[i] = 1;
+    }
+    if (gSignal[i] < 0) return;  // the thread is gone
+    ptrace(PTRACE_DETACH, gSeized[i], nullptr, reinterpret_cast<void*>(static_cast<long>(gSignal[i])));
+}
+
 void releaseAll() {
-    for (int i = 0; i < gSeizedCount; ++i) ptrace(PTRACE_DETACH, gSeized[i], nullptr, nullptr);
+    for (int i = 0; i < gSeizedCount; ++i) release(i);
     gSeizedCount = 0;
 }
 
@@ -194,14 +225,30 @@ void LiveTarget::stopAll() {
                 warnings_.push_back("thread " + std::to_string(tid) + " could not be stopped: " + std::strerror(err));
                 continue;
             }
+            if (gSeizedCount >= kMaxSeized) {  // cannot be released by the handler: let it run
+                ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+                warnings_.push_back("thread " + std::to_string(tid) + " was not stopped: too many threads");
+                continue;
+            }
+            int slot = gSeizedCount;
+            gSeized[slot] = tid;
+            gSignal[slot] = 0;
+            gWaited[slot] = 0;
+            gSeizedCount = slot + 1;
             seized_.push_back(tid);
-            if (gSeizedCount < kMaxSeized) gSeized[gSeizedCount++] = tid;
-            if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) == 0) interrupted.push_back(tid);
+            if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) == 0) {
+                interrupted.push_back(slot);
+            } else {  // ended meanwhile: there is no stop to wait for
+                gSignal[slot] = -1;
+                gWaited[slot] = 1;
+            }
         }
         if (interrupted.empty()) break;
-        for (int tid : interrupted) {
-            int status = 0;
-            if (waitpid(tid, &status, __WALL) != tid || WIFEXITED(status) || WIFSIGNALED(status)) continue;
+        for (int slot : interrupted) {
+            int tid = gSeized[slot];
+            gSignal[slot] = collectStop(tid);  // -1: gone, nothing to detach
+            gWaited[slot] = 1;
+            if (gSignal[slot] < 0) continue;
             user_regs_struct regs{};
             if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) continue;
             OsThread t;
@@ -229,9 +276,8 @@ void LiveTarget::threadsFromGlibc() {
 
 double LiveTarget::resume() {
     if (!seized_.empty()) {
-        for (int tid : seized_) ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+        releaseAll();
         seized_.clear();
-        gSeizedCount = 0;
         cache_.clear();
         stoppedMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
         for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &gOldActions[i], nullptr);

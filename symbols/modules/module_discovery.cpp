@@ -41,6 +41,7 @@ public:
         if (!linkMap.rDebug) {
             uint64_t rDebug = rDebugFromDynamicLinker();
             if (rDebug) linkMap = readLinkMapAt(*in_.memory, rDebug);
+            startedThroughLoader_ = rDebug != 0;
         }
         // A static executable has no link map: the mappings pass below finds its modules.
         if (!linkMap.note.empty() && (linkMap.rDebug || !linkMap.entries.empty()))
@@ -73,11 +74,15 @@ public:
     }
 
 private:
+    static bool isDynamicLinker(const std::string& path) {
+        static const std::regex ldName(R"((^|/)ld-linux-x86-64\.so\.2$)");
+        return std::regex_search(path, ldName);
+    }
+
     // The dynamic linker's exported _r_debug, for a program the kernel did not start itself.
     uint64_t rDebugFromDynamicLinker() const {
-        static const std::regex ldName(R"((^|/)ld-linux-x86-64\.so\.2$)");
         for (const auto& m : in_.mappings) {
-            if (m.fileOffset != 0 || !std::regex_search(m.path, ldName)) continue;
+            if (m.fileOffset != 0 || !isDynamicLinker(m.path)) continue;
             std::string error;
             auto ld = ElfFile::open(resolveInSysroot(in_.search, m.path), &error);
             if (!ld) continue;
@@ -114,8 +119,18 @@ private:
                 throw std::runtime_error("--exe " + in_.executableOverride + (mismatch ? " does not match the core: " : ": ") + mod.problem);
             }
             GElf_Ehdr eh;
-            if (in_.atEntry && gelf_getehdr(mod.elf->handle(), &eh) && mod.bias + eh.e_entry != in_.atEntry)
-                throw std::runtime_error("--exe " + in_.executableOverride + " does not match: its entry point is not the one the process started at");
+            bool verified = !mod.buildIdInTarget.empty() && mod.buildIdInTarget == mod.elf->buildId();
+            if (in_.atEntry && gelf_getehdr(mod.elf->handle(), &eh) && mod.bias + eh.e_entry != in_.atEntry) {
+                // `ld.so PROGRAM`: the kernel started ld.so, so AT_ENTRY is ld.so's, not PROGRAM's.
+                const MappedFile* entry = mappingAt(in_.mappings, in_.atEntry);
+                bool viaLoader = startedThroughLoader_ || (entry && isDynamicLinker(entry->path));
+                if (!verified && !viaLoader)
+                    throw std::runtime_error("--exe " + in_.executableOverride + " does not match: its entry point is not the one the process started at");
+                if (viaLoader)
+                    out_.warnings.push_back("the process was started through the dynamic loader (ld.so " + in_.executableOverride +
+                                            "): " + in_.executableOverride + " is its main program" +
+                                            (verified ? " (build-id verified)" : ""));
+            }
         }
         if (!mod.problem.empty() && mod.problem != "no file") out_.warnings.push_back(mod.path + ": " + mod.problem);
         claimed_.insert({mod.path, mod.start});
@@ -160,6 +175,7 @@ private:
     ModuleDiscovery out_;
     std::set<std::pair<std::string, uint64_t>> claimed_;
     bool sawExecutable_ = false;
+    bool startedThroughLoader_ = false;  // AT_PHDR named ld.so: `ld.so PROGRAM`
 };
 
 }  // namespace

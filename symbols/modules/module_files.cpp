@@ -81,15 +81,28 @@ void attachModuleFiles(LoadedModule& module, const FileSearch& search) {
     std::string resolved = resolveInSysroot(search, module.path);
     std::string error;
     auto file = ElfFile::open(resolved, &error);
+    // The reasons below follow the module's path in messages: they name another file only when
+    // the one read is not at that path (a sysroot).
+    std::string where = resolved == module.path ? "" : " (" + resolved + ")";
     if (!file) {
-        module.problem = "missing: " + error;
+        struct stat st;
+        bool absent = ::stat(resolved.c_str(), &st) != 0;
+        if (error.rfind(resolved + ": ", 0) == 0) error = error.substr(resolved.size() + 2);
+        module.problem = (absent ? "missing" : "unusable") + where + ": " + error;
         return;
     }
-    if (!module.buildIdInTarget.empty() && !file->buildId().empty() && module.buildIdInTarget != file->buildId()) {
+    if (!file->integrityProblem().empty()) {
+        module.problem = "unusable" + where + ": " + file->integrityProblem() + "; the file is not used";
+        return;
+    }
+    if (!module.buildIdInTarget.empty() && module.buildIdInTarget != file->buildId()) {
         module.problem = "build-id mismatch: the target has " + module.buildIdInTarget + ", " + resolved + " has " +
-                         file->buildId() + "; the file is not used";
+                         (file->buildId().empty() ? "none" : file->buildId()) + "; the file is not used";
         return;
     }
+    if (module.buildIdInTarget.empty())
+        module.problem = "cannot be verified: the target's memory holds no build-id for it" +
+                         std::string(file->buildId().empty() ? " and the file has none" : "") + "; " + resolved + " is used as is";
     module.resolvedPath = resolved;
     module.elf = file;
     module.debugElf = findDebugFile(file, search);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Bad input gets one clear line and exit status 2 (or a result with a note), never a crash or a
-hang: missing, non-ELF and non-core files, a core without Python, a wrong --exe, truncated cores,
+hang: missing, non-ELF and non-core files, a FIFO or a directory, a core without Python, a wrong,
+relative, truncated or corrupt --exe, a program started as `ld.so PROGRAM`, truncated cores,
 cyclic thread-state and interpreter lists patched into a real core, a module file missing."""
 import argparse
 import json
@@ -22,10 +23,74 @@ def run(args, argv, timeout=60):
     return out.returncode, out.stdout.decode(errors="replace"), out.stderr.decode(errors="replace")
 
 
-def expect_refused(args, argv, words):
-    status, out, err = run(args, argv)
+def expect_refused(args, argv, words, cwd=None, within=None):
+    import time
+    started = time.monotonic()
+    out = subprocess.run([args.pytstates] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, cwd=cwd)
+    took = time.monotonic() - started
+    status, out, err = out.returncode, out.stdout.decode(errors="replace"), out.stderr.decode(errors="replace")
     expect(status == 2 and out == "" and err.count("\n") == 1 and words in err and "Traceback" not in err,
            "%s: expected exit 2 and one line with %r; got %d, stdout %r, stderr %r" % (argv, words, status, out[:200], err))
+    expect(within is None or took < within, "%s: refused in %.2f s, expected under %s s" % (argv, took, within))
+    print("refused %-60s -> %s" % (" ".join(os.path.basename(a) if os.sep in a else a for a in argv[1:]), err.strip()))
+
+
+def special_files(args, tmp, core):
+    """A FIFO with no writer and a directory as --core or --exe: one line at once, never a hang."""
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    expect_refused(args, ["check", "--core", fifo], "not a regular file (a FIFO)", within=1)
+    expect_refused(args, ["check", "--core", tmp], "not a regular file (a directory)", within=1)
+    expect_refused(args, ["check", "--core", core, "--exe", fifo], "not a regular file (a FIFO)", within=1)
+    expect_refused(args, ["check", "--core", core, "--exe", tmp], "not a regular file (a directory)", within=1)
+
+
+def relative_exe(args, work, core):
+    """--exe relative to the working directory: a bare name, ./name, ../dir/name."""
+    sub = os.path.join(work, "sub")
+    os.makedirs(sub, exist_ok=True)
+    for cwd, exe in ((work, "scenario_seed_host"), (work, "./scenario_seed_host"),
+                     (sub, "../scenario_seed_host"), (sub, "../sub/../scenario_seed_host")):
+        out = subprocess.run([args.pytstates, "check", "--core", core, "--exe", exe, "--json"], cwd=cwd,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        expect(out.returncode == 1, "--exe %s from %s: exit %d, %r" % (exe, cwd, out.returncode, out.stderr))
+        r = json.loads(out.stdout)
+        expect(r["target"]["executable"] == os.path.join(work, "scenario_seed_host"), "--exe %s is the file in %s" % (exe, work), r)
+
+
+def damaged_exe(args, tmp, work, core):
+    """Copies of the executable that cannot stand for it: refused in one line, never used silently."""
+    exe = os.path.join(work, "scenario_seed_host")
+    with open(exe, "rb") as f:
+        data = f.read()
+    phoff, = struct.unpack_from("<Q", data, 32)
+    cases = {"header-only": (data[:64], "program headers lie outside the file"),
+             "cut-4096": (data[:4096], "truncated"),
+             "flipped-phoff": (data[:32] + struct.pack("<Q", phoff ^ 0x4000000) + data[40:], "program headers lie outside the file")}
+    for name, (content, words) in cases.items():
+        bad = os.path.join(tmp, name)
+        with open(bad, "wb") as f:
+            f.write(content)
+        expect_refused(args, ["check", "--core", core, "--exe", bad], words)
+    nobuildid = os.path.join(tmp, "no-build-id")
+    subprocess.run(["objcopy", "--remove-section", ".note.gnu.build-id", exe, nobuildid], check=True)
+    expect_refused(args, ["check", "--core", core, "--exe", nobuildid], "has none")
+
+
+def started_through_loader(args):
+    """`ld.so PROGRAM`: --exe PROGRAM is the main program, accepted with one line saying how it was started."""
+    code = 'import os, sys; print("FACTS {}"); print("READY", flush=True); sys.stdin.readline()'
+    facts, core = scenario.take_core(["/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3.11", "-c", code], "gcore")
+    try:
+        status, out, err = run(args, ["check", "--core", core, "--exe", "/usr/bin/python3.11", "--json"])
+        expect(status == 0, "ld.so PROGRAM with --exe PROGRAM is accepted: %d %s" % (status, err))
+        r = json.loads(out)
+        expect(r["target"]["executable"] == "/usr/bin/python3.11", "the executable is PROGRAM", r)
+        expect(any("started through the dynamic loader" in w for w in r.get("warnings", [])), "one line says how it was started", r)
+        expect(len(r["runtimes"]) == 1 and r["runtimes"][0]["interpreters"], "its runtime is read", r)
+        expect_refused(args, ["check", "--core", core, "--exe", "/bin/ls"], "does not match")
+    finally:
+        scenario.cleanup(core)
 
 
 def file_offset(core, addr):
@@ -79,6 +144,10 @@ def main():
         expect_refused(args, ["tstates", "--core", core, "--exe", "/bin/ls"], "does not match")
         status, out, err = run(args, ["check", "--core", core, "--exe", os.path.join(work, "scenario_seed_host"), "--json"])
         expect(status == 1, "the right --exe is accepted: %s" % err)
+        relative_exe(args, work, core)
+        damaged_exe(args, tmp, work, core)
+        special_files(args, tmp, core)
+        started_through_loader(args)
         size = os.path.getsize(core)
         for frac in (0.001, 0.3, 0.7, 0.999):
             cut = os.path.join(tmp, "cut.core")

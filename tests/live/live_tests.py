@@ -157,6 +157,69 @@ def errors(args):
         proc.wait()
 
 
+def ask(proc, command, timeout=10):
+    """Sends a line to the scenario and returns its one-line answer."""
+    import select
+    proc.stdin.write(command.encode() + b"\n")
+    proc.stdin.flush()
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    expect(ready, "the scenario answers %r" % command)
+    return proc.stdout.readline().decode().strip()
+
+
+def signals(args):
+    """Real-time signals sent to a service while pytstates attaches to it again and again (and
+    once while pytstates is killed mid-snapshot) all reach it: none is swallowed by the stop."""
+    import threading
+
+    def session(attaches, interrupt=False):
+        with scenario.running([os.path.join(args.scenarios, "scenario_signals_host")]) as (proc, facts):
+            sent = 0
+            done = threading.Event()
+
+            def sender():
+                nonlocal sent
+                while not done.is_set():
+                    os.kill(proc.pid, facts["signal"])
+                    sent += 1
+                    time.sleep(0.0003)
+            thread = threading.Thread(target=sender)
+            thread.start()
+            try:
+                for _ in range(attaches):
+                    pid_check(args, proc.pid, ["--json"])
+                if interrupt:
+                    env = dict(os.environ, PYTSTATES_TEST_HOLD_MS="400")
+                    tool = subprocess.Popen([args.pytstates, "check", "--pid", str(proc.pid)], env=env,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline and not stopped_threads(proc.pid):
+                        time.sleep(0.005)
+                    time.sleep(0.05)
+                    tool.send_signal(signal.SIGTERM)
+                    tool.communicate(timeout=30)
+                if not attaches and not interrupt:
+                    time.sleep(2)
+            finally:
+                done.set()
+                thread.join()
+            received, deadline = -1, time.monotonic() + 10
+            while time.monotonic() < deadline:  # the last signals may still be on their way
+                received = int(ask(proc, "count").split()[1])
+                if received >= sent:
+                    break
+                time.sleep(0.1)
+            expect(not stopped_threads(proc.pid), "no thread left stopped")
+            expect(scenario.still_answers(proc), "the service answers and exits normally")
+            return sent, received
+
+    for attaches, interrupt, what in ((0, False, "without pytstates"), (30, False, "30 attaches of pytstates check --pid"),
+                                      (0, True, "pytstates killed by SIGTERM while the target is stopped")):
+        sent, received = session(attaches, interrupt)
+        print("real-time signals %s: sent %d, received %d" % (what, sent, received))
+        expect(received == sent, "%s: %d of %d signals received" % (what, received, sent))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -179,6 +242,8 @@ def main():
         killed_mid_snapshot(args, signal.SIGTERM)
     elif args.case == "errors":
         errors(args)
+    elif args.case == "signals":
+        signals(args)
     else:
         raise SystemExit("unknown case " + args.case)
     print("PASS live " + args.case)

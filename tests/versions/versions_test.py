@@ -13,7 +13,7 @@ Interpreters:
                       stripped; DWARF in python3.11-dbg's /usr/lib/debug/.build-id file)
   debian-dbg          Debian's debug build /usr/bin/python3.11d (DWARF inside)
   3.14                Debian's unstable python3.14 (static, stripped, glibc 2.43; DWARF in
-                      python3.14-dbg), unpacked by scripts/python314 and read with --sysroot
+                      python3.14-dbg), unpacked by scripts/debian-python and read with --sysroot
 Modes:
   dwarf    as installed: the layout comes from DWARF
   nodwarf  --no-dwarf: the layout from _Py_DebugOffsets (3.13+) or the built-in tables
@@ -135,7 +135,7 @@ class Target:
                               % (self.module, debug))
 
     def python314(self, cache):
-        out = subprocess.run([os.path.join(TOP, "scripts", "python314"), cache],
+        out = subprocess.run([os.path.join(TOP, "scripts", "debian-python"), "3.14", cache],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if out.returncode != 0:
             raise Missing("CPython 3.14 from Debian's unstable suite is not available: "
