@@ -2,6 +2,7 @@
 
 #include "symbols/glibc/malloc_chunk.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -49,8 +50,17 @@ public:
     }
 
 private:
-    void add(const std::string& code, const std::string& severity, std::optional<int> lwp, uint64_t tstate, const std::string& message) {
-        r_.findings.push_back({code, severity, lwp, tstate, message});
+    void add(const std::string& code, const std::string& severity, std::optional<int> lwp, uint64_t tstate, const std::string& message,
+             std::vector<std::string> sources = {}) {
+        r_.findings.push_back({code, severity, lwp, tstate, message, std::move(sources)});
+    }
+
+    // How many pybind11 internals records the interpreter holding this record holds.
+    size_t recordsBeside(const InternalsView& view) const {
+        size_t n = 0;
+        for (const auto& other : r_.internals)
+            if (!other.record.id.moduleLocal && other.record.interpreter == view.record.interpreter) ++n;
+        return n;
     }
 
     void collectPointers() {
@@ -65,12 +75,17 @@ private:
                                      "the thread state was deleted without PyGILState forgetting it (PyThreadState_Delete of a PyGILState-created state, or memory corruption)",
                                      Pointer::Kind::AutoTss, row.autotssRuntime});
         }
-        for (const auto& view : r_.internals)
+        for (const auto& view : r_.internals) {
+            // The cause, from what memory shows: a second record in the same interpreter keeps a
+            // cache of its own; with one record, only a delete outside pybind11 explains it.
+            std::string cause = recordsBeside(view) > 1
+                ? "another pybind11 internals record's gil_scoped_acquire (see internals-split), or a PyGILState_Release/PyThreadState_Delete, deleted this thread state while this record's key still caches it; the next gil_scoped_acquire of a module using this record revives the freed pointer"
+                : "the thread state was deleted (PyGILState_Release, PyThreadState_Delete) while this record's key still caches it, as when pybind11's internals are first created inside a thread's gil_scoped_acquire; its next gil_scoped_acquire on this thread revives the freed pointer";
             for (const auto& v : view.values)
                 pointers_.push_back({v.lwp, v.tstate,
-                                     "pybind11 internals " + view.record.id.raw + " TLS slot (pthread key " + std::to_string(view.record.tlsKey.value_or(0)) + ")",
-                                     "another module's pybind11 (a different internals record) deleted this thread state in its gil_scoped_acquire while this record's key still caches it; the next gil_scoped_acquire in a module using this ID revives the freed pointer",
-                                     Pointer::Kind::Pybind11, view.runtimeIndex});
+                                     "pybind11 key " + std::to_string(view.record.tlsKey.value_or(0)) + " (" + view.record.id.raw + ")",
+                                     cause, Pointer::Kind::Pybind11, view.runtimeIndex});
+        }
     }
 
     // A second look at a pointer that is in no list: does its memory still read as a thread
@@ -89,7 +104,7 @@ private:
         if (knownInterp) {
             words = "its memory still reads as a thread state of interpreter " + hexAddress(*interp);
             for (const auto& t : target_.threads())
-                if (threadId && *threadId == t.threadPointer) words += " for LWP " + std::to_string(t.lwp);
+                if (threadId && *threadId == t.pthread) words += " for LWP " + std::to_string(t.lwp);
         } else {
             words = "its memory no longer reads as a thread state (reused)";
         }
@@ -98,23 +113,38 @@ private:
         return words;
     }
 
+    // Whether the memory at p is still a whole thread state of `interp` for the thread whose
+    // struct pthread is `pthread`: its own fields agree, its neighbours are NULL or thread states
+    // of the same interpreter, and it is not on a malloc free list.
+    bool stillAThreadState(uint64_t p, const CPythonLayout& l, uint64_t interp, uint64_t pthread) const {
+        auto owner = target_.readPointer(p + l.tstateInterp);
+        auto threadId = target_.readPointer(p + l.tstateThreadId);
+        if (!owner || *owner != interp || !threadId || *threadId != pthread) return false;
+        if (looksLikeFreedTcacheEntry(target_, p)) return false;
+        for (int64_t link : {l.tstatePrev, l.tstateNext}) {
+            auto neighbour = target_.readPointer(p + link);
+            if (!neighbour) return false;
+            if (*neighbour && target_.readPointer(*neighbour + l.tstateInterp).value_or(0) != interp) return false;
+        }
+        return true;
+    }
+
     // A thread ending deletes its own thread state while it still holds the GIL with it:
     // CPython unlinks the state first and clears the current pointer, its TLS slot and the GIL
-    // just after. Such a pointer is in no list for a moment without anything being wrong.
+    // just after, then frees it. Such a pointer is in no list for a moment without anything being
+    // wrong, as long as its memory is still the whole thread state; once freed, a GIL held with it
+    // is an error.
     void findThreadsDeletingTheirState() {
         for (const auto& rt : r_.runtimes)
             for (const auto& interp : rt.interpreters) {
-                const auto& l = rt.layout;
                 uint64_t p = interp.gilKnown ? interp.gilHolder : 0;
                 if (!p || known_.count(p)) continue;
-                auto owner = target_.readPointer(p + l.tstateInterp);
-                auto threadId = target_.readPointer(p + l.tstateThreadId);
-                if (!owner || *owner != interp.address || !threadId) continue;
+                auto threadId = target_.readPointer(p + rt.layout.tstateThreadId);
                 for (const auto& t : target_.threads()) {
-                    if (t.threadPointer != *threadId) continue;
+                    if (!threadId || t.pthread != *threadId || !stillAThreadState(p, rt.layout, interp.address, t.pthread)) continue;
                     deleting_[p] = t.lwp;
                     r_.warnings.push_back("LWP " + std::to_string(t.lwp) + " is deleting its own thread state " + hexAddress(p) +
-                                          " (it is unlinked but still holds the GIL with it): a thread ending, not an error");
+                                          " (unlinked, not yet freed, still holding the GIL with it): a thread ending, not an error");
                 }
             }
     }
@@ -129,13 +159,31 @@ private:
         return p.kind == Pointer::Kind::AutoTss && r_.runtimes.size() > 1 && it != known_.end() && it->second.runtime != p.runtime;
     }
 
+    // One finding per thread and pointer, naming every source that holds it.
     void checkStale() {
+        std::map<std::pair<int, uint64_t>, std::vector<const Pointer*>> stale;
         for (const auto& p : pointers_) {
             if (known_.count(p.tstate)) continue;
             if (p.kind != Pointer::Kind::Pybind11 && beingDeletedBy(p.tstate, p.lwp)) continue;
-            add("stale-tstate", "error", p.lwp, p.tstate,
-                "LWP " + std::to_string(p.lwp) + ": " + p.source + " names " + hexAddress(p.tstate) +
-                    ", which is in no interpreter's thread list; " + secondLook(p.tstate, p.runtime) + ". Likely cause: " + p.cause + ".");
+            stale[{p.lwp, p.tstate}].push_back(&p);
+        }
+        for (auto& [key, ptrs] : stale) {
+            // The most telling cause first: a pybind11 cache, then PyGILState's slot, then CPython's current pointer.
+            std::stable_sort(ptrs.begin(), ptrs.end(), [](const Pointer* a, const Pointer* b) {
+                auto rank = [](Pointer::Kind k) { return k == Pointer::Kind::Pybind11 ? 0 : k == Pointer::Kind::AutoTss ? 1 : 2; };
+                return rank(a->kind) < rank(b->kind);
+            });
+            std::vector<std::string> sources;
+            std::string named;
+            for (size_t i = 0; i < ptrs.size(); ++i) {
+                sources.push_back(ptrs[i]->source);
+                named += (i == 0 ? "" : i + 1 == ptrs.size() ? " and " : ", ") + ptrs[i]->source;
+            }
+            add("stale-tstate", "error", key.first, key.second,
+                "LWP " + std::to_string(key.first) + ": " + named + (ptrs.size() == 1 ? " names " : " name ") + hexAddress(key.second) +
+                    ", which is in no interpreter's thread list; " + secondLook(key.second, ptrs.front()->runtime) +
+                    ". Likely cause: " + ptrs.front()->cause + ".",
+                sources);
         }
         // <= 3.11: the process-wide current pointer, when no thread claimed it.
         for (size_t i = 0; i < r_.runtimes.size(); ++i) {
@@ -146,30 +194,42 @@ private:
             if (!claimed)
                 add("stale-tstate", "error", std::nullopt, rt.tstateCurrent,
                     "CPython " + rt.version + "'s gilstate.tstate_current names " + hexAddress(rt.tstateCurrent) +
-                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i) + ".");
+                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i) + ".",
+                    {"CPython " + rt.version + "'s gilstate.tstate_current"});
         }
     }
 
     void checkForeignAndShared() {
-        std::map<uint64_t, std::set<int>> holders;  // tstate -> threads whose TLS names it
+        std::map<uint64_t, std::map<int, std::vector<std::string>>> holders;  // tstate -> thread -> sources naming it
         for (const auto& p : pointers_) {
             auto it = known_.find(p.tstate);
             if (it == known_.end() || collidingKeyOfOtherRuntime(p)) continue;
-            holders[p.tstate].insert(p.lwp);
-            const auto& owner = it->second.lwp;
-            if (owner && *owner == p.lwp) continue;
-            add("foreign-tstate", "error", p.lwp, p.tstate,
-                "LWP " + std::to_string(p.lwp) + ": " + p.source + " names " + hexAddress(p.tstate) + ", the thread state of " +
-                    lwpWords(owner) + " (interpreter " + std::to_string(it->second.interpId) +
-                    "). Likely cause: a thread state handed between threads (a coroutine or fiber resumed on another thread, or a pointer cached across threads).");
+            holders[p.tstate][p.lwp].push_back(p.source);
         }
-        for (const auto& [tstate, lwps] : holders) {
-            if (lwps.size() < 2) continue;
+        for (const auto& [tstate, byThread] : holders) {
+            const KnownTstate& known = known_.at(tstate);
+            for (const auto& [lwp, sources] : byThread) {
+                if (known.lwp && *known.lwp == lwp) continue;
+                std::string named;
+                for (size_t i = 0; i < sources.size(); ++i)
+                    named += (i == 0 ? "" : i + 1 == sources.size() ? " and " : ", ") + sources[i];
+                add("foreign-tstate", "error", lwp, tstate,
+                    "LWP " + std::to_string(lwp) + ": " + named + (sources.size() == 1 ? " names " : " name ") + hexAddress(tstate) +
+                        ", the thread state of " + lwpWords(known.lwp) + " (interpreter " + std::to_string(known.interpId) +
+                        "). Likely cause: a thread state handed between threads (a coroutine or fiber resumed on another thread, or a pointer cached across threads).",
+                    sources);
+            }
+            if (byThread.size() < 2) continue;
             std::string list;
-            for (int l : lwps) list += (list.empty() ? "" : ", ") + std::to_string(l);
+            std::vector<std::string> sources;
+            for (const auto& [lwp, named] : byThread) {
+                list += (list.empty() ? "" : ", ") + std::to_string(lwp);
+                for (const auto& n : named) sources.push_back("LWP " + std::to_string(lwp) + ": " + n);
+            }
             add("shared-tstate", "error", std::nullopt, tstate,
                 "thread state " + hexAddress(tstate) + " is named by the TLS of LWPs " + list +
-                    ": two threads would run Python on one thread state. Likely cause: a pthread key value copied to another thread, or a pointer cached in thread-local storage across threads.");
+                    ": two threads would run Python on one thread state. Likely cause: a pthread key value copied to another thread, or a pointer cached in thread-local storage across threads.",
+                sources);
         }
     }
 
@@ -204,15 +264,18 @@ private:
                 if (!interp.gilKnown || !interp.gilHolder) continue;
                 auto it = known_.find(interp.gilHolder);
                 if (it == known_.end() && deleting_.count(interp.gilHolder)) continue;
+                std::vector<std::string> sources = {"the GIL of interpreter " + std::to_string(interp.id)};
                 if (it == known_.end())
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
                             ", which is in no thread list; " + secondLook(interp.gilHolder, i) +
-                            ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).");
+                            ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
+                        sources);
                 else if (!it->second.lwp)
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
-                            " whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.");
+                            " whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
+                        sources);
             }
     }
 

@@ -4,6 +4,7 @@
 
 #include "commands/render.h"
 #include "commands/text_encoding.h"
+#include "symbols/core/signal_names.h"
 
 namespace pytstates {
 
@@ -46,6 +47,31 @@ void makeUtf8(json& value) {
 
 json frameJson(const PyFrame& f) { return {{"function", f.function}, {"file", f.file}, {"line", f.line}}; }
 
+json nativeFrameJson(const NativeFrame& f) {
+    json python = json::array();
+    for (const auto& p : f.python) python.push_back(frameJson(p));
+    json out = {{"pc", hexAddress(f.pc)},
+                {"function", f.function.empty() ? json(nullptr) : json(f.function)},
+                {"module", f.module.empty() ? json(nullptr) : json(f.module)},
+                {"offset", f.module.empty() ? json(nullptr) : json(hexAddress(f.offset))},
+                {"file", f.file.empty() ? json(nullptr) : json(f.file)},
+                {"line", f.file.empty() ? json(nullptr) : json(f.line)},
+                {"python", python}};
+    if (f.inlined) out["inlined"] = true;
+    if (f.tailCall) out["tail_call"] = true;
+    json params = json::object();
+    for (const auto& v : f.values)
+        if (v.kind == FrameValue::Kind::Parameter) params[v.name] = hexAddress(v.value);
+    if (!params.empty()) out["parameters"] = params;
+    return out;
+}
+
+json nativeFramesJson(const std::vector<NativeFrame>& frames) {
+    json out = json::array();
+    for (const auto& f : frames) out.push_back(nativeFrameJson(f));
+    return out;
+}
+
 }  // namespace
 
 std::string renderJson(const Report& report, const RenderOptions& options) {
@@ -55,6 +81,25 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                    {"pid", report.target.pid},
                    {"executable", report.target.executable}};
     if (report.target.stoppedMs) target["stopped_ms"] = *report.target.stoppedMs;
+    target["arch"] = report.target.arch;
+    target["crash"] = nullptr;
+    if (report.crash) {
+        const CrashReport& c = *report.crash;
+        json crash = {{"lwp", c.signal.lwp},
+                      {"signal", c.signal.signal},
+                      {"signal_name", signalName(c.signal.signal)},
+                      {"code", c.signal.haveSiginfo ? json(c.signal.code) : json(nullptr)},
+                      {"fault_address", c.signal.faultAddress ? json(hexAddress(c.signal.faultAddress)) : json(nullptr)},
+                      {"frames", nativeFramesJson(c.stack.frames)},
+                      {"explained_by", c.explainedBy}};
+        std::string codeName = c.signal.haveSiginfo ? signalCodeName(c.signal.signal, c.signal.code) : "";
+        if (!codeName.empty()) crash["code_name"] = codeName;
+        if (c.signal.haveSiginfo && c.signal.code <= 0 && c.signal.senderPid) crash["sender_pid"] = c.signal.senderPid;
+        if (!c.explanation.empty()) crash["explanation"] = c.explanation;
+        if (!c.fatalError.empty()) crash["fatal_error"] = c.fatalError;
+        if (!c.stack.end.empty()) crash["frames_end"] = c.stack.end;
+        target["crash"] = crash;
+    }
     out["target"] = target;
 
     bool withFrames = options.command != Command::Internals;
@@ -107,6 +152,8 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
         if (!t.currentSource.empty()) row["current_source"] = t.currentSource;
         if (!t.currentStatus.empty()) row["current_status"] = t.currentStatus;
         if (t.debuggerThread) row["debugger_thread"] = t.debuggerThread;
+        row["native_frames"] = nativeFramesJson(t.nativeFrames);
+        if (!t.nativeEnd.empty()) row["native_end"] = t.nativeEnd;
         threads.push_back(row);
     }
     out["threads"] = threads;
@@ -149,7 +196,8 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                             {"severity", f.severity},
                             {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
                             {"tstate", addressOrNull(f.tstate)},
-                            {"message", f.message}});
+                            {"message", f.message},
+                            {"sources", f.sources}});
     out["findings"] = findings;
     if (!report.warnings.empty()) out["warnings"] = report.warnings;
     makeUtf8(out);

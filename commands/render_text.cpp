@@ -1,15 +1,22 @@
 // The one-screen text view: runtimes, interpreters and thread states with their stacks, then one
 // row per OS thread with every per-thread pointer side by side.
 #include <cstdio>
+#include <map>
 #include <sstream>
+
+#include <csignal>
+#include <cstdint>
 
 #include "commands/render.h"
 #include "commands/text_encoding.h"
+#include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
 
 namespace pytstates {
 
 namespace {
+
+constexpr size_t kCrashFramesShown = 32;
 
 std::string basename(const std::string& path) {
     auto slash = path.rfind('/');
@@ -39,6 +46,100 @@ std::string wrap(const std::string& text, size_t width, const std::string& inden
     return out;
 }
 
+std::string threadLabel(const Report& report, int lwp, const RenderOptions& options) {
+    std::string label = "LWP " + std::to_string(lwp);
+    if (options.showDebuggerThreads)
+        for (const auto& t : report.threads)
+            if (t.lwp == lwp && t.debuggerThread) label += " (thread " + std::to_string(t.debuggerThread) + ")";
+    return label;
+}
+
+// C++ names of templates and lambdas run to hundreds of characters: on one screen, long ones keep
+// their shape with template arguments and parameter lists elided ("initialize<…>(…)::{lambda(…)#3}::_FUN").
+// JSON keeps them whole.
+std::string shortFunction(const std::string& name) {
+    constexpr size_t kLong = 60;
+    if (name.size() <= kLong) return name;
+    std::string out;
+    int depth = 0;
+    bool elided = false;
+    for (char c : name) {
+        bool open = c == '<' || c == '(', close = c == '>' || c == ')';
+        if (open && depth++ == 0) {
+            out += c;
+            elided = false;
+            continue;
+        }
+        if (close && depth > 0 && --depth == 0) {
+            out += (elided ? "\xe2\x80\xa6" : "") + std::string(1, c);  // "operator()" stays
+            continue;
+        }
+        if (depth == 0) out += c;
+        else elided = true;
+    }
+    return out;
+}
+
+// "#3  0x00007f3a68265fd6 take_gil (tstate=0x7f3a60000d10)  ceval_gil.h:231  (libpython3.11.so.1.0+0x265fd6)"
+std::string nativeFrameLine(const NativeFrame& f, size_t index) {
+    char pc[32];
+    std::snprintf(pc, sizeof pc, "0x%016llx", static_cast<unsigned long long>(f.pc));
+    std::string line = "#" + std::to_string(index) + "  " + (f.inlined ? std::string(18, ' ') : std::string(pc)) + " " +
+                       (f.function.empty() ? "??" : shown(shortFunction(f.function)));
+    std::string params;
+    for (const auto& v : f.values)
+        if (v.kind == FrameValue::Kind::Parameter && v.name.find("->") == std::string::npos)
+            params += (params.empty() ? "" : ", ") + v.name + "=" + hexAddress(v.value);
+    if (!params.empty()) line += " (" + params + ")";
+    if (f.inlined) line += " [inlined]";
+    if (f.tailCall) line += " [tail call]";
+    if (!f.file.empty()) line += "  " + shown(basename(f.file)) + ":" + std::to_string(f.line);
+    if (!f.module.empty()) {
+        char off[32];
+        std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+        line += "  (" + shown(basename(f.module)) + off + ")";
+    }
+    return line;
+}
+
+void renderNativeFrames(std::ostringstream& out, const std::vector<NativeFrame>& frames, const std::string& end,
+                        const std::string& indent, size_t limit) {
+    for (size_t i = 0; i < frames.size() && i < limit; ++i) {
+        out << indent << nativeFrameLine(frames[i], i) << "\n";
+        for (const auto& p : frames[i].python)
+            out << indent << "      Python: " << shown(p.function) << " (" << shown(basename(p.file)) << ":" << p.line << ")\n";
+    }
+    if (frames.size() > limit) out << indent << "(" << frames.size() - limit << " more frames: --json has them all)\n";
+    if (!end.empty()) out << indent << "(the stack ends here: " << shown(end) << ")\n";
+}
+
+void renderCrash(std::ostringstream& out, const Report& report, const RenderOptions& options) {
+    const CrashReport& c = *report.crash;
+    const CrashSignal& s = c.signal;
+    out << "CRASH  " << threadLabel(report, s.lwp, options) << "  " << signalName(s.signal);
+    if (s.haveSiginfo) {
+        std::string code = signalCodeName(s.signal, s.code), words = signalCodeWords(s.signal, s.code);
+        if (!code.empty()) out << " (" << code << (words.empty() ? "" : ": " + words) << ")";
+        if (s.code > 0 && s.code != 0x80 && (s.signal == SIGSEGV || s.signal == SIGBUS || s.faultAddress))
+            out << " at " << hexAddress(s.faultAddress);
+        if (s.code <= 0 && s.senderPid)
+            out << (s.senderPid == report.target.pid ? " by the process itself" : " by process " + std::to_string(s.senderPid) + " (uid " + std::to_string(s.senderUid) + ")");
+    }
+    out << "\n";
+    if (!c.fatalError.empty()) out << wrap(shown(c.fatalError), 96, "  ");
+    if (!c.explanation.empty()) out << wrap(shown(c.explanation), 96, "  ");
+    renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown);
+    out << "\n";
+}
+
+void renderNativeStacks(std::ostringstream& out, const Report& report, const RenderOptions& options) {
+    out << "\nNATIVE STACKS (innermost first; Python frames under the eval-loop frame that runs them)\n";
+    for (const auto& t : report.threads) {
+        out << "  " << threadLabel(report, t.lwp, options) << "\n";
+        renderNativeFrames(out, t.nativeFrames, t.nativeEnd, "    ", SIZE_MAX);
+    }
+}
+
 void renderFindings(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     if (report.findings.empty()) {
         out << "No findings.\n\n";
@@ -49,12 +150,7 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
     out << "FINDINGS (" << report.findings.size() << ", " << errors << " error" << (errors == 1 ? "" : "s") << ")\n";
     for (const auto& f : report.findings) {
         out << "  " << pad(f.severity, 8) << pad(f.code, 26);
-        if (f.lwp) {
-            out << "LWP " << *f.lwp;
-            if (options.showDebuggerThreads)
-                for (const auto& t : report.threads)
-                    if (t.lwp == *f.lwp && t.debuggerThread) out << " (thread " << t.debuggerThread << ")";
-        }
+        if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
         out << "\n" << wrap(shown(f.message), 96, "      ");
     }
@@ -162,11 +258,13 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     out << pad(autotss, 18);
     for (const auto& view : report.internals)
         if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
-    out << "\n";
+    out << "NATIVE (innermost frame)\n";
+    std::multimap<int, uint64_t> ownedBy;  // LWP -> its thread states, in address order
+    for (const auto& [tstate, lwp] : report.lwpOfTstate) ownedBy.emplace(lwp, tstate);
     for (const auto& t : report.threads) {
         std::string owned = "-";
-        for (const auto& [tstate, lwp] : report.lwpOfTstate)
-            if (lwp == t.lwp) owned = owned == "-" ? hexAddress(tstate) : owned.append("+");
+        auto [first, last] = ownedBy.equal_range(t.lwp);
+        for (auto it = first; it != last; ++it) owned = owned == "-" ? hexAddress(it->second) : owned.append("+");
         out << "  ";
         if (options.showDebuggerThreads) out << pad(t.debuggerThread ? std::to_string(t.debuggerThread) : "-", 5);
         out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 17)
@@ -179,7 +277,7 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
                 if (v.lwp == t.lwp) value = v.tstate;
             out << pad(pointerCell(report, value), 18);
         }
-        out << "\n";
+        out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function))) << "\n";
     }
 }
 
@@ -197,10 +295,12 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     out << "\n";
     for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
+    if (report.crash) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
     if (options.command != Command::Tstates) renderInternals(out, report, options);
     renderThreads(out, report, options);
+    if (report.nativeStacks) renderNativeStacks(out, report, options);
     if (options.command != Command::Check && !report.findings.empty()) {
         out << "\n";
         renderFindings(out, report, options);

@@ -2,10 +2,12 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 #include "commands/findings.h"
+#include "commands/native_report.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/glibc/thread_local.h"
 
@@ -25,7 +27,7 @@ void matchThreads(const Target& target, Report& report) {
     std::map<uint64_t, int> lwpOfPthread;
     std::map<int, bool> lwpExists;
     for (const auto& t : target.threads()) {
-        lwpOfPthread[t.threadPointer] = t.lwp;
+        lwpOfPthread[t.pthread] = t.lwp;
         lwpExists[t.lwp] = true;
     }
     for (const auto& rt : report.runtimes)
@@ -52,7 +54,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
     for (const auto& t : target.threads()) {
         ThreadRow row;
         row.lwp = t.lwp;
-        row.pthread = t.threadPointer;
+        row.pthread = t.pthread;
         for (const auto& rt : report.runtimes) {
             const GlibcKeys* keys = glibcFor(glibc, target, rt.moduleIndex);
             if (!row.currentTstate && row.currentStatus.empty()) {
@@ -61,7 +63,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                     // names (live or freed) records this thread as its owner.
                     row.currentSource = "gilstate.tstate_current";
                     if (rt.tstateCurrent &&
-                        target.readValue<uint64_t>(rt.tstateCurrent + rt.layout.tstateThreadId).value_or(0) == t.threadPointer)
+                        target.readValue<uint64_t>(rt.tstateCurrent + rt.layout.tstateThreadId).value_or(0) == t.pthread)
                         row.currentTstate = rt.tstateCurrent;
                 } else if (rt.tssTstate && keys && rt.moduleIndex < target.modules().size()) {
                     row.currentSource = "_Py_tss_tstate";
@@ -74,7 +76,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                 }
             }
             if (rt.autoTssKey && !row.autotssKey && keys) {
-                KeySlot slot = readKeySlot(target, *keys, t.threadPointer, *rt.autoTssKey);
+                KeySlot slot = readKeySlot(target, *keys, t.pthread, *rt.autoTssKey);
                 row.autotssKey = rt.autoTssKey;
                 row.autotssRuntime = static_cast<size_t>(&rt - report.runtimes.data());
                 row.autotssStatus = describe(slot.status);
@@ -96,7 +98,7 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
             view.record = std::move(record);
             if (view.record.tlsKey && keys) {
                 for (const auto& t : target.threads()) {
-                    KeySlot slot = readKeySlot(target, *keys, t.threadPointer, *view.record.tlsKey);
+                    KeySlot slot = readKeySlot(target, *keys, t.pthread, *view.record.tlsKey);
                     if (slot.status == KeySlot::Status::Set || slot.status == KeySlot::Status::Stale)
                         view.values.push_back({t.lwp, slot.value, describe(slot.status)});
                 }
@@ -111,9 +113,24 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 Preparation prepareReport(const Target& target, const ReportOptions& options) {
     Preparation p;
     p.runtimes = findRuntimeCandidates(target, options.useDwarf);
-    if (options.internals || options.findings) p.pybind11 = scanPybind11Modules(target);
+    if (options.internals || options.findings) p.pybind11 = scanPybind11Modules(target, options.useDwarf);
+    p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
     return p;
 }
+
+namespace {
+
+constexpr size_t kAllPythonFrames = 4096;  // --native merges whole Python stacks
+
+// The thread states' stacks cut to what --frames asks for (the native merge had them whole).
+void cutFrames(std::vector<Runtime>& runtimes, size_t maxFrames) {
+    for (auto& rt : runtimes)
+        for (auto& interp : rt.interpreters)
+            for (auto& ts : interp.tstates)
+                if (ts.frames.size() > maxFrames) ts.frames.resize(maxFrames);
+}
+
+}  // namespace
 
 Report buildReport(const Target& target, const ReportOptions& options) {
     return buildReport(target, options, prepareReport(target, options));
@@ -123,9 +140,10 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     Report report;
     report.target.kind = target.kind();
     report.target.pid = target.pid();
+    report.target.arch = target.arch().name;
     report.target.executable = target.executable();
     report.warnings = target.warnings();
-    RuntimeSearch search = walkRuntimes(target, preparation.runtimes, options.maxFrames);
+    RuntimeSearch search = walkRuntimes(target, preparation.runtimes, options.native ? std::max(options.maxFrames, kAllPythonFrames) : options.maxFrames);
     report.runtimes = std::move(search.runtimes);
     report.rejectedRuntimes = std::move(search.rejected);
     if (report.runtimes.empty()) {
@@ -141,9 +159,12 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     auto glibc = findGlibcKeys(target);
     if (glibc.empty()) report.warnings.push_back("no glibc with __pthread_keys found: thread-specific data is not read");
     fillThreadRows(target, glibc, report);
+    if (preparation.native) readNativeStacks(target, *preparation.native, options, report.runtimes, report);
+    if (options.native) cutFrames(report.runtimes, options.maxFrames);
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     if (options.findings) addFindings(target, report);
     else addRuntimeFindings(report);
+    explainCrash(target, report);
     return report;
 }
 

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
+#include "symbols/native/native_stacks.h"
 #include "symbols/pybind11/internals_reader.h"
 #include "symbols/target.h"
 
@@ -17,6 +19,7 @@ namespace pytstates {
 
 struct TargetSummary {
     TargetKind kind = TargetKind::Core;
+    std::string arch = "x86_64";
     int pid = 0;
     std::string executable;
     std::optional<double> stoppedMs;
@@ -45,6 +48,10 @@ struct ThreadRow {
     std::optional<uint32_t> autotssKey;
     size_t autotssRuntime = 0;   // which runtime's key
     int debuggerThread = 0;      // the debugger's own thread number, 0 when none
+    // Its native stack: the innermost frame (with the calls inlined at its pc), or the whole
+    // stack with --native (Python frames merged in).
+    std::vector<NativeFrame> nativeFrames;
+    std::string nativeEnd;       // why the stack ends early, when it does
 };
 
 struct Finding {
@@ -53,6 +60,16 @@ struct Finding {
     std::optional<int> lwp;
     uint64_t tstate = 0;
     std::string message;
+    std::vector<std::string> sources;  // every per-thread pointer or record that names `tstate`
+};
+
+// What a core's process died of, and which finding explains it.
+struct CrashReport {
+    CrashSignal signal;
+    NativeStack stack;                // the crashing thread's native stack, innermost first
+    std::vector<size_t> explainedBy;  // indexes into Report::findings
+    std::string explanation;          // one line tying a frame's value to a finding; empty if none
+    std::string fatalError;           // "Fatal Python error: ..." when CPython aborted with one
 };
 
 struct Report {
@@ -64,6 +81,8 @@ struct Report {
     bool internalsRead = false;
     std::vector<Finding> findings;
     std::vector<std::string> warnings;
+    std::optional<CrashReport> crash;
+    bool nativeStacks = false;            // --native: every thread's whole stack
     std::map<uint64_t, int> lwpOfTstate;  // tstate address -> LWP of the OS thread it belongs to
     std::set<uint64_t> listedTstates;     // every tstate in some interpreter's list
 
@@ -87,6 +106,7 @@ struct ReportOptions {
     bool types = false;      // and their registered types
     bool findings = false;   // run the checks
     bool useDwarf = true;    // false: _Py_DebugOffsets and built-in tables only
+    bool native = false;     // every thread's whole native stack, Python frames merged in
 };
 
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a
@@ -94,6 +114,7 @@ struct ReportOptions {
 struct Preparation {
     RuntimeCandidates runtimes;
     Pybind11ModuleScan pybind11;
+    std::shared_ptr<NativeStacks> native;  // modules reported to the unwinder
 };
 Preparation prepareReport(const Target& target, const ReportOptions& options);
 

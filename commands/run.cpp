@@ -17,6 +17,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.types = request.types;
         options.findings = request.command == Command::Check;
         options.useDwarf = request.useDwarf;
+        options.native = request.native;
         Preparation preparation = prepareReport(target, options);
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);
@@ -48,6 +49,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->json = true;
         } else if (a == "--types" || a == "-t") {
             request->types = true;
+        } else if (a == "--native" || a == "-n") {
+            request->native = true;
         } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
             std::string value = a.rfind("--frames=", 0) == 0 ? a.substr(9) : (i + 1 < args.size() ? args[++i] : "");
             try {
@@ -60,7 +63,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 return false;
             }
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types)";
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native)";
             return false;
         }
     }
@@ -76,7 +79,10 @@ std::string commandHelp(Command command) {
                    "Thread table columns: THR = the debugger's thread number (use it to switch threads), LWP = OS thread id,\n"
                    "PTHREAD = its struct pthread, PYTHREADSTATE = the thread states listed for it, CURRENT = CPython's current\n"
                    "thread state on that thread, AUTOTSS(kN) = PyGILState's TLS slot (pthread key N), PYBIND11(kN) = a pybind11\n"
-                   "internals record's TLS slot. A value ending in '!' names no listed thread state.";
+                   "internals record's TLS slot, NATIVE = the thread's innermost native frame. A value ending in '!' names no\n"
+                   "listed thread state. -n/--native: every thread's whole native stack, the Python frames each eval-loop\n"
+                   "frame runs shown under it. A core of a crashed process starts with CRASH: the signal, the thread, its\n"
+                   "native stack and the finding the crash is, when a frame holds that finding's pointer.";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -86,7 +92,7 @@ std::string commandHelp(Command command) {
                    "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
                    "split pybind11 internals. Each finding names the thread (LWP and the debugger's thread number),\n"
                    "the pointer, its source and the likely cause.\n"
-                   "Options: -j/--json, -f/--frames N.";
+                   "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack).";
     }
     return {};
 }

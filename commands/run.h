@@ -18,6 +18,7 @@ struct CommandRequest {
     bool types = false;
     int frames = 5;
     bool useDwarf = true;
+    bool native = false;  // every thread's whole native stack
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;

@@ -7,11 +7,20 @@ namespace pytstates {
 
 const PageCache::Page& PageCache::page(uint64_t base) const {
     auto it = pages_.find(base);
-    if (it != pages_.end()) return it->second;
+    if (it != pages_.end()) {
+        order_.splice(order_.begin(), order_, it->second.use);
+        return it->second;
+    }
+    if (pages_.size() >= capacity_ && !order_.empty()) {
+        pages_.erase(order_.back());
+        order_.pop_back();
+    }
     Page p;
     p.bytes.resize(kPage);
     ++fetches_;
     p.valid = fetch_ ? fetch_(base, p.bytes.data(), kPage) : 0;
+    order_.push_front(base);
+    p.use = order_.begin();
     return pages_.emplace(base, std::move(p)).first->second;
 }
 

@@ -1,9 +1,11 @@
 // Page-granular cache in front of an expensive memory source (a debugger's API, a syscall per
-// read): the analyses read many small fields close together.
+// read, a file read with pread): the analyses read many small fields close together. Bounded: the
+// least recently used pages go first, so a huge core never costs more than `capacity` pages.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <unordered_map>
 #include <vector>
 
@@ -12,10 +14,14 @@ namespace pytstates {
 class PageCache {
 public:
     using Fetch = std::function<size_t(uint64_t addr, void* buf, size_t len)>;
-    explicit PageCache(Fetch fetch) : fetch_(std::move(fetch)) {}
+    static constexpr size_t kDefaultCapacity = 2048;  // pages: 8 MiB
+    explicit PageCache(Fetch fetch, size_t capacity = kDefaultCapacity) : fetch_(std::move(fetch)), capacity_(capacity) {}
 
     size_t read(uint64_t addr, void* buf, size_t len) const;
-    void clear() { pages_.clear(); }
+    void clear() {
+        pages_.clear();
+        order_.clear();
+    }
     size_t fetches() const { return fetches_; }
 
 private:
@@ -23,11 +29,14 @@ private:
     struct Page {
         size_t valid = 0;  // readable bytes from the page start
         std::vector<unsigned char> bytes;
+        std::list<uint64_t>::iterator use;  // its place in order_
     };
     const Page& page(uint64_t base) const;
 
     Fetch fetch_;
+    size_t capacity_;
     mutable std::unordered_map<uint64_t, Page> pages_;
+    mutable std::list<uint64_t> order_;  // page bases, most recently used first
     mutable size_t fetches_ = 0;
 };
 

@@ -7,17 +7,32 @@
 #include <string>
 #include <vector>
 
+#include "symbols/arch/arch.h"
 #include "symbols/memory.h"
 
 namespace pytstates {
 
 class ElfFile;
+class DebugSession;
 
 struct OsThread {
     int lwp = 0;
-    uint64_t threadPointer = 0;  // x86_64 fs_base == struct pthread* == pthread_self()
+    uint64_t threadPointer = 0;  // the TLS register (fs_base on x86_64, tpidr_el0 on aarch64); 0: unknown
+    uint64_t pthread = 0;        // its struct pthread == pthread_self() (== threadPointer on x86_64)
     uint64_t pc = 0;
     uint64_t sp = 0;
+    std::vector<uint64_t> registers;  // DWARF-numbered (Arch::dwarfRegisters); empty: only pc and sp known
+    int signal = 0;              // the signal the thread was dumped or stopped with (pr_cursig), 0: none
+};
+
+// The signal a core's process died of (NT_SIGINFO and the first thread's pr_cursig).
+struct CrashSignal {
+    int lwp = 0;                 // the thread that took it (the first thread of the core)
+    int signal = 0;
+    bool haveSiginfo = false;    // the fields below come from NT_SIGINFO
+    int code = 0;                // si_code
+    uint64_t faultAddress = 0;   // si_addr (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP)
+    int senderPid = 0, senderUid = 0;  // si_pid, si_uid (signals sent by a process: si_code <= 0)
 };
 
 struct LoadedModule {
@@ -45,6 +60,15 @@ public:
     virtual const std::vector<LoadedModule>& modules() const = 0;
     // Things the reader noticed that the user should know (a truncated core, a mismatched file).
     virtual const std::vector<std::string>& warnings() const = 0;
+    // The machine the target runs on.
+    virtual const Arch& arch() const { return hostArch(); }
+    // What the process died of: a core written for a fatal signal. Empty for live targets and
+    // for cores of running processes (gcore).
+    virtual std::optional<CrashSignal> crashSignal() const { return std::nullopt; }
+
+    // The modules' symbols, CFI and DWARF through libdwfl, made on first use (a second call with
+    // another useDwarf makes a new one).
+    const DebugSession& debugSession(bool useDwarf) const;
 
     // How much the analysis read (for scripts/bench): read calls and bytes.
     struct ReadStats {
@@ -60,6 +84,7 @@ protected:
 
 private:
     mutable ReadStats stats_;
+    mutable std::shared_ptr<DebugSession> debugSession_;
 };
 
 }  // namespace pytstates

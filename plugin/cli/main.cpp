@@ -31,6 +31,7 @@ struct Arguments {
     bool types = false;
     bool noStop = false;
     bool noDwarf = false;
+    bool native = false;
     int frames = 5;
 };
 
@@ -66,6 +67,7 @@ int run(pytstates::Command command, Arguments a) {
     request.types = a.types;
     request.frames = a.frames;
     request.useDwarf = !a.noDwarf;
+    request.native = a.native;
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;
@@ -89,7 +91,13 @@ int run(pytstates::Command command, Arguments a) {
     options.search.sysroot = a.sysroot;
     options.search.debugDirs = a.debugDirs;
     CoreTarget target(options);
-    CommandResult result = runCommand(target, request);
+    // gdb and lldb number a core's threads in the order of its notes: say those numbers too.
+    CommandResult result = runCommand(target, request, [&target](int lwp) {
+        const auto& threads = target.threads();
+        for (size_t i = 0; i < threads.size(); ++i)
+            if (threads[i].lwp == lwp) return static_cast<int>(i + 1);
+        return 0;
+    });
     printReadStats(target);
     if (result.status == 2) throw std::runtime_error(result.error);
     std::fwrite(result.output.data(), 1, result.output.size(), stdout);
@@ -106,12 +114,14 @@ int main(int argc, char** argv) try {
     auto* tstates = app.add_subcommand("tstates", "runtimes, interpreters, thread states, per-thread TLS");
     addTargetOptions(tstates, args);
     tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
+    tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
     auto* check = app.add_subcommand("check", "everything above plus the findings");
     addTargetOptions(check, args);
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
+    check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -38,22 +38,48 @@ size_t readThroughGdb(const py::function& readMemory, uint64_t addr, void* buf, 
     }
 }
 
+// (lwp, fs_base, registers in DWARF order: empty when gdb could not read them)
+using GdbThread = std::tuple<int, uint64_t, std::vector<uint64_t>>;
+// (lwp, si_signo, si_code, si_addr, si_pid, si_uid) of the core's first thread, from $_siginfo
+using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
+
 std::tuple<int, std::string, std::string> run(const std::string& command, const std::vector<std::string>& args,
-                                              const py::function& readMemory,
-                                              const std::vector<std::tuple<int, uint64_t>>& threads,
+                                              const py::function& readMemory, const std::vector<GdbThread>& threads,
                                               const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                                              bool live, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot) {
+                                              bool live, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
+                                              const std::optional<GdbSiginfo>& siginfo) {
     CommandRequest request;
     request.command = commandNamed(command);
     std::string error;
     if (!parseCommandArguments(args, &request, &error)) return {2, "", error};
     DebuggerInput input;
     input.read = [readMemory](uint64_t addr, void* buf, size_t len) { return readThroughGdb(readMemory, addr, buf, len); };
-    for (const auto& [lwp, fsBase] : threads) {
+    const Arch& arch = hostArch();
+    for (const auto& [lwp, fsBase, registers] : threads) {
         OsThread t;
         t.lwp = lwp;
         t.threadPointer = fsBase;
+        t.pthread = fsBase;
+        if (registers.size() == arch.dwarfRegisters) {
+            t.registers = registers;
+            t.pc = registers[arch.pcRegister];
+            t.sp = registers[arch.spRegister];
+        }
         input.threads.push_back(t);
+    }
+    if (siginfo) {
+        const auto& [lwp, signo, code, address, senderPid, senderUid] = *siginfo;
+        CrashSignal c;
+        c.lwp = lwp;
+        c.signal = signo;
+        c.haveSiginfo = true;
+        c.code = code;
+        if (code > 0) c.faultAddress = address;
+        if (code <= 0) {
+            c.senderPid = senderPid;
+            c.senderUid = senderUid;
+        }
+        input.crash = c;
     }
     auto aux = [&](uint64_t type) {
         auto it = auxv.find(type);

@@ -10,6 +10,7 @@
 #include <exception>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,6 +61,29 @@ std::map<uint64_t, uint64_t> auxvOf(lldb::SBTarget target, lldb::SBProcess proce
     aux[AT_PHNUM] = ehdr.e_phnum;
     aux[AT_ENTRY] = bias + ehdr.e_entry;
     return aux;
+}
+
+std::optional<uint64_t> registerValue(lldb::SBFrame& frame, const char* name) {
+    lldb::SBValue value = frame.FindRegister(name);
+    if (!value.IsValid()) return std::nullopt;
+    lldb::SBError e;
+    uint64_t v = value.GetValueAsUnsigned(e, 0);
+    if (!e.Success()) return std::nullopt;
+    return v;
+}
+
+// The innermost frame's general registers in DWARF order (x86_64: rax, rdx, rcx, rbx, rsi, rdi,
+// rbp, rsp, r8-r15, rip), for the unwinder; empty when lldb lacks one.
+std::vector<uint64_t> registers(lldb::SBFrame& frame) {
+    static const char* const names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+                                        "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
+    std::vector<uint64_t> out;
+    for (const char* name : names) {
+        auto v = registerValue(frame, name);
+        if (!v) return {};
+        out.push_back(*v);
+    }
+    return out;
 }
 
 class PytstatesCommand : public lldb::SBCommandPluginInterface {
@@ -120,11 +144,19 @@ private:
             lldb::SBThread thread = process.GetThreadAtIndex(i);
             OsThread t;
             t.lwp = static_cast<int>(thread.GetThreadID());
-            lldb::SBValue fsBase = thread.GetFrameAtIndex(0).FindRegister("fs_base");
-            if (fsBase.IsValid()) {
-                lldb::SBError e;
-                uint64_t v = fsBase.GetValueAsUnsigned(e, 0);
-                if (e.Success()) t.threadPointer = v;
+            lldb::SBFrame frame = thread.GetFrameAtIndex(0);
+            if (auto fsBase = registerValue(frame, "fs_base")) t.threadPointer = t.pthread = *fsBase;
+            t.registers = registers(frame);
+            if (!t.registers.empty()) {
+                t.pc = t.registers[hostArch().pcRegister];
+                t.sp = t.registers[hostArch().spRegister];
+            }
+            // A core's first thread took the fatal signal (lldb's stop reason of each thread).
+            if (!live && i == 0 && thread.GetStopReason() == lldb::eStopReasonSignal && thread.GetStopReasonDataCount() > 0) {
+                CrashSignal c;
+                c.lwp = t.lwp;
+                c.signal = static_cast<int>(thread.GetStopReasonDataAtIndex(0));
+                input.crash = c;
             }
             indexOfLwp[t.lwp] = static_cast<int>(thread.GetIndexID());
             input.threads.push_back(t);
@@ -166,9 +198,9 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
         const char* syntax;
     };
     static const Entry entries[] = {
-        {"py-tstates", Command::Tstates, "py-tstates [-j|--json] [-f|--frames N]"},
+        {"py-tstates", Command::Tstates, "py-tstates [-j|--json] [-f|--frames N] [-n|--native]"},
         {"pybind-internals", Command::Internals, "pybind-internals [-j|--json] [-t|--types]"},
-        {"py-tstates-check", Command::Check, "py-tstates-check [-j|--json] [-f|--frames N]"},
+        {"py-tstates-check", Command::Check, "py-tstates-check [-j|--json] [-f|--frames N] [-n|--native]"},
     };
     static std::vector<std::string> helps;
     for (const auto& e : entries) helps.push_back(commandHelp(e.command));

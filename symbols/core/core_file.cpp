@@ -1,7 +1,11 @@
 #include "symbols/core/core_file.h"
 
+#include "symbols/core/signal_names.h"
+
 #include <elf.h>
 #include <gelf.h>
+
+#include <signal.h>
 
 #include <algorithm>
 #include <cstring>
@@ -11,13 +15,14 @@ namespace pytstates {
 
 namespace {
 
-// struct elf_prstatus on x86_64 (linux/elfcore.h): pr_pid at 32, pr_reg (user_regs_struct) at 112.
-constexpr size_t kPrstatusPid = 32;
-constexpr size_t kPrstatusRegs = 112;
-constexpr size_t kPrstatusSize = 336;
-constexpr size_t kRegRip = 16, kRegRsp = 19, kRegFsBase = 21;
-// struct elf_prpsinfo: pr_pid at 24, pr_fname[16] at 40, pr_psargs[80] at 56.
+// struct elf_prpsinfo: pr_pid at 24, pr_fname[16] at 40, pr_psargs[80] at 56 (the same on x86_64
+// and aarch64).
 constexpr size_t kPrpsinfoPid = 24, kPrpsinfoFname = 40, kPrpsinfoArgs = 56, kPrpsinfoSize = 136;
+// siginfo_t (NT_SIGINFO): si_signo, si_errno, si_code, then the union at 16: si_addr for faults,
+// si_pid and si_uid for signals a process sent.
+constexpr size_t kSiginfoSize = 128;
+constexpr uint32_t kNtArmTls = 0x401;
+constexpr uint64_t kMaxNotes = 256u << 20;  // a PT_NOTE larger than this is corrupt
 
 size_t align4(size_t v) { return (v + 3) & ~size_t(3); }
 
@@ -30,12 +35,16 @@ T load(const unsigned char* p) {
 
 }  // namespace
 
-CoreFile::CoreFile(const std::string& path) : path_(path) {
+CoreFile::CoreFile(const std::string& path)
+    : path_(path), fileCache_([this](uint64_t offset, void* buf, size_t len) { return elf_ ? elf_->readAt(offset, buf, len) : 0; }) {
     std::string error;
-    elf_ = ElfFile::open(path, &error);
+    elf_ = ElfFile::open(path, &error, ElfFile::Access::Read);
     if (!elf_) throw std::runtime_error(error);
     if (elf_->type() != ET_CORE) throw std::runtime_error(path + ": an ELF file but not a core dump");
-    if (elf_->machine() != EM_X86_64) throw std::runtime_error(path + ": core of an unsupported architecture (only x86_64 is supported)");
+    arch_ = archForElfMachine(elf_->machine());
+    if (!arch_)
+        throw std::runtime_error(path + ": core of an unsupported architecture (ELF machine " + std::to_string(elf_->machine()) +
+                                 "; x86_64 and aarch64 are supported)");
 
     size_t phnum = 0;
     elf_getphdrnum(elf_->handle(), &phnum);
@@ -48,7 +57,13 @@ CoreFile::CoreFile(const std::string& path) : path_(path) {
         } else if (ph.p_type == PT_NOTE) {
             uint64_t avail = ph.p_offset < elf_->fileSize() ? std::min<uint64_t>(ph.p_filesz, elf_->fileSize() - ph.p_offset) : 0;
             if (avail < ph.p_filesz) truncated_ = true;
-            if (const unsigned char* notes = elf_->rawBytes(ph.p_offset, avail)) parseNotes(notes, avail);
+            if (avail > kMaxNotes) {
+                truncated_ = true;
+                avail = kMaxNotes;
+            }
+            std::vector<unsigned char> notes(static_cast<size_t>(avail));
+            notes.resize(elf_->readAt(ph.p_offset, notes.data(), notes.size()));
+            parseNotes(notes.data(), notes.size());
         }
     }
     std::sort(segments_.begin(), segments_.end(), [](auto& a, auto& b) { return a.vaddr < b.vaddr; });
@@ -68,13 +83,32 @@ void CoreFile::parseNotes(const unsigned char* data, size_t size) {
         const char* name = reinterpret_cast<const char*>(data + pos + 12);
         const unsigned char* desc = data + descPos;
         bool core = namesz >= 4 && std::memcmp(name, "CORE", 4) == 0;
-        if (core && type == NT_PRSTATUS && descsz >= kPrstatusSize) {
+        if (core && type == NT_PRSTATUS && descsz >= arch_->prstatusSize) {
+            const Arch& a = *arch_;
             OsThread t;
-            t.lwp = load<int32_t>(desc + kPrstatusPid);
-            t.pc = load<uint64_t>(desc + kPrstatusRegs + 8 * kRegRip);
-            t.sp = load<uint64_t>(desc + kPrstatusRegs + 8 * kRegRsp);
-            t.threadPointer = load<uint64_t>(desc + kPrstatusRegs + 8 * kRegFsBase);
+            t.lwp = load<int32_t>(desc + a.prstatusPid);
+            t.signal = load<int16_t>(desc + a.prstatusCursig);
+            size_t words = (a.prstatusSize - a.prstatusRegs) / 8;
+            std::vector<uint64_t> regs(words);
+            std::memcpy(regs.data(), desc + a.prstatusRegs, std::min(words, a.prRegToDwarf.size()) * 8);
+            t.registers = a.registersFromPrReg(regs.data(), std::min(words, a.prRegToDwarf.size()));
+            t.pc = t.registers[a.pcRegister];
+            t.sp = t.registers[a.spRegister];
+            if (a.prRegThreadPointer >= 0) t.threadPointer = regs[a.prRegThreadPointer];
+            if (!a.tlsVariantI) t.pthread = t.threadPointer;
             threads_.push_back(t);
+            siginfo_.emplace_back();
+        } else if (core && type == NT_SIGINFO && descsz >= kSiginfoSize && !threads_.empty()) {
+            // The kernel writes one, after the dumping thread's NT_PRSTATUS; gdb one per thread.
+            Siginfo si;
+            si.signo = load<int32_t>(desc);
+            si.code = load<int32_t>(desc + 8);
+            si.address = load<uint64_t>(desc + 16);
+            si.pid = load<int32_t>(desc + 16);
+            si.uid = load<int32_t>(desc + 20);
+            siginfo_.back() = si;
+        } else if (type == kNtArmTls && descsz >= 8 && !threads_.empty() && arch_->machine == Machine::AArch64) {
+            threads_.back().threadPointer = load<uint64_t>(desc);  // tpidr_el0, owner "LINUX"
         } else if (core && type == NT_PRPSINFO && descsz >= kPrpsinfoSize) {
             pid_ = load<int32_t>(desc + kPrpsinfoPid);
             fname_.assign(reinterpret_cast<const char*>(desc + kPrpsinfoFname), strnlen(reinterpret_cast<const char*>(desc + kPrpsinfoFname), 16));
@@ -105,6 +139,31 @@ void CoreFile::parseNotes(const unsigned char* data, size_t size) {
     }
 }
 
+std::optional<CrashSignal> CoreFile::crashSignal() const {
+    if (threads_.empty()) return std::nullopt;
+    // The kernel dumps from the thread that took the fatal signal and writes it first; gdb's
+    // gcore writes the thread it stopped with a signal first. A gcore of a running process has
+    // pr_cursig 0 (and NT_SIGINFO of gdb's SIGSTOP): no crash.
+    const auto& si = siginfo_.front();
+    int sig = threads_.front().signal;
+    if (!signalDumpsCore(sig) && si && signalDumpsCore(si->signo)) sig = si->signo;
+    if (!signalDumpsCore(sig)) return std::nullopt;
+    CrashSignal c;
+    c.lwp = threads_.front().lwp;
+    c.signal = sig;
+    if (si && si->signo == sig) {
+        c.haveSiginfo = true;
+        c.code = si->code;
+        if (si->code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP))
+            c.faultAddress = si->address;
+        if (si->code <= 0) {
+            c.senderPid = si->pid;
+            c.senderUid = si->uid;
+        }
+    }
+    return c;
+}
+
 uint64_t CoreFile::auxValue(uint64_t type) const {
     auto it = auxv_.find(type);
     return it == auxv_.end() ? 0 : it->second;
@@ -129,21 +188,10 @@ size_t CoreFile::read(uint64_t addr, void* buf, size_t len) const {
         if (it == segments_.begin()) break;
         --it;
         if (a >= it->vaddr + it->filesz) break;  // not in the core (or left out)
-        uint64_t n = std::min<uint64_t>(len - done, it->vaddr + it->filesz - a);
-        const unsigned char* p = elf_->rawBytes(it->offset + (a - it->vaddr), n);
-        if (!p) {  // truncated core: take what is there
-            uint64_t fileEnd = elf_->fileSize();
-            uint64_t off = it->offset + (a - it->vaddr);
-            if (off >= fileEnd) break;
-            n = fileEnd - off;
-            p = elf_->rawBytes(off, n);
-            if (!p) break;
-            std::memcpy(out + done, p, n);
-            done += n;
-            break;
-        }
-        std::memcpy(out + done, p, n);
-        done += n;
+        size_t n = static_cast<size_t>(std::min<uint64_t>(len - done, it->vaddr + it->filesz - a));
+        size_t got = fileCache_.read(it->offset + (a - it->vaddr), out + done, n);  // short when truncated
+        done += got;
+        if (got < n) break;
     }
     return done;
 }

@@ -1,14 +1,17 @@
-// An ELF core file as the kernel or gdb's gcore writes it: PT_LOAD segments and the notes
-// (NT_PRSTATUS per thread, NT_FILE, NT_AUXV, NT_PRPSINFO). x86_64 only for now.
+// An ELF core file as the kernel, gdb's gcore or qemu writes it: PT_LOAD segments and the notes
+// (NT_PRSTATUS per thread with its registers and pr_cursig, NT_SIGINFO, NT_FILE, NT_AUXV,
+// NT_PRPSINFO, NT_ARM_TLS). x86_64 and aarch64, by the rules of symbols/arch.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "symbols/elf/elf_file.h"
+#include "symbols/page_cache.h"
 #include "symbols/modules/module_discovery.h"
 #include "symbols/target.h"
 
@@ -35,6 +38,9 @@ public:
     const std::string& commandName() const { return fname_; }
     const std::string& commandLine() const { return psargs_; }
     bool truncated() const { return truncated_; }
+    const Arch& arch() const { return *arch_; }
+    // The fatal signal the core was written for; empty for a core of a running process.
+    std::optional<CrashSignal> crashSignal() const;
 
     // Bytes the core itself holds at addr (no fallback to mapped files).
     size_t read(uint64_t addr, void* buf, size_t len) const;
@@ -46,8 +52,16 @@ public:
 private:
     void parseNotes(const unsigned char* data, size_t size);
 
+    struct Siginfo {
+        int signo = 0, code = 0, pid = 0, uid = 0;
+        uint64_t address = 0;
+    };
+
     std::string path_;
-    std::shared_ptr<ElfFile> elf_;
+    std::shared_ptr<ElfFile> elf_;      // read with pread, never mapped
+    PageCache fileCache_;               // the core's pages, by file offset
+    const Arch* arch_ = nullptr;
+    std::vector<std::optional<Siginfo>> siginfo_;  // per thread, in threads_ order
     std::vector<CoreSegment> segments_;  // sorted by vaddr
     std::vector<OsThread> threads_;
     std::vector<MappedFile> mappedFiles_;

@@ -31,6 +31,8 @@ public:
     const std::vector<OsThread>& threads() const override { return core_.threads(); }
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
+    const Arch& arch() const override { return core_.arch(); }
+    std::optional<CrashSignal> crashSignal() const override { return core_.crashSignal(); }
     const CoreFile& core() const { return core_; }
 
 private:

@@ -12,6 +12,8 @@ constexpr size_t kMaxFramesWalked = 4096;  // a longer chain is corrupt or cycli
 constexpr int kFirstShimOwner = 3;  // 3.12+: CSTACK (3.12, 3.13) / INTERPRETER and CSTACK (3.14)
 }  // namespace
 
+bool isEvalLoopFunction(const std::string& nativeFunction) { return nativeFunction == "_PyEval_EvalFrameDefault"; }
+
 uint64_t FrameReader::topFrame(uint64_t tstate) const {
     if (layout_.tstateFrame != kAbsent) return memory_.readPointer(tstate + layout_.tstateFrame).value_or(0);
     if (layout_.tstateCurrentFrame != kAbsent)
@@ -80,9 +82,14 @@ std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::s
             int owner = memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0);
             shim = layout_.minor >= 12 && owner >= kFirstShimOwner;
         }
+        if (shim && !frames.empty()) frames.back().entry = true;  // the eval call that pushed the shim ends here
         if (!shim && code && isCodeObject(code)) {
             PyFrame f;
-            if (describe(frame, code, &f)) frames.push_back(std::move(f));
+            if (describe(frame, code, &f)) {
+                if (layout_.minor <= 10) f.entry = true;  // one eval call per PyFrameObject
+                else if (layout_.frameIsEntry != kAbsent) f.entry = memory_.readValue<uint8_t>(frame + layout_.frameIsEntry).value_or(0) != 0;
+                frames.push_back(std::move(f));
+            }
         }
         frame = *previous;
     }

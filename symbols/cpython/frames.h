@@ -16,7 +16,13 @@ struct PyFrame {
     std::string function;
     std::string file;
     int line = -1;
+    // The outermost frame of those one native call of the eval loop (_PyEval_EvalFrameDefault)
+    // runs: <= 3.10 every frame, 3.11 is_entry, 3.12+ the frame just inside a shim frame.
+    bool entry = false;
 };
+
+// True for the native function that runs Python frames (the eval loop), in every supported version.
+bool isEvalLoopFunction(const std::string& nativeFunction);
 
 class FrameReader {
 public:

@@ -9,6 +9,7 @@
 #include "symbols/cpython/debug_offsets.h"
 #include "symbols/cpython/python_objects.h"
 #include "symbols/elf/dwarf_types.h"
+#include "symbols/modules/debug_session.h"
 #include "symbols/modules/module_files.h"
 
 namespace pytstates {
@@ -70,7 +71,7 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
         if (!applyDebugOffsets(target, runtime, &layout, &why)) notes->push_back("_Py_DebugOffsets not used: " + why);
     }
     if (useDwarf && module.debugElf) {
-        if (auto dwarf = DwarfTypes::open(module.debugElf)) {
+        if (auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(module), module.debugElf->path())) {
             if (applyDwarfLayout(*dwarf, &layout)) {
                 for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
                 return layout;

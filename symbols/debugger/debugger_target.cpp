@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "symbols/core/signal_names.h"
 #include "symbols/glibc/thread_list.h"
 
 
@@ -11,6 +12,8 @@ DebuggerTarget::DebuggerTarget(DebuggerInput input)
     : input_(std::move(input)), cache_([this](uint64_t addr, void* buf, size_t len) {
           return input_.read ? input_.read(addr, buf, len) : 0;
       }) {
+    for (auto& t : input_.threads)
+        if (!t.pthread) t.pthread = t.threadPointer;  // x86_64
     ModuleDiscoveryInput in;
     in.memory = this;
     in.pristine = this;
@@ -40,11 +43,16 @@ void DebuggerTarget::fillMissingThreadPointers() {
         if (t.threadPointer) continue;
         auto it = fromGlibc.find(t.lwp);
         if (it != fromGlibc.end())
-            t.threadPointer = it->second;
+            t.threadPointer = t.pthread = it->second;
         else
             ++unknown;
     }
     if (unknown) warnings_.push_back(std::to_string(unknown) + " thread(s) without a thread pointer: their TLS is not read");
+}
+
+std::optional<CrashSignal> DebuggerTarget::crashSignal() const {
+    if (input_.live || !input_.crash || !signalDumpsCore(input_.crash->signal)) return std::nullopt;
+    return input_.crash;
 }
 
 size_t DebuggerTarget::read(uint64_t addr, void* buf, size_t len) const {

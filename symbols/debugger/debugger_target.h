@@ -25,6 +25,9 @@ struct DebuggerInput {
     int pid = 0;
     bool live = false;
     FileSearch search;
+    // A core's fatal signal as the debugger knows it (gdb's $_siginfo, lldb's stop reason) of
+    // its first thread; kept only when the signal is one that writes a core.
+    std::optional<CrashSignal> crash;
 };
 
 class DebuggerTarget : public Target {
@@ -38,6 +41,7 @@ public:
     const std::vector<OsThread>& threads() const override { return input_.threads; }
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
+    std::optional<CrashSignal> crashSignal() const override;
 
 private:
     void fillMissingThreadPointers();

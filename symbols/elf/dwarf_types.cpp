@@ -70,11 +70,17 @@ std::unique_ptr<DwarfTypes> DwarfTypes::open(std::shared_ptr<ElfFile> file) {
     if (!file || !file->hasDebugInfo()) return nullptr;
     Dwarf* dwarf = dwarf_begin_elf(file->handle(), DWARF_C_READ, nullptr);
     if (!dwarf) return nullptr;
-    return std::unique_ptr<DwarfTypes>(new DwarfTypes(std::move(file), dwarf));
+    std::string path = file->path();
+    return std::unique_ptr<DwarfTypes>(new DwarfTypes(std::move(file), dwarf, path, true));
+}
+
+std::unique_ptr<DwarfTypes> DwarfTypes::borrow(::Dwarf* dwarf, const std::string& path) {
+    if (!dwarf) return nullptr;
+    return std::unique_ptr<DwarfTypes>(new DwarfTypes(nullptr, dwarf, path, false));
 }
 
 DwarfTypes::~DwarfTypes() {
-    if (dwarf_) dwarf_end(dwarf_);
+    if (dwarf_ && owned_) dwarf_end(dwarf_);
 }
 
 namespace {

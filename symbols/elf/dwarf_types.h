@@ -18,6 +18,8 @@ class DwarfTypes {
 public:
     // nullptr when the file has no usable .debug_info.
     static std::unique_ptr<DwarfTypes> open(std::shared_ptr<ElfFile> file);
+    // Over a Dwarf handle someone else owns (a DebugSession's): not ended here.
+    static std::unique_ptr<DwarfTypes> borrow(::Dwarf* dwarf, const std::string& path);
     ~DwarfTypes();
     DwarfTypes(const DwarfTypes&) = delete;
     DwarfTypes& operator=(const DwarfTypes&) = delete;
@@ -28,15 +30,17 @@ public:
     std::optional<uint64_t> sizeOf(const std::string& typeName);
     bool hasType(const std::string& typeName);
 
-    const std::string& path() const { return file_->path(); }
+    const std::string& path() const { return path_; }
 
 private:
-    struct TypeRef;
-    explicit DwarfTypes(std::shared_ptr<ElfFile> file, ::Dwarf* dwarf) : file_(std::move(file)), dwarf_(dwarf) {}
+    DwarfTypes(std::shared_ptr<ElfFile> file, ::Dwarf* dwarf, std::string path, bool owned)
+        : file_(std::move(file)), dwarf_(dwarf), path_(std::move(path)), owned_(owned) {}
     bool findType(const std::string& name, void* dieOut);
 
     std::shared_ptr<ElfFile> file_;
     ::Dwarf* dwarf_;
+    std::string path_;
+    bool owned_;
     std::map<std::string, std::shared_ptr<void>> cache_;  // name -> Dwarf_Die (or empty when absent)
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace pytstates {
@@ -52,7 +53,7 @@ std::string buildIdFromNotes(const unsigned char* data, size_t size) {
     return {};
 }
 
-std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* error) {
+std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* error, Access access) {
     elf_version(EV_CURRENT);
     std::shared_ptr<ElfFile> f(new ElfFile());
     f->path_ = path;
@@ -70,7 +71,7 @@ std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
                      (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + ")";
         return nullptr;
     }
-    f->elf_ = elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr);
+    f->elf_ = elf_begin(f->fd_, access == Access::Map ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);
     if (!f->elf_ || elf_kind(f->elf_) != ELF_K_ELF) {
         if (error) *error = path + ": not an ELF file";
         return nullptr;
@@ -82,9 +83,13 @@ std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
     }
     f->type_ = ehdr.e_type;
     f->machine_ = ehdr.e_machine;
-    size_t rawSize = 0;
-    f->raw_ = reinterpret_cast<const unsigned char*>(elf_rawfile(f->elf_, &rawSize));
-    f->rawSize_ = rawSize;
+    if (access == Access::Map) {
+        size_t rawSize = 0;
+        f->raw_ = reinterpret_cast<const unsigned char*>(elf_rawfile(f->elf_, &rawSize));
+        f->rawSize_ = rawSize;
+    } else {
+        f->rawSize_ = S_ISBLK(st.st_mode) ? static_cast<uint64_t>(lseek(f->fd_, 0, SEEK_END)) : static_cast<uint64_t>(st.st_size);
+    }
 
     size_t phnum = 0;
     elf_getphdrnum(f->elf_, &phnum);
@@ -131,6 +136,23 @@ std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
 ElfFile::~ElfFile() {
     if (elf_) elf_end(elf_);
     if (fd_ >= 0) ::close(fd_);
+}
+
+size_t ElfFile::readAt(uint64_t offset, void* buf, size_t len) const {
+    if (raw_) {
+        if (offset >= rawSize_) return 0;
+        size_t n = static_cast<size_t>(std::min<uint64_t>(len, rawSize_ - offset));
+        std::memcpy(buf, raw_ + offset, n);
+        return n;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd_, static_cast<char*>(buf) + done, len - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    return done;
 }
 
 const unsigned char* ElfFile::rawBytes(uint64_t offset, uint64_t len) const {

@@ -34,7 +34,11 @@ class ElfFile {
 public:
     // nullptr and *error set when the file is missing, not a regular file (a FIFO would block, a
     // directory is not a file) or not ELF.
-    static std::shared_ptr<ElfFile> open(const std::string& path, std::string* error);
+    // Map: libelf maps the file (modules: symbols and sections are read in place). Read: libelf
+    // reads headers with pread and nothing is mapped (a core of many GiB: touching its pages
+    // through a mapping would count them all in pytstates' own memory).
+    enum class Access { Map, Read };
+    static std::shared_ptr<ElfFile> open(const std::string& path, std::string* error, Access access = Access::Map);
     ~ElfFile();
     ElfFile(const ElfFile&) = delete;
     ElfFile& operator=(const ElfFile&) = delete;
@@ -55,8 +59,10 @@ public:
 
     // Bytes at a link-time address, from the file's PT_LOAD contents; returns bytes copied.
     size_t readVaddr(uint64_t vaddr, void* buf, size_t len) const;
-    // Raw file bytes (mmap'ed); nullptr beyond the file.
+    // Raw file bytes (mmap'ed); nullptr beyond the file, or when the file is not mapped.
     const unsigned char* rawBytes(uint64_t offset, uint64_t len) const;
+    // File bytes read with pread (no mapping grows): returns how many were read.
+    size_t readAt(uint64_t offset, void* buf, size_t len) const;
     uint64_t fileSize() const { return rawSize_; }
     // Why the file cannot stand for what a process mapped (program headers outside the file, a
     // segment beyond its end: a truncated or corrupt copy); empty when it can. Not set for cores.

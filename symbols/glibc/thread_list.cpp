@@ -47,7 +47,8 @@ std::vector<OsThread> threadsFromGlibcLists(const Target& target) {
             if (lwp && *lwp > 0) {
                 OsThread t;
                 t.lwp = *lwp;
-                t.threadPointer = pd;
+                t.threadPointer = pd;  // x86_64: the thread pointer is the struct pthread
+                t.pthread = pd;
                 out.push_back(t);
             }
             node = target.readPointer(node).value_or(0);

@@ -254,8 +254,12 @@ void LiveTarget::stopAll() {
             OsThread t;
             t.lwp = tid;
             t.threadPointer = regs.fs_base;
+            t.pthread = regs.fs_base;
             t.pc = regs.rip;
             t.sp = regs.rsp;
+            // user_regs_struct is NT_PRSTATUS's pr_reg: the same rules give DWARF registers.
+            t.registers = hostArch().registersFromPrReg(reinterpret_cast<const uint64_t*>(&regs), sizeof regs / 8);
+            t.signal = gSignal[slot];
             threads_.push_back(t);
         }
     }

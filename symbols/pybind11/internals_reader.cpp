@@ -11,6 +11,7 @@
 
 #include "symbols/cpython/python_objects.h"
 #include "symbols/elf/dwarf_types.h"
+#include "symbols/modules/debug_session.h"
 #include "symbols/modules/module_files.h"
 
 namespace pytstates {
@@ -21,6 +22,8 @@ constexpr const char* kInternalsPrefix = "__pybind11_internals_v";
 constexpr const char* kLocalPrefix = "__pybind11_module_local_v";
 constexpr const char* kInternalsPpStatic = "_ZZN8pybind116detail16get_internals_ppEvE12internals_pp";
 constexpr size_t kMaxTypes = 100000;
+constexpr size_t kScanChunk = 1 << 20;
+constexpr size_t kMaxIdLength = 512;
 
 std::string demangleType(const std::string& mangled) {
     std::string name = !mangled.empty() && mangled[0] == '*' ? mangled.substr(1) : mangled;
@@ -163,7 +166,7 @@ void decode(const Target& target, const CPythonLayout& py, const Pybind11ModuleS
 
 }  // namespace
 
-Pybind11ModuleScan scanPybind11Modules(const Target& target) {
+Pybind11ModuleScan scanPybind11Modules(const Target& target, bool useDwarf) {
     Pybind11ModuleScan scan;
     const std::string prefixes[] = {kInternalsPrefix, kLocalPrefix};
     const auto& modules = target.modules();
@@ -172,28 +175,35 @@ Pybind11ModuleScan scanPybind11Modules(const Target& target) {
         if (!mod.elf) continue;
         auto rodata = mod.elf->findSection(".rodata");
         if (!rodata) continue;
-        const char* bytes = reinterpret_cast<const char*>(mod.elf->rawBytes(rodata->offset, rodata->size));
-        if (!bytes) continue;
+        // Read in chunks with pread, not through the mapping: a big module's .rodata (torch's)
+        // would otherwise stay in pytstates' resident memory. Chunks overlap by an ID's length.
         bool found = false;
-        for (const auto& prefix : prefixes) {
-            const char* end = bytes + rodata->size;
-            for (const char* p = bytes; p < end;) {
-                const void* hit = memmem(p, end - p, prefix.data(), prefix.size());
-                if (!hit) break;
-                const char* s = static_cast<const char*>(hit);
-                size_t n = strnlen(s, std::min<size_t>(512, end - s));
-                std::string id(s, n);
-                InternalsId parsed;
-                if (parseInternalsId(id, &parsed)) {
-                    auto& users = scan.modulesById[id];
-                    if (users.empty() || users.back() != i) users.push_back(i);
-                    found = true;
+        std::vector<char> chunk(kScanChunk + kMaxIdLength);
+        for (uint64_t at = 0; at < rodata->size; at += kScanChunk) {
+            size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), rodata->size - at));
+            size_t got = mod.elf->readAt(rodata->offset + at, chunk.data(), want);
+            const char* end = chunk.data() + got;
+            for (const auto& prefix : prefixes) {
+                for (const char* p = chunk.data(); p < end;) {
+                    const void* hit = memmem(p, end - p, prefix.data(), prefix.size());
+                    if (!hit) break;
+                    const char* s = static_cast<const char*>(hit);
+                    if (s >= chunk.data() + kScanChunk) break;  // the next chunk sees it whole
+                    size_t n = strnlen(s, std::min<size_t>(kMaxIdLength, end - s));
+                    std::string id(s, n);
+                    InternalsId parsed;
+                    if (parseInternalsId(id, &parsed)) {
+                        auto& users = scan.modulesById[id];
+                        if (users.empty() || users.back() != i) users.push_back(i);
+                        found = true;
+                    }
+                    p = s + std::max<size_t>(n, 1);
                 }
-                p = s + std::max<size_t>(n, 1);
             }
+            if (got < want) break;
         }
         if (!found || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
-        if (auto dwarf = DwarfTypes::open(mod.debugElf))
+        if (auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path()))
             if (auto l = internalsLayoutFromDwarf(*dwarf, 4)) scan.dwarfLayouts[i] = *l;
     }
     return scan;

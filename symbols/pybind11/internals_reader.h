@@ -50,7 +50,8 @@ struct Pybind11ModuleScan {
     std::map<std::string, std::vector<size_t>> modulesById;  // ID -> indexes into Target::modules()
     std::map<size_t, InternalsLayout> dwarfLayouts;          // module index -> layout from its DWARF
 };
-Pybind11ModuleScan scanPybind11Modules(const Target& target);
+// useDwarf=false: the published layouts only (--no-dwarf).
+Pybind11ModuleScan scanPybind11Modules(const Target& target, bool useDwarf);
 
 std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
                                                   const Pybind11ModuleScan& scan);

@@ -113,6 +113,62 @@ def patch(core, addr, value):
         f.write(struct.pack("<Q", value))
 
 
+def rename_note(core, note_type, new_type):
+    """Changes the type of every note of `note_type` in the core (hides NT_SIGINFO, say)."""
+    with open(core, "r+b") as f:
+        ehdr = f.read(64)
+        phoff, = struct.unpack_from("<Q", ehdr, 32)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            p_type, _, p_offset, _, _, p_filesz, _, _ = struct.unpack("<IIQQQQQQ", f.read(phentsize))
+            if p_type != 4:
+                continue
+            pos = p_offset
+            while pos + 12 <= p_offset + p_filesz:
+                f.seek(pos)
+                namesz, descsz, ntype = struct.unpack("<III", f.read(12))
+                if ntype == note_type:
+                    f.seek(pos + 8)
+                    f.write(struct.pack("<I", new_type))
+                pos += 12 + (namesz + 3) // 4 * 4 + (descsz + 3) // 4 * 4
+
+
+def damaged_crash_core(args, tmp):
+    """The seed's crash core, damaged: without NT_SIGINFO the crash comes from pr_cursig; cut short,
+    or with a module file missing, the stack ends with a reason, never a crash or a hang."""
+    work = os.path.join(tmp, "crash")
+    os.makedirs(work)
+    for name in os.listdir(args.scenarios):
+        if name.startswith("scenario_seed_host") or name.startswith("seed_module"):
+            shutil.copy2(os.path.join(args.scenarios, name), work)
+    facts, core = scenario.take_core([os.path.join(work, "scenario_seed_host"), "svr2", "crash"], "crash")
+    try:
+        nosiginfo = os.path.join(tmp, "nosiginfo.core")
+        shutil.copy(core, nosiginfo)
+        rename_note(nosiginfo, 0x53494749, 0x7fffffff)
+        status, out, err = run(args, ["check", "--core", nosiginfo, "--json"], timeout=60)
+        r = json.loads(out)
+        crash = r["target"]["crash"]
+        expect(status == 1 and crash and crash["signal"] == 11 and crash["code"] is None and crash["frames"][0]["function"] == "take_gil",
+               "without NT_SIGINFO the signal comes from pr_cursig", r)
+        for frac in (0.5, 0.9):
+            cut = os.path.join(tmp, "cutcrash.core")
+            with open(core, "rb") as src, open(cut, "wb") as dst:
+                dst.write(src.read(int(os.path.getsize(core) * frac)))
+            status, out, err = run(args, ["check", "--core", cut, "--native"], timeout=60)
+            expect(status in (0, 1, 2) and "Traceback" not in err and (status != 2 or err.count("\n") == 1),
+                   "a crash core cut at %d%%: %d %r" % (frac * 100, status, err))
+        os.remove(os.path.join(work, [n for n in os.listdir(work) if n.startswith("seed_module")][0]))
+        status, out, err = run(args, ["check", "--core", core], timeout=60)
+        crash_section = out.split("FINDINGS")[0]
+        expect(status == 1 and "CRASH  LWP %d" % facts["worker_lwp"] in crash_section and "take_gil" in crash_section
+               and "seed_module" in crash_section and ("without its CFI" in crash_section or "whose file is not at hand" in crash_section),
+               "a module file missing: the crash stack says which frames were unwound blind:\n" + crash_section)
+    finally:
+        scenario.cleanup(core)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -148,6 +204,7 @@ def main():
         damaged_exe(args, tmp, work, core)
         special_files(args, tmp, core)
         started_through_loader(args)
+        damaged_crash_core(args, tmp)
         size = os.path.getsize(core)
         for frac in (0.001, 0.3, 0.7, 0.999):
             cut = os.path.join(tmp, "cut.core")

@@ -7,6 +7,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
+import native_check  # noqa: E402
 import scenario  # noqa: E402
 
 
@@ -27,6 +28,11 @@ def main():
             return status, out
         findings_cases.with_internals(internals)
         findings_cases.check_case(args.case, facts, check, args.kind)
+        # Every thread's native stack, innermost five frames, as gdb's backtrace of the same core.
+        argv = findings_cases.argv(args.scenarios, args.case, args.kind == "crash")
+        _, native = check(["--native", "--json"])
+        problems = native_check.compare_with_gdb(native, native_check.gdb_backtraces(argv[0], core))
+        findings_cases.expect(not problems, "native frames differ from gdb's:\n  " + "\n  ".join(problems))
     finally:
         scenario.cleanup(core)
     print("PASS %s (%s core)" % (args.case, args.kind))

@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rt.interpreters.push_back(interp);
     rt.notes.push_back(s[5]);
     report.runtimes.push_back(rt);
-    report.findings.push_back({"stale-tstate", "error", 1, 0x1000, s[6]});
+    report.findings.push_back({"stale-tstate", "error", 1, 0x1000, s[6], {s[7]}});
     report.warnings.push_back(s[7]);
     RenderOptions options;
     options.command = Command::Check;

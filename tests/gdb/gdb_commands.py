@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -81,6 +82,34 @@ def seed_core(args):
         expect("Thread 2" in between(out, "sel1") or "thread is 2" in between(out, "sel1"), "thread 2 was selected")
     finally:
         scenario.cleanup(core)
+
+
+def crash_cores(args):
+    """The seed's crash and its first reproduction, the kernel's cores: the crash section in gdb
+    names the thread (gdb's number), the signal, the innermost function and the finding, as the
+    CLI does; --native too."""
+    cases = (("scenario_seed_host", ["svr2", "crash"], "take_gil", "deleted_tstate", {"stale-tstate"}),
+             ("scenario_first_repro_host", ["crash"], "tstate_delete_common", "t0", {"stale-tstate", "invalid-gil-holder"}))
+    for name, argv, top, pointer, codes in cases:
+        exe = os.path.join(args.scenarios, name)
+        facts, core = scenario.take_core([exe] + argv, "crash")
+        try:
+            cmds = marked("threads", "info threads") + marked("json", "py-tstates-check --json") + \
+                marked("text", "py-tstates-check") + marked("native", "py-tstates -n -j")
+            _, out = gdb(args, [exe, core], cmds)
+            ours = json.loads(between(out, "json"))
+            text = between(out, "text")
+            findings_cases.check_crash(ours, text, facts["worker_lwp"], 11, top, facts[pointer], codes, "tstate")
+            number = gdb_thread_numbers(between(out, "threads"))[facts["worker_lwp"]]
+            expect("CRASH  LWP %d (thread %d)  SIGSEGV" % (facts["worker_lwp"], number) in text, "gdb's thread number:\n" + text)
+            _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+            expect(without_debugger(ours) == without_debugger(cli), "gdb and the CLI report the same facts", ours)
+            native = json.loads(between(out, "native"))
+            _, cli_native, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--native", "--core", core, "--json"])
+            expect(without_debugger(native)["threads"] == without_debugger(cli_native)["threads"],
+                   "py-tstates -n: the same native stacks as the CLI's", native)
+        finally:
+            scenario.cleanup(core)
 
 
 def live_attach(args):
@@ -173,9 +202,9 @@ def main():
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
     p.add_argument("--build-dir")
-    p.add_argument("case", choices=["seed-core", "live-attach", "started-by-gdb", "errors", "installed", "gdbserver"])
+    p.add_argument("case", choices=["seed-core", "crash-cores", "live-attach", "started-by-gdb", "errors", "installed", "gdbserver"])
     args = p.parse_args()
-    {"seed-core": seed_core, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors,
+    {"seed-core": seed_core, "crash-cores": crash_cores, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors,
      "installed": installed, "gdbserver": through_gdbserver}[args.case](args)
     print("PASS gdb " + args.case)
 

@@ -43,6 +43,8 @@ def argv(scenarios, case, crash=False):
         return ["/usr/bin/python3", os.path.join(scenarios, "two_abis.py")]
     if case.startswith("seed-"):
         return [os.path.join(scenarios, "scenario_seed_host"), case.split("-")[1], "crash" if crash else "pause"]
+    if case == "first-repro":
+        return [os.path.join(scenarios, "scenario_first_repro_host"), "crash" if crash else "pause"]
     if case == "shared-gil":
         return [os.path.join(scenarios, "scenario_shared_host"), "gil"]
     return [os.path.join(scenarios, "scenario_%s_host" % case)]
@@ -73,15 +75,41 @@ def check_seed(mode, facts, check, kind):
     expect({"lwp": facts["worker_lwp"], "tstate": facts["deleted_tstate"]} in
            [{"lwp": v["lwp"], "tstate": v["tstate"]} for v in module["tls_values"]],
            "the module's key holds the deleted tstate on the worker", r)
+    source = "pybind11 key %d (%s)" % (facts["module_key"], facts["module_id"])
     hits = [f for f in findings(r, "stale-tstate", "error")
-            if f["lwp"] == facts["worker_lwp"] and f["tstate"] == facts["deleted_tstate"]
-            and facts["module_id"] in f["message"] and "pthread key %d" % facts["module_key"] in f["message"]]
-    expect(hits, "stale-tstate names the worker, the freed pointer and the module's key", r)
+            if f["lwp"] == facts["worker_lwp"] and f["tstate"] == facts["deleted_tstate"] and source in f["message"]]
+    expect(len(hits) == 1 and hits[0]["sources"] == [source],
+           "one stale-tstate names the worker, the freed pointer and the module's key as its only source", r)
     if kind != "crash":
         expect("freed" in hits[0]["message"], "the second look says freed", r)
     status, text = check([])
     expect(status == 1 and "stale-tstate" in text and facts["deleted_tstate"] in text
            and "LWP %d" % facts["worker_lwp"] in text, "text output names the pointer and the LWP\n" + text)
+    if kind == "crash":
+        check_crash(r, text, facts["worker_lwp"], 11, "take_gil", facts["deleted_tstate"], {"stale-tstate"}, "tstate")
+    else:
+        expect(r["target"]["crash"] is None, "no crash section for a process that did not crash", r)
+
+
+def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
+    """The crash section: the thread, the signal, the innermost function, and the findings whose
+    pointer that thread's frames hold, named as the parameter the function was handed."""
+    crash = r["target"]["crash"]
+    expect(crash is not None and crash["lwp"] == lwp and crash["signal"] == signal, "the crash: LWP %d, signal %d" % (lwp, signal), r)
+    expect(crash["frames"] and crash["frames"][0]["function"] == top_function, "the crash's innermost function is %s" % top_function, r)
+    explained = [r["findings"][i] for i in crash["explained_by"]]
+    expect({f["code"] for f in explained} == codes and all(f["tstate"] == pointer for f in explained),
+           "the crash is explained by %s on %s" % (sorted(codes), pointer), r)
+    expect("%s=%s" % (parameter, pointer) in crash["explanation"], "the explanation names the parameter", r)
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("CRASH  ")]
+    sections = [i for i, line in enumerate(lines) if line.startswith(("FINDINGS", "No findings", "CPython "))]
+    expect(starts and sections and starts[0] < sections[0], "the crash section comes first:\n" + text[:2000])
+    first = lines[starts[0]]
+    expect(first.startswith("CRASH  LWP %d" % lwp) and ("SIGSEGV" if signal == 11 else "SIGABRT") in first,
+           "the crash line names the thread and the signal:\n" + first)
+    section = "\n".join(lines[starts[0]:sections[0]])
+    expect(top_function in section and pointer in section, "the crash section shows the frame and the pointer:\n" + section)
 
 
 def check_orphan(facts, check, kind):
@@ -252,6 +280,47 @@ def check_greenlets(facts, check, kind):
     expect(("parked", facts["parked_line"]) not in frames, "a parked greenlet is not on the thread's stack", r)
 
 
+def check_first_repro(facts, check, kind):
+    """The seed's first reproduction: T0, created and deleted by PyGILState inside get_internals(),
+    cached by the host's key, is the worker's current thread state and the GIL holder. Freed
+    memory holding the GIL is an error, not a thread ending."""
+    status, r = check(["--json"])
+    t0, lwp = facts["t0"], facts["worker_lwp"]
+    expect(status == 1, "exit status 1", r)
+    expect(facts["current"] == t0 and t0 not in all_tstates(r), "T0 is current on the worker and in no list", r)
+    expect(not any("deleting its own thread state" in w for w in r.get("warnings", [])),
+           "freed memory holding the GIL is not taken for a thread ending", r)
+    stale = findings(r, "stale-tstate", "error")
+    key = "pybind11 key %d (%s)" % (facts["host_key"], facts["host_id"])
+    expect(len(stale) == 1 and stale[0]["lwp"] == lwp and stale[0]["tstate"] == t0 and key in stale[0]["sources"]
+           and any(s.startswith("CPython's current thread state") for s in stale[0]["sources"]),
+           "one stale-tstate on the worker: T0, named by the host's key and CPython's current thread state", r)
+    expect("freed" in stale[0]["message"] and "another pybind11 internals record" not in stale[0]["message"],
+           "the memory was freed; with one internals record, the cause names no other record", r)
+    gil = findings(r, "invalid-gil-holder", "error")
+    expect([f["tstate"] for f in gil] == [t0], "invalid-gil-holder names T0", r)
+    status, text = check([])
+    if kind == "crash":
+        check_crash(r, text, lwp, 11, "tstate_delete_common", t0, {"stale-tstate", "invalid-gil-holder"}, "tstate")
+    else:
+        expect(r["target"]["crash"] is None, "no crash section while the process runs", r)
+
+
+def check_fatal(facts, check, kind):
+    """CPython's own fatal error (PyGILState_Release of a state that is not current): the crash
+    section names the thread, SIGABRT sent by the process itself, and the message from the
+    arguments of the function that printed it."""
+    status, r = check(["--json"])
+    crash = r["target"]["crash"]
+    expect(crash and crash["lwp"] == facts["worker_lwp"] and crash["signal"] == 6 and crash.get("sender_pid") == facts["pid"],
+           "SIGABRT on the worker, sent by the process itself", r)
+    expect(crash.get("fatal_error", "").startswith("Fatal Python error: PyGILState_Release: thread state")
+           and "must be current when releasing" in crash["fatal_error"], "CPython's fatal error, read from the core", r)
+    expect([f["function"] for f in crash["frames"]].index("PyGILState_Release") > 0, "PyGILState_Release on the stack", r)
+    status, text = check([])
+    expect("Fatal Python error: PyGILState_Release" in text.split("CPython ")[0], "the text shows it in the crash section\n" + text)
+
+
 check_internals = None  # set by the driver: runs `pytstates internals` on the same target
 
 
@@ -268,6 +337,10 @@ def check_case(case, facts, check, kind):
         return check_dlopen_tls(facts, check, kind)
     if case == "greenlets":
         return check_greenlets(facts, check, kind)
+    if case == "first-repro":
+        return check_first_repro(facts, check, kind)
+    if case == "fatal":
+        return check_fatal(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "shared-gil": check_shared_gil,

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -52,6 +53,9 @@ def without_debugger(report):
         row.pop("debugger_thread", None)
     report["target"].pop("stopped_ms", None)
     report.pop("warnings", None)
+    if report["target"].get("crash"):  # lldb 14 gives the signal of a core, not its siginfo
+        for key in ("code", "code_name", "fault_address", "sender_pid"):
+            report["target"]["crash"].pop(key, None)
     return report
 
 
@@ -77,9 +81,31 @@ def seed_core(args, kind):
         short = as_json(out["py-tstates -j -f 1"])
         expect("internals" not in short and all(len(t["frames"]) <= 1 for rt in short["runtimes"] for i in rt["interpreters"]
                                                 for t in i["tstates"]), "short options, as lldb's own commands take them", short)
+        if kind == "crash":
+            findings_cases.check_crash(ours, out["py-tstates-check"], facts["worker_lwp"], 11, "take_gil",
+                                       facts["deleted_tstate"], {"stale-tstate"}, "tstate")
+            expect("CRASH  LWP %d (thread %d)  SIGSEGV" % (facts["worker_lwp"], indexes[facts["worker_lwp"]]) in text,
+                   "the crash line with lldb's thread index\n" + text)
         internals = as_json(out["pybind-internals --types --json"])
         _, cli_internals, _ = scenario.run_pytstates(args.pytstates, ["internals", "--core", core, "--json", "--types"])
         expect(internals["internals"] == cli_internals["internals"], "pybind-internals --types")
+    finally:
+        scenario.cleanup(core)
+
+
+def first_repro_crash(args):
+    """The seed's first reproduction, the kernel's core, in lldb: the crash section and the two
+    errors it is explained by."""
+    exe = os.path.join(args.scenarios, "scenario_first_repro_host")
+    facts, core = scenario.take_core([exe, "crash"], "crash")
+    try:
+        _, lines = lldb(args, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check"])
+        out = sections(lines)
+        ours = as_json(out["py-tstates-check --json"])
+        findings_cases.check_crash(ours, out["py-tstates-check"], facts["worker_lwp"], 11, "tstate_delete_common",
+                                   facts["t0"], {"stale-tstate", "invalid-gil-holder"}, "tstate")
+        _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+        expect(without_debugger(ours) == without_debugger(cli), "lldb and the CLI report the same facts", ours)
     finally:
         scenario.cleanup(core)
 
@@ -121,12 +147,14 @@ def main():
     p.add_argument("--pytstates", required=True)
     p.add_argument("--plugin", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["seed-core", "seed-crash-core", "live", "errors"])
+    p.add_argument("case", choices=["seed-core", "seed-crash-core", "first-repro-crash-core", "live", "errors"])
     args = p.parse_args()
     if args.case == "seed-core":
         seed_core(args, "gcore")
     elif args.case == "seed-crash-core":
         seed_core(args, "crash")
+    elif args.case == "first-repro-crash-core":
+        first_repro_crash(args)
     elif args.case == "live":
         live(args)
     else:

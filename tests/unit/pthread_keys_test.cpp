@@ -88,7 +88,7 @@ TEST(PthreadKeys, ReadsEverySlotOfEveryThreadLikePthreadGetspecific) {
         EXPECT_EQ(readKeySlot(target, keys, threads[0], f.deletedKey).status, KeySlot::Status::KeyNotInUse);
         // the threads as glibc lists them: both, with their tids
         std::map<uint64_t, int> lwps;
-        for (const auto& t : target.threads()) lwps[t.threadPointer] = t.lwp;
+        for (const auto& t : target.threads()) lwps[t.pthread] = t.lwp;
         EXPECT_EQ(lwps.count(threads[0]), 1u);
         EXPECT_EQ(lwps.count(threads[1]), 1u);
         EXPECT_EQ(lwps[threads[0]], pid);

@@ -35,6 +35,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import native_check  # noqa: E402
 import scenario  # noqa: E402
 
 SCRIPT = os.path.join(TOP, "tests", "scenarios", "versions", "threads_gil.py")
@@ -233,6 +234,23 @@ def check(target, facts, report, maps, c):
     c.eq("error findings", [], errors)
 
 
+def check_native(args, target, core, c):
+    """--native: the Python frames merged under the eval-loop frames are each thread's own stack,
+    in order; the innermost native frames are gdb's."""
+    base = ["tstates", "--core", core, "--json", "--frames", "200"] + target.extra
+    _, native, _ = scenario.run_pytstates(args.pytstates, base + ["--native"], expect_status=0)
+    _, full, _ = scenario.run_pytstates(args.pytstates, base, expect_status=0)
+    # A stripped executable whose eval loop GCC split (3.14's .cold part) leaves frames unplaced.
+    complete = not (target.name == "3.14" and target.mode == "nodwarf")
+    for problem in native_check.check_python_merge(native, full, complete):
+        c.failures.append("--native merge: " + problem)
+    if target.mode != "dwarf" or target.name == "3.14":
+        return  # without DWARF gdb names other frames; `ld.so python3.14`: gdb 13 takes ld.so for the program
+    gdb = native_check.gdb_backtraces(target.argv[0], core)
+    for problem in native_check.compare_with_gdb(native, gdb):
+        c.failures.append("native frames vs gdb: " + problem)
+
+
 def summary(report):
     """What pytstates said, in a few lines, for the failure report."""
     lines = []
@@ -289,6 +307,7 @@ def main():
         c = Checker()
         c.eq("pytstates exit status", 0, status)
         check(target, facts, report, maps.get("files"), c)
+        check_native(args, target, core, c)
         if c.failures:
             print("FAIL %s (%d differences):" % (label, len(c.failures)))
             for f in c.failures:

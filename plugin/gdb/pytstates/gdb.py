@@ -48,14 +48,44 @@ def _is_live(inferior):
     return "core dump" not in gdb.execute("info target", to_string=True)
 
 
-def _threads(inferior):
-    """(lwp, fs_base) of every thread, and gdb's thread number of each LWP. Restores the selection."""
+# x86_64 general registers in DWARF order (rax 0, rdx 1, ..., r15 15, rip 16): the unwinder's start.
+_DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip")
+
+
+def _registers():
+    """The selected thread's innermost-frame registers in DWARF order; [] when gdb has none."""
+    try:
+        frame = gdb.newest_frame()
+        return [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in _DWARF_REGISTERS]
+    except (gdb.error, ValueError):
+        return []
+
+
+def _siginfo(thread):
+    """(lwp, si_signo, si_code, si_addr, si_pid, si_uid) of a core's thread from $_siginfo, or None."""
+    try:
+        info = gdb.parse_and_eval("$_siginfo")
+        signo = int(info["si_signo"])
+        code = int(info["si_code"])
+        fields = info["_sifields"]
+        addr = int(fields["_sigfault"]["si_addr"]) & 0xFFFFFFFFFFFFFFFF
+        pid = int(fields["_kill"]["si_pid"])
+        uid = int(fields["_kill"]["si_uid"])
+    except (gdb.error, RuntimeError, ValueError):
+        return None
+    return (thread.ptid[1] or thread.ptid[0], signo, code, addr, pid, uid)
+
+
+def _threads(inferior, live):
+    """(lwp, fs_base, registers) of every thread, gdb's thread number of each LWP, and a core's
+    fatal signal (the first thread's $_siginfo). Restores the selection."""
     selected = gdb.selected_thread()
     try:
         frame = gdb.selected_frame()
     except gdb.error:
         frame = None
-    threads, numbers = [], {}
+    threads, numbers, siginfo = [], {}, None
     try:
         for thread in sorted(inferior.threads(), key=lambda t: t.num):
             lwp = thread.ptid[1] or thread.ptid[0]
@@ -65,13 +95,15 @@ def _threads(inferior):
                 fs_base = int(gdb.parse_and_eval("$fs_base")) & 0xFFFFFFFFFFFFFFFF
             except gdb.error:
                 fs_base = 0
-            threads.append((lwp, fs_base))
+            threads.append((lwp, fs_base, _registers()))
+            if not live and siginfo is None:
+                siginfo = _siginfo(thread)  # a core's first thread is the one that took the signal
     finally:
         if selected is not None and selected.is_valid():
             selected.switch()
             if frame is not None and frame.is_valid():
                 frame.select()
-    return threads, numbers
+    return threads, numbers, siginfo
 
 
 def _sysroot():
@@ -107,10 +139,11 @@ class _PyTstatesCommand(gdb.Command):
         inferior = gdb.selected_inferior()
         if inferior is None or not inferior.threads():
             raise gdb.GdbError("%s: no process or core: run, attach to a process or load a core first" % self._name)
-        threads, numbers = _threads(inferior)
+        live = _is_live(inferior)
+        threads, numbers, siginfo = _threads(inferior, live)
         executable = inferior.progspace.filename if inferior.progspace else ""
         return _core.run(self._command, gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
-                         executable or "", int(inferior.pid or 0), _is_live(inferior), numbers, _sysroot())
+                         executable or "", int(inferior.pid or 0), live, numbers, _sysroot(), siginfo)
 
 
 _PyTstatesCommand("py-tstates", "tstates")

@@ -1,0 +1,44 @@
+// What differs between the machines pytstates reads, each rule in one place: the registers of a
+// thread as the kernel dumps them (NT_PRSTATUS's pr_reg, ptrace's user_regs) in DWARF numbering,
+// their names, and where the thread pointer leads (the TLS variant).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pytstates {
+
+enum class Machine { X86_64, AArch64 };
+
+struct Arch {
+    Machine machine;
+    const char* name;                // "x86_64", "aarch64"
+    uint16_t elfMachine;             // EM_X86_64, EM_AARCH64
+    unsigned dwarfRegisters;         // DWARF numbers 0 .. dwarfRegisters-1 are filled from pr_reg
+    unsigned pcRegister, spRegister; // DWARF numbers
+    // struct elf_prstatus: its size, where pr_cursig, pr_pid and pr_reg are, and for each 8-byte
+    // word of pr_reg its DWARF register number (-1: not a DWARF register).
+    size_t prstatusSize, prstatusCursig, prstatusPid, prstatusRegs;
+    std::vector<int> prRegToDwarf;
+    int prRegThreadPointer;          // the word of pr_reg holding the thread pointer, -1: not there
+    // TLS variant I (aarch64): the thread pointer points at the TCB, struct pthread lies just below
+    // it; variant II (x86_64): the thread pointer is the struct pthread itself.
+    bool tlsVariantI;
+
+    // "rdi", "x0"; "r<N>" for a number without a name.
+    std::string registerName(unsigned dwarf) const;
+    // struct pthread of a thread, from its thread pointer (sizeofPthread: glibc's
+    // _thread_db_sizeof_pthread, needed for variant I).
+    uint64_t pthreadFromThreadPointer(uint64_t tp, uint64_t sizeofPthread) const;
+    uint64_t threadPointerFromPthread(uint64_t pthread, uint64_t sizeofPthread) const;
+    // DWARF-numbered registers from the words of pr_reg (or ptrace's user_regs, the same layout).
+    std::vector<uint64_t> registersFromPrReg(const uint64_t* words, size_t count) const;
+};
+
+// The rules for an ELF e_machine; nullptr when the machine is not supported.
+const Arch* archForElfMachine(uint16_t machine);
+const Arch& hostArch();
+
+}  // namespace pytstates

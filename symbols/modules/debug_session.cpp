@@ -1,0 +1,77 @@
+#include "symbols/modules/debug_session.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "symbols/elf/elf_file.h"
+
+namespace pytstates {
+
+namespace {
+
+// Hands libdwfl the debug file module_files found (by build-id, .gnu_debuglink, --debug-dir).
+int findDebuginfo(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, const char*, const char*, GElf_Word,
+                  char** debuginfoFileName) {
+    auto* info = static_cast<DebugSession::ModuleInfo*>(*userdata);
+    if (!info || !info->useDwarf || !info->module->debugElf || info->module->debugElf == info->module->elf) return -1;
+    const std::string& path = info->module->debugElf->path();
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    *debuginfoFileName = strdup(path.c_str());
+    return fd;
+}
+
+}  // namespace
+
+DebugSession::DebugSession(const Target& target, bool useDwarf) : useDwarf_(useDwarf) {
+    callbacks_.find_elf = nullptr;  // every module is reported with its file
+    callbacks_.find_debuginfo = findDebuginfo;
+    callbacks_.section_address = dwfl_offline_section_address;
+    dwfl_ = dwfl_begin(&callbacks_);
+    if (!dwfl_) return;
+    dwfl_report_begin(dwfl_);
+    for (const auto& m : target.modules()) {
+        if (!m.elf || m.resolvedPath.empty()) continue;
+        // base = l_addr with add_p_vaddr: libdwfl places each segment at bias + p_vaddr.
+        Dwfl_Module* mod = dwfl_report_elf(dwfl_, m.path.c_str(), m.resolvedPath.c_str(), -1, m.bias, true);
+        if (!mod) continue;
+        infos_.push_back({&m, useDwarf});
+        void** userdata = nullptr;
+        dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+        if (userdata) *userdata = &infos_.back();
+        byModule_[&m] = mod;
+    }
+    dwfl_report_end(dwfl_, nullptr, nullptr);
+}
+
+DebugSession::~DebugSession() {
+    if (dwfl_) dwfl_end(dwfl_);
+}
+
+Dwarf* DebugSession::dwarf(const LoadedModule& module, Dwarf_Addr* bias) const {
+    if (!useDwarf_) return nullptr;
+    auto it = byModule_.find(&module);
+    if (it == byModule_.end()) return nullptr;
+    Dwarf_Addr b = 0;
+    Dwarf* d = dwfl_module_getdwarf(it->second, &b);
+    if (bias) *bias = b;
+    return d;
+}
+
+bool DebugSession::attachThreads(const Dwfl_Thread_Callbacks* callbacks, int pid) const {
+    if (attached_) return true;
+    if (!dwfl_ || !dwfl_attach_state(dwfl_, nullptr, pid > 0 ? pid : 1, callbacks, &threadArg_)) return false;
+    attached_ = true;
+    return true;
+}
+
+const LoadedModule* DebugSession::moduleOf(Dwfl_Module* mod) const {
+    void** userdata = nullptr;
+    if (!mod || !dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr) || !userdata || !*userdata)
+        return nullptr;
+    return static_cast<ModuleInfo*>(*userdata)->module;
+}
+
+}  // namespace pytstates

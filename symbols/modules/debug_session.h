@@ -1,0 +1,55 @@
+// The target's modules reported once to elfutils' libdwfl: their symbol tables, CFI and DWARF,
+// with each module's debug file found as module_files finds it. Shared by everything that reads
+// DWARF (layouts, pybind11, the unwinder, symbolization) so a debug file's compressed sections are
+// decompressed once per run, not once per reader.
+#pragma once
+
+#include <elfutils/libdwfl.h>
+
+#include <deque>
+#include <map>
+#include <string>
+
+#include "symbols/target.h"
+
+namespace pytstates {
+
+class DebugSession {
+public:
+    // useDwarf=false: symbol tables and CFI only; dwarf() always answers nullptr.
+    DebugSession(const Target& target, bool useDwarf);
+    ~DebugSession();
+    DebugSession(const DebugSession&) = delete;
+    DebugSession& operator=(const DebugSession&) = delete;
+
+    bool useDwarf() const { return useDwarf_; }
+    Dwfl* dwfl() const { return dwfl_; }
+    size_t reportedModules() const { return byModule_.size(); }
+
+    // The module's DWARF (nullptr without any, or with useDwarf false) and the bias that turns its
+    // addresses into the target's.
+    Dwarf* dwarf(const LoadedModule& module, Dwarf_Addr* bias = nullptr) const;
+    // The module of the target a libdwfl module stands for; nullptr when none.
+    const LoadedModule* moduleOf(Dwfl_Module* mod) const;
+
+    // libdwfl takes thread callbacks once per session: the unwinder attaches them with the
+    // session's slot as their argument and puts itself in the slot while it lives.
+    bool attachThreads(const Dwfl_Thread_Callbacks* callbacks, int pid) const;
+    void*& threadArg() const { return threadArg_; }
+
+    struct ModuleInfo {
+        const LoadedModule* module = nullptr;
+        bool useDwarf = true;
+    };
+
+private:
+    Dwfl* dwfl_ = nullptr;
+    Dwfl_Callbacks callbacks_{};
+    bool useDwarf_;
+    std::deque<ModuleInfo> infos_;  // stable addresses: libdwfl keeps pointers to them
+    std::map<const LoadedModule*, Dwfl_Module*> byModule_;
+    mutable bool attached_ = false;
+    mutable void* threadArg_ = nullptr;
+};
+
+}  // namespace pytstates

@@ -1,0 +1,74 @@
+// Native (C/C++) stacks of a target's threads, unwound by elfutils' libdwfl (CFI from .eh_frame and
+// .debug_frame) over the Target's memory and registers, so cores, live processes and debugger
+// targets unwind the same way. Frames are symbolized like a debugger's backtrace: inlined calls as
+// frames of their own, function, module, source line. For the thread that crashed, each frame also
+// says which values it holds: DWARF parameters (evaluated at the frame's pc, entry values through
+// the caller's call sites), registers, and the words of its stack frame.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/frames.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+// A value a frame holds, for telling which frame was handed a pointer.
+struct FrameValue {
+    enum class Kind { Parameter, Register, StackWord };
+    Kind kind = Kind::Register;
+    std::string name;    // the parameter ("tstate", "this->tstate"), register ("rdi") or "[sp+0x18]"
+    uint64_t value = 0;
+};
+
+struct NativeFrame {
+    uint64_t pc = 0;           // the frame's pc: a return address for callers (activation false)
+    bool activation = true;    // pc is the instruction itself (the innermost frame, a signal frame)
+    bool inlined = false;      // an inlined call; the frame below it (outer) has the same pc
+    bool tailCall = false;     // rebuilt from DWARF call sites: a function that jumped (tail call) to the one above
+    std::string function;      // empty when unknown
+    std::string module;        // the module's path as the target names it; empty: in no known module
+    uint64_t offset = 0;       // pc - the module's load bias: the address in the module's file
+    std::string file;          // source file (DWARF); empty when unknown
+    int line = 0;
+    std::vector<FrameValue> values;  // only for the frames asked for (NativeStacks::unwind)
+    std::vector<PyFrame> python;     // the Python frames this frame runs (commands/, --native)
+};
+
+struct NativeStack {
+    int lwp = 0;
+    std::vector<NativeFrame> frames;  // innermost first
+    std::string end;                  // why the unwind stopped early; empty when it reached the end
+};
+
+class NativeStacks {
+public:
+    // Reports the target's modules (those with a matching file) to libdwfl. useDwarf=false:
+    // function names from symbol tables only, no source lines, no parameters.
+    NativeStacks(const Target& target, bool useDwarf);
+    ~NativeStacks();
+    NativeStacks(const NativeStacks&) = delete;
+    NativeStacks& operator=(const NativeStacks&) = delete;
+
+    // Empty when stacks can be unwound; else why not (one line).
+    const std::string& unavailable() const { return unavailable_; }
+
+    // The thread's stack, at most maxFrames frames. For the first valuesDepth physical frames,
+    // the values each holds (FrameValue).
+    NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0);
+    // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
+    std::vector<NativeFrame> top(const OsThread& thread);
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+    std::string unavailable_;
+};
+
+}  // namespace pytstates
