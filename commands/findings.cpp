@@ -1,8 +1,12 @@
 #include "commands/findings.h"
 
+#include "symbols/pybind11/internals_id.h"
+
+#include "symbols/cpython/python_objects.h"
 #include "symbols/glibc/malloc_chunk.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -79,8 +83,8 @@ private:
             // The cause, from what memory shows: a second record in the same interpreter keeps a
             // cache of its own; with one record, only a delete outside pybind11 explains it.
             std::string cause = recordsBeside(view) > 1
-                ? "another pybind11 internals record's gil_scoped_acquire (see internals-split), or a PyGILState_Release/PyThreadState_Delete, deleted this thread state while this record's key still caches it; the next gil_scoped_acquire of a module using this record revives the freed pointer"
-                : "the thread state was deleted (PyGILState_Release, PyThreadState_Delete) while this record's key still caches it, as when pybind11's internals are first created inside a thread's gil_scoped_acquire; its next gil_scoped_acquire on this thread revives the freed pointer";
+                ? "another pybind11 internals record's gil_scoped_acquire (see internals-split), or a PyGILState_Release/PyThreadState_Delete, deleted this thread state while this record's key still caches it; the next gil_scoped_acquire on this thread of a module using this record would use the deleted thread state again"
+                : "the thread state was deleted (PyGILState_Release, PyThreadState_Delete) while this record's key still caches it, as when pybind11's internals are first created inside a thread's gil_scoped_acquire; its next gil_scoped_acquire on this thread would use the deleted thread state again";
             for (const auto& v : view.values)
                 pointers_.push_back({v.lwp, v.tstate,
                                      "pybind11 key " + std::to_string(view.record.tlsKey.value_or(0)) + " (" + view.record.id.raw + ")",
@@ -88,29 +92,54 @@ private:
         }
     }
 
-    // A second look at a pointer that is in no list: does its memory still read as a thread
-    // state, or as glibc malloc's free-list entry?
-    std::string secondLook(uint64_t p, size_t runtime) const {
-        const auto& l = r_.runtimes.at(runtime < r_.runtimes.size() ? runtime : 0).layout;
-        uint64_t head;
-        if (!target_.readExact(p, &head, sizeof head)) return "its memory is not readable in the target";
+    // What the memory of a pointer that is in no list shows now, from evidence only.
+    struct Look {
+        enum class Kind { Unreadable, Freed, ResetInitial, Reset, StillValid, Reused } kind = Kind::Reused;
         std::string words;
+    };
+
+    Look secondLook(uint64_t p, size_t runtime) const {
+        const auto& l = r_.runtimes.at(runtime < r_.runtimes.size() ? runtime : 0).layout;
+        Look look;
+        uint64_t head;
+        if (!target_.readExact(p, &head, sizeof head)) return {Look::Kind::Unreadable, "its memory is not readable in the target"};
         auto interp = target_.readPointer(p + l.tstateInterp);
         auto threadId = target_.readPointer(p + l.tstateThreadId);
-        bool knownInterp = false;
+        auto prev = target_.readPointer(p + l.tstatePrev);
+        auto next = target_.readPointer(p + l.tstateNext);
+        const Interpreter* owner = nullptr;   // the interpreter its interp field names
+        const Interpreter* holder = nullptr;  // the interpreter whose own state holds this memory
         for (const auto& r : r_.runtimes)
-            for (const auto& i : r.interpreters)
-                if (interp && *interp == i.address) knownInterp = true;
-        if (knownInterp) {
-            words = "its memory still reads as a thread state of interpreter " + hexAddress(*interp);
-            for (const auto& t : target_.threads())
-                if (threadId && *threadId == t.pthread) words += " for LWP " + std::to_string(t.lwp);
+            for (const auto& i : r.interpreters) {
+                if (interp && *interp == i.address) owner = &i;
+                if (r.layout.interpSize > 0 && p >= i.address && p < i.address + static_cast<uint64_t>(r.layout.interpSize)) holder = &i;
+            }
+        std::string forThread;
+        for (const auto& t : target_.threads())
+            if (threadId && *threadId && *threadId == t.pthread) forThread = " for LWP " + std::to_string(t.lwp);
+        if (looksLikeFreedTcacheEntry(target_, p)) {
+            look = {Look::Kind::Freed, "its first 16 bytes look like a glibc tcache free-list entry: it was freed"};
+            if (owner) look.words += " (the rest still reads as a thread state of interpreter " + hexAddress(owner->address) + forThread + ")";
+        } else if (looksLikeFreedBinChunk(target_, p)) {
+            look = {Look::Kind::Freed, "its malloc chunk is free (the next chunk's PREV_INUSE bit is clear and its prev_size repeats this chunk's size): it was freed"};
+        } else if (interp && !*interp && prev && !*prev && next && !*next && threadId && !*threadId) {
+            look = {Look::Kind::Reset, "its memory is reset to empty (interp, prev, next and thread_id are zero)"};
+            if (holder) {
+                look.kind = Look::Kind::ResetInitial;
+                look.words += "; it lies inside the state of interpreter " + hexAddress(holder->address) +
+                              ": that interpreter's built-in initial thread state, which CPython resets in place rather than frees when it is deleted";
+            }
+        } else if (owner) {
+            look = {Look::Kind::StillValid, "its memory still reads as a thread state of interpreter " + hexAddress(owner->address) +
+                                                forThread + ", unlinked from the list but not freed"};
         } else {
-            words = "its memory no longer reads as a thread state (reused)";
+            auto type = readTypeName(target_, l, p);
+            bool object = type && !type->empty() && type->size() < 64 &&
+                          std::all_of(type->begin(), type->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; });
+            look = {Look::Kind::Reused, object ? "its memory now holds a Python '" + *type + "' object: it was freed and reused"
+                                               : "its memory no longer reads as a thread state: it was reused"};
         }
-        if (looksLikeFreedTcacheEntry(target_, p)) words += "; its first 16 bytes look like a glibc tcache free-list entry: it was freed";
-        else if (knownInterp) words += "; it was unlinked from the list (deleted)";
-        return words;
+        return look;
     }
 
     // Whether the memory at p is still a whole thread state of `interp` for the thread whose
@@ -173,17 +202,26 @@ private:
                 auto rank = [](Pointer::Kind k) { return k == Pointer::Kind::Pybind11 ? 0 : k == Pointer::Kind::AutoTss ? 1 : 2; };
                 return rank(a->kind) < rank(b->kind);
             });
+            Look look = secondLook(key.second, ptrs.front()->runtime);
+            // The memory's own evidence names the cause when it can: a built-in initial thread
+            // state reset in place was deleted as its interpreter's creation thread state.
+            std::string cause = ptrs.front()->cause;
+            if (look.kind == Look::Kind::ResetInitial)
+                cause = ptrs.front()->kind == Pointer::Kind::Pybind11
+                            ? "the interpreter's built-in initial thread state was deleted while this record's key still names it; it is the "
+                              "thread state an interpreter is created with, and pybind11 3.0.0-3.0.1's subinterpreter::create() caches it in "
+                              "the record it makes there and then deletes it (Python 3.13+)"
+                            : "the interpreter's built-in initial thread state was deleted while this pointer still names it";
             std::vector<std::string> sources;
             std::string named;
             for (size_t i = 0; i < ptrs.size(); ++i) {
                 sources.push_back(ptrs[i]->source);
                 named += (i == 0 ? "" : i + 1 == ptrs.size() ? " and " : ", ") + ptrs[i]->source;
             }
-            add("stale-tstate", "error", key.first, key.second,
-                "LWP " + std::to_string(key.first) + ": " + named + (ptrs.size() == 1 ? " names " : " name ") + hexAddress(key.second) +
-                    ", which is in no interpreter's thread list; " + secondLook(key.second, ptrs.front()->runtime) +
-                    ". Likely cause: " + ptrs.front()->cause + ".",
-                sources);
+            std::string message = "LWP " + std::to_string(key.first) + ": " + named;
+            message += (ptrs.size() == 1 ? " names " : " name ") + hexAddress(key.second);
+            message += ", which is in no interpreter's thread list; " + look.words + ". Likely cause: " + cause + ".";
+            add("stale-tstate", "error", key.first, key.second, message, sources);
         }
         // <= 3.11: the process-wide current pointer, when no thread claimed it.
         for (size_t i = 0; i < r_.runtimes.size(); ++i) {
@@ -194,7 +232,7 @@ private:
             if (!claimed)
                 add("stale-tstate", "error", std::nullopt, rt.tstateCurrent,
                     "CPython " + rt.version + "'s gilstate.tstate_current names " + hexAddress(rt.tstateCurrent) +
-                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i) + ".",
+                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i).words + ".",
                     {"CPython " + rt.version + "'s gilstate.tstate_current"});
         }
     }
@@ -268,7 +306,7 @@ private:
                 if (it == known_.end())
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
-                            ", which is in no thread list; " + secondLook(interp.gilHolder, i) +
+                            ", which is in no thread list; " + secondLook(interp.gilHolder, i).words +
                             ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
                         sources);
                 else if (!it->second.lwp)
@@ -307,21 +345,52 @@ private:
                         " of interpreter " + hexAddress(rec.interpreter) + " but its istate is " + hexAddress(rec.istate) +
                         ". Likely cause: the record was created under another interpreter (a sub-interpreter sharing builtins, or a stale record after re-initialisation).");
         }
-        for (const auto& [interp, views] : byInterp) {
-            if (views.size() < 2) continue;
-            std::string msg = "interpreter " + hexAddress(interp) + " holds " + std::to_string(views.size()) + " pybind11 internals records:";
-            for (const auto* v : views) {
-                msg += " " + v->record.id.raw + " (key " + (v->record.tlsKey ? std::to_string(*v->record.tlsKey) : "?") + ", used by ";
-                std::string mods;
-                for (const auto& m : v->record.modules) mods += (mods.empty() ? "" : ", ") + m.path;
-                msg += (mods.empty() ? "unknown modules" : mods) + ")";
-                msg += ";";
-            }
-            msg += " they differ in " + describeIdDifference(views[0]->record.id, views[1]->record.id) +
-                   ". Each keeps its own thread-state cache, so their gil_scoped_acquire can delete each other's thread states. "
-                   "Fix: build every module with the same compiler ABI (same -fabi-version / compiler), or define PYBIND11_SIMPLE_GIL_MANAGEMENT in all of them, or import the other modules once on the main thread before worker threads use them.";
-            add("internals-split", "warning", std::nullopt, 0, msg);
+        for (const auto& [interp, views] : byInterp)
+            if (views.size() >= 2) add("internals-split", "warning", std::nullopt, 0, splitMessage(interp, views));
+    }
+
+    // Every record with its key and users, then what separates each pair and what would merge
+    // them: the same release with another compiler ABI or stdlib needs one build setting; records
+    // of different internals versions come from different pybind11 releases, which no compiler
+    // flag merges.
+    static std::string splitMessage(uint64_t interp, const std::vector<const InternalsView*>& views) {
+        std::string msg = "interpreter " + hexAddress(interp) + " holds " + std::to_string(views.size()) + " pybind11 internals records:";
+        for (const auto* v : views) {
+            const auto& rec = v->record;
+            msg += " " + rec.id.raw + " (" + releasesOfInternalsVersion(rec.id.version) + ", key " +
+                   (rec.tlsKey ? std::to_string(*rec.tlsKey) : "?") + ", used by ";
+            std::string mods;
+            for (const auto& m : rec.modules) mods += (mods.empty() ? "" : ", ") + m.path;
+            msg += (mods.empty() ? "unknown modules" : mods) + ");";
         }
+        bool otherRelease = false, otherAbi = false;
+        for (size_t i = 0; i < views.size(); ++i)
+            for (size_t j = i + 1; j < views.size(); ++j) {
+                const auto& a = views[i]->record.id;
+                const auto& b = views[j]->record.id;
+                if (a.version != b.version) {
+                    otherRelease = true;
+                    msg += " " + a.raw + " and " + b.raw + " come from different pybind11 releases (internals v" +
+                           std::to_string(a.version) + " and v" + std::to_string(b.version) + ");";
+                } else {
+                    otherAbi = true;
+                    msg += " " + a.raw + " and " + b.raw + " are the same pybind11 internals built differently: " +
+                           describeIdDifference(a, b) + ";";
+                }
+            }
+        msg += " each record keeps its own thread-state cache, so their gil_scoped_acquire can delete each other's thread states. Fix:";
+        if (otherRelease)
+            msg += " build every module against one pybind11 release (only identical IDs share a record)";
+        if (otherAbi)
+            msg += std::string(otherRelease ? ";" : "") + " build the modules of one release with the same compiler ABI and standard library (same compiler, same -fabi-version)";
+        msg += "; or define PYBIND11_SIMPLE_GIL_MANAGEMENT in every module (pybind11 2.10.1 and later, 3.x included: gil_scoped_acquire is then PyGILState_Ensure/Release and reads no thread-state cache)";
+        // Before 3.0.2 (internals <= v11) a record made on a worker thread seeds its key with that
+        // thread's thread state, which another record may delete (pybind11 #2888, fixed by #5870).
+        bool seeds = false;
+        for (const auto* v : views) seeds = seeds || v->record.id.version <= 11;
+        if (seeds)
+            msg += "; or import the modules of records made by pybind11 before 3.0.2 once on the main thread before worker threads use them (such a record made on a worker thread caches that thread's thread state)";
+        return msg + ".";
     }
 
     const Target& target_;

@@ -45,6 +45,20 @@ void makeUtf8(json& value) {
     for (auto& [key, v] : companions.items()) value[key] = v;
 }
 
+// The modules that use a record: all of them, those whose own static holds it, and that evidence.
+void addModuleUses(json& record, const std::vector<ModuleUse>& uses) {
+    json modules = json::array(), confirmed = json::array(), confirmedBy = json::array();
+    for (const auto& m : uses) {
+        modules.push_back(m.path);
+        if (!m.confirmed) continue;
+        confirmed.push_back(m.path);
+        confirmedBy.push_back({{"module", m.path}, {"evidence", m.how}});  // paths are values, never keys: they need not be UTF-8
+    }
+    record["modules"] = modules;
+    record["modules_confirmed"] = confirmed;
+    record["confirmed_by"] = confirmedBy;
+}
+
 json frameJson(const PyFrame& f) { return {{"function", f.function}, {"file", f.file}, {"line", f.line}}; }
 
 json nativeFrameJson(const NativeFrame& f) {
@@ -167,8 +181,6 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                 if (v.status != "set") value["status"] = v.status;
                 values.push_back(value);
             }
-            json modules = json::array();
-            for (const auto& m : rec.modules) modules.push_back(m.path);
             json record = {{"id", rec.id.raw},
                            {"version", rec.id.version},
                            {"address", addressOrNull(rec.address)},
@@ -177,9 +189,8 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                            {"istate", addressOrNull(rec.istate)},
                            {"tls_key", rec.tlsKey ? json(*rec.tlsKey) : json(nullptr)},
                            {"tls_values", values},
-                           {"modules", modules},
                            {"layout", rec.layout.source}};
-            if (rec.id.moduleLocal) record["module_local"] = true;
+            addModuleUses(record, rec.modules);
             if (!rec.problem.empty()) record["problem"] = rec.problem;
             if (options.types) {
                 json types = json::array();
@@ -189,6 +200,27 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
             internals.push_back(record);
         }
         out["internals"] = internals;
+        json locals = json::array();
+        for (const auto& l : report.moduleLocals)
+            locals.push_back({{"id", l.id}, {"interpreter", hexAddress(l.interpreter)}, {"dict", l.dictName},
+                              {"address", hexAddress(l.keyAddress)}, {"module", l.module.empty() ? json(nullptr) : json(l.module)}});
+        out["module_locals"] = locals;
+        json nanobind = json::array();
+        for (const auto& nb : report.nanobind) {
+            json record = {{"key", nb.key}, {"version", nb.version}, {"abi_tag", nb.abiTag}, {"domain", nb.domain},
+                           {"address", addressOrNull(nb.address)}, {"interpreter", hexAddress(nb.interpreter)},
+                           {"dict", nb.dictName}};
+            addModuleUses(record, nb.modules);
+            if (!nb.problem.empty()) record["problem"] = nb.problem;
+            if (options.types) {
+                json types = json::array();
+                for (const auto& t : nb.types) types.push_back({{"python", t.pythonName}, {"cpp", t.cppName}});
+                record["types"] = types;
+                record["types_layout"] = nb.layout;
+            }
+            nanobind.push_back(record);
+        }
+        out["nanobind"] = nanobind;
     }
     json findings = json::array();
     for (const auto& f : report.findings)

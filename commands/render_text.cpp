@@ -178,7 +178,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
         if (rec.tlsKey) out << "      TLS: pthread key " << *rec.tlsKey << " (Py_tss_t at " << hexAddress(rec.tssAddress) << ")\n";
         out << "      used by:";
         if (rec.modules.empty()) out << " (no loaded module's read-only data holds this ID)";
-        for (const auto& m : rec.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (its get_internals_pp static holds this record)" : "");
+        for (const auto& m : rec.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (" + m.how + ")" : "");
         out << "\n";
         if (rec.tlsKey) {
             out << "      per-thread values:";
@@ -196,6 +196,41 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
         if (options.types) {
             out << "      registered types (" << rec.types.size() << "):\n";
             for (const auto& t : rec.types) out << "        " << pad(shown(t.pythonName), 40) << shown(t.cppName) << "\n";
+        }
+    }
+    out << "\n";
+}
+
+void renderModuleLocals(std::ostringstream& out, const Report& report) {
+    if (report.moduleLocals.empty()) return;
+    out << "PYBIND11 MODULE-LOCAL RECORDS (" << report.moduleLocals.size()
+        << "; one module's own registrations, no thread-state key: not internals records)\n";
+    for (const auto& l : report.moduleLocals) {
+        out << "  " << shown(l.id) << "\n      in the " << l.dictName << " of interpreter " << hexAddress(l.interpreter)
+            << "; made by " << (l.module.empty() ? "no loaded module (the address " + hexAddress(l.keyAddress) + " in its name is in none)"
+                                                 : shown(l.module) + " (the address " + hexAddress(l.keyAddress) + " in its name is in it)")
+            << "\n";
+    }
+    out << "\n";
+}
+
+void renderNanobind(std::ostringstream& out, const Report& report, const RenderOptions& options) {
+    if (report.nanobind.empty()) return;
+    out << "NANOBIND INTERNALS (" << report.nanobind.size() << " record" << (report.nanobind.size() == 1 ? "" : "s")
+        << "; nanobind keeps no thread-state cache: its gil_scoped_acquire is PyGILState_Ensure/Release)\n";
+    for (const auto& nb : report.nanobind) {
+        out << "  " << shown(nb.key) << "\n";
+        out << "      version " << nb.version << ", ABI " << shown(nb.abiTag) << (nb.domain.empty() ? "" : ", domain " + shown(nb.domain)) << "\n";
+        if (!nb.problem.empty()) out << "      problem: " << shown(nb.problem) << "\n";
+        if (nb.address)
+            out << "      internals " << hexAddress(nb.address) << " in the " << nb.dictName << " of interpreter " << hexAddress(nb.interpreter) << "\n";
+        out << "      used by:";
+        if (nb.modules.empty()) out << " (no loaded module's read-only data holds this ABI tag)";
+        for (const auto& m : nb.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (" + m.how + ")" : "");
+        out << "\n";
+        if (options.types) {
+            out << "      registered types (" << nb.types.size() << "; layout: " << nb.layout << "):\n";
+            for (const auto& t : nb.types) out << "        " << pad(shown(t.pythonName), 40) << shown(t.cppName) << "\n";
         }
     }
     out << "\n";
@@ -298,7 +333,11 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     if (report.crash) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
-    if (options.command != Command::Tstates) renderInternals(out, report, options);
+    if (options.command != Command::Tstates) {
+        renderInternals(out, report, options);
+        renderModuleLocals(out, report);
+        renderNanobind(out, report, options);
+    }
     renderThreads(out, report, options);
     if (report.nativeStacks) renderNativeStacks(out, report, options);
     if (options.command != Command::Check && !report.findings.empty()) {

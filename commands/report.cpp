@@ -92,7 +92,15 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
     report.internalsRead = true;
     for (size_t r = 0; r < report.runtimes.size(); ++r) {
         const GlibcKeys* keys = glibcFor(glibc, target, report.runtimes[r].moduleIndex);
-        for (auto& record : findInternalsRecords(target, report.runtimes[r], options.types, scan)) {
+        Pybind11Records found = findInternalsRecords(target, report.runtimes[r], options.types, scan);
+        for (auto& local : found.moduleLocals) report.moduleLocals.push_back(std::move(local));
+        for (const auto& k : found.nanobindKeys) {
+            NanobindRecord nb = readNanobindRecord(target, report.runtimes[r].layout, *scan.nanobind, k.key, k.capsule, options.types);
+            nb.interpreter = k.interpreter;
+            nb.dictName = k.dictName;
+            report.nanobind.push_back(std::move(nb));
+        }
+        for (auto& record : found.records) {
             InternalsView view;
             view.runtimeIndex = r;
             view.record = std::move(record);
@@ -113,7 +121,7 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 Preparation prepareReport(const Target& target, const ReportOptions& options) {
     Preparation p;
     p.runtimes = findRuntimeCandidates(target, options.useDwarf);
-    if (options.internals || options.findings) p.pybind11 = scanPybind11Modules(target, options.useDwarf);
+    if (options.internals || options.findings) p.pybind11 = scanBindingModules(target, options.useDwarf);
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
     return p;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
+#include "symbols/nanobind/nb_internals.h"
 #include "symbols/native/native_stacks.h"
 #include "symbols/pybind11/internals_reader.h"
 #include "symbols/target.h"
@@ -78,6 +79,8 @@ struct Report {
     std::vector<std::string> rejectedRuntimes;
     std::vector<ThreadRow> threads;
     std::vector<InternalsView> internals;
+    std::vector<ModuleLocalRecord> moduleLocals;  // pybind11 3.x module-local records (not internals)
+    std::vector<NanobindRecord> nanobind;         // nanobind's internals records
     bool internalsRead = false;
     std::vector<Finding> findings;
     std::vector<std::string> warnings;

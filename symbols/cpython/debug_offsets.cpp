@@ -91,6 +91,7 @@ bool applyDebugOffsets(const Memory& memory, uint64_t runtime, CPythonLayout* l,
     };
     using L = CPythonLayout;
     set(&L::runtimeInterpretersHead, "_PyRuntime.interpreters.head", at(s.interpretersHead));
+    set(&L::interpSize, "sizeof(PyInterpreterState)", at(s.interpSize));
     set(&L::interpId, "PyInterpreterState.id", at(s.interpId));
     set(&L::interpNext, "PyInterpreterState.next", at(s.interpNext));
     set(&L::interpThreadsHead, "PyInterpreterState.threads.head", at(s.interpThreadsHead));

@@ -25,6 +25,7 @@ struct CPythonLayout {
     int64_t runtimeAutoTssKey = kAbsent;      // Py_tss_t {int _is_initialized; unsigned _key;}
 
     // PyInterpreterState
+    int64_t interpSize = kAbsent;  // sizeof: a thread state inside it is its built-in initial one (3.12+)
     int64_t interpNext = kAbsent;
     int64_t interpThreadsHead = kAbsent;
     int64_t interpId = kAbsent;

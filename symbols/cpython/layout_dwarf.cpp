@@ -61,6 +61,7 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     }
     f.set(&L::runtimeAutoTssKey, "_PyRuntime.autoTSSkey", {{rt, "gilstate.autoTSSkey"}, {rt, "autoTSSkey"}});
 
+    f.setSize(&L::interpSize, "sizeof(PyInterpreterState)", "_is");
     f.set(&L::interpNext, "PyInterpreterState.next", {{"_is", "next"}});
     f.set(&L::interpThreadsHead, "PyInterpreterState.threads.head", {{"_is", "threads.head"}, {"_is", "tstate_head"}});
     f.set(&L::interpId, "PyInterpreterState.id", {{"_is", "id"}});

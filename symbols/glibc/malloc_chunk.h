@@ -11,4 +11,9 @@ namespace pytstates {
 // protected by (p >> 12) that decodes to NULL or a nearby aligned block, then a non-zero key.
 bool looksLikeFreedTcacheEntry(const Memory& memory, uint64_t p);
 
+// True when the block at p is a free chunk in one of malloc's bins (too big for, or not taken by,
+// the tcache), alone or merged into a free chunk before it: the next chunk's PREV_INUSE bit is
+// clear and its prev_size is at least this chunk's size.
+bool looksLikeFreedBinChunk(const Memory& memory, uint64_t p);
+
 }  // namespace pytstates

@@ -59,6 +59,21 @@ std::string describeAbi(const std::string& abi) {
     return abi;
 }
 
+std::string releasesOfInternalsVersion(int version) {
+    switch (version) {
+        case 1: return "pybind11 2.2.0-2.2.3";
+        case 2: return "pybind11 2.2.4";
+        case 3: return "pybind11 2.3-2.4";
+        case 4: return "pybind11 2.5-2.10, or 2.11-2.13 on Python < 3.12";
+        case 5: return "pybind11 2.11-2.13 on Python >= 3.12, or 2.8+ built with internals v5";
+        case 6: case 7: case 8: return "a pybind11 development snapshot before 3.0";
+        case 9: case 10: return "a pybind11 3.0 release candidate";
+        case 11: return "pybind11 3.0.x";
+        case 12: return "pybind11 3.1.x";
+        default: return "pybind11 with internals version " + std::to_string(version);
+    }
+}
+
 std::string describeIdDifference(const InternalsId& a, const InternalsId& b) {
     std::string d;
     auto add = [&](const std::string& what) { d += (d.empty() ? "" : "; ") + what; };

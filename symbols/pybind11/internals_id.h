@@ -25,4 +25,8 @@ std::string describeAbi(const std::string& abi);
 // What differs between two IDs, in words a user can act on.
 std::string describeIdDifference(const InternalsId& a, const InternalsId& b);
 
+// The pybind11 releases that make records of an internals version on x86_64 Linux ("pybind11
+// 3.1.x"); shared/research/pybind11-internals.md section 1.
+std::string releasesOfInternalsVersion(int version);
+
 }  // namespace pytstates

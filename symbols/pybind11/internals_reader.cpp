@@ -13,6 +13,7 @@
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/modules/debug_session.h"
 #include "symbols/modules/module_files.h"
+#include "symbols/nanobind/nb_internals.h"
 
 namespace pytstates {
 
@@ -20,7 +21,6 @@ namespace {
 
 constexpr const char* kInternalsPrefix = "__pybind11_internals_v";
 constexpr const char* kLocalPrefix = "__pybind11_module_local_v";
-constexpr const char* kInternalsPpStatic = "_ZZN8pybind116detail16get_internals_ppEvE12internals_pp";
 constexpr size_t kMaxTypes = 100000;
 constexpr size_t kScanChunk = 1 << 20;
 constexpr size_t kMaxIdLength = 512;
@@ -53,8 +53,49 @@ bool anchorAt(const Target& target, const CPythonLayout& py, uint64_t internals,
     return true;
 }
 
-// The modules that use an ID (from the scan), each confirmed where its get_internals_pp static
-// survives in a symbol table and holds this record's cell.
+// Where each pybind11 release keeps the record it uses, in each module (function-local statics:
+// local symbols, in .symtab only; shared/research/pybind11-internals.md section 3):
+//   2.2.2-2.13.6    get_internals_pp()::internals_pp, the capsule's pointer itself
+//   3.0.0rc1-rc2    get_internals_pp<internals>()::s_internals_pp, the same
+//   3.0.0rc3-3.0.1  get_internals_pp_manager()::internals_pp_manager, a manager whose
+//                   internals_singleton_pp_ (+16, or +32 built for Python >= 3.12) is that pointer
+//   3.0.2-3.1.x     internals_pp_manager<internals>::get_instance(...)::instance, the same at +16
+struct Holder {
+    const char* symbol;
+    std::initializer_list<int64_t> offsets;  // where the capsule's pointer may sit in it
+    const char* words;
+};
+const Holder kHolders[] = {
+    {"_ZZN8pybind116detail16get_internals_ppEvE12internals_pp", {0}, "its get_internals_pp static holds this record"},
+    {"_ZZN8pybind116detail16get_internals_ppINS0_9internalsEEERPSt10unique_ptrIT_St14default_deleteIS4_EEvE14s_internals_pp",
+     {0}, "its get_internals_pp static holds this record"},
+    {"_ZZN8pybind116detail24get_internals_pp_managerEvE20internals_pp_manager", {16, 32},
+     "its internals_pp_manager holds this record"},
+    {"_ZZN8pybind116detail20internals_pp_managerINS0_9internalsEE12get_instanceEPKcPFvPS2_EE8instance", {16},
+     "its internals_pp_manager holds this record"},
+};
+constexpr uint64_t kMaxWritableScan = 64u << 20;  // per module, for stripped modules
+
+// Without symbols (a stripped wheel), a module's writable data holding the capsule's pointer is
+// the same evidence: its static or manager, found by value.
+bool writableDataHolds(const Target& target, const LoadedModule& mod, uint64_t value) {
+    if (!mod.elf) return false;
+    uint64_t scanned = 0;
+    for (const auto& seg : mod.elf->segments()) {
+        if ((seg.flags & 0x80000000u) || !(seg.flags & 2) || seg.memsz == 0) continue;  // PF_W, not PT_TLS
+        std::vector<uint64_t> words(4096);
+        for (uint64_t at = (mod.bias + seg.vaddr + 7) & ~uint64_t(7); at < mod.bias + seg.vaddr + seg.memsz; at += words.size() * 8) {
+            if ((scanned += words.size() * 8) > kMaxWritableScan) return false;
+            size_t got = target.read(at, words.data(), words.size() * 8) / 8;
+            for (size_t i = 0; i < got; ++i)
+                if (words[i] == value) return true;
+        }
+    }
+    return false;
+}
+
+// The modules that use an ID (from the scan), each confirmed where the static its release keeps
+// the record in holds this record's cell (by symbol, or by value in a stripped module).
 std::vector<ModuleUse> modulesUsing(const Target& target, const Pybind11ModuleScan& scan, const std::string& id, uint64_t cell) {
     std::vector<ModuleUse> out;
     auto it = scan.modulesById.find(id);
@@ -63,8 +104,21 @@ std::vector<ModuleUse> modulesUsing(const Target& target, const Pybind11ModuleSc
         const LoadedModule& mod = target.modules()[index];
         ModuleUse use;
         use.path = mod.path;
-        if (auto sym = findModuleSymbol(mod, kInternalsPpStatic))
-            use.confirmed = cell && target.readPointer(mod.bias + sym->value).value_or(0) == cell;
+        bool anySymbol = false;
+        for (const auto& holder : kHolders) {
+            auto sym = findModuleSymbol(mod, holder.symbol);
+            if (!sym) continue;
+            anySymbol = true;
+            for (int64_t offset : holder.offsets)
+                if (cell && target.readPointer(mod.bias + sym->value + offset).value_or(0) == cell) {
+                    use.confirmed = true;
+                    use.how = holder.words;
+                }
+        }
+        if (!anySymbol && cell && writableDataHolds(target, mod, cell)) {
+            use.confirmed = true;
+            use.how = "its writable data holds this record's pointer (no holder symbol of a known release)";
+        }
         out.push_back(use);
     }
     return out;
@@ -166,8 +220,9 @@ void decode(const Target& target, const CPythonLayout& py, const Pybind11ModuleS
 
 }  // namespace
 
-Pybind11ModuleScan scanPybind11Modules(const Target& target, bool useDwarf) {
+Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
     Pybind11ModuleScan scan;
+    scan.nanobind = std::make_shared<NanobindModuleScan>();
     const std::string prefixes[] = {kInternalsPrefix, kLocalPrefix};
     const auto& modules = target.modules();
     for (size_t i = 0; i < modules.size(); ++i) {
@@ -178,6 +233,7 @@ Pybind11ModuleScan scanPybind11Modules(const Target& target, bool useDwarf) {
         // Read in chunks with pread, not through the mapping: a big module's .rodata (torch's)
         // would otherwise stay in pytstates' resident memory. Chunks overlap by an ID's length.
         bool found = false;
+        std::optional<std::string> nanobindTag;
         std::vector<char> chunk(kScanChunk + kMaxIdLength);
         for (uint64_t at = 0; at < rodata->size; at += kScanChunk) {
             size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), rodata->size - at));
@@ -200,18 +256,27 @@ Pybind11ModuleScan scanPybind11Modules(const Target& target, bool useDwarf) {
                     p = s + std::max<size_t>(n, 1);
                 }
             }
+            if (!nanobindTag) nanobindTag = nanobindTagIn(chunk.data(), end);
             if (got < want) break;
         }
-        if (!found || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
-        if (auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path()))
+        if (nanobindTag) {
+            auto& users = scan.nanobind->modulesByTag[*nanobindTag];
+            if (users.empty() || users.back() != i) users.push_back(i);
+        }
+        if ((!found && !nanobindTag) || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
+        auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path());
+        if (!dwarf) continue;
+        if (found)
             if (auto l = internalsLayoutFromDwarf(*dwarf, 4)) scan.dwarfLayouts[i] = *l;
+        if (nanobindTag)
+            if (auto off = nanobindTypeMapFromDwarf(*dwarf)) scan.nanobind->typeMapOffsets[i] = *off;
     }
     return scan;
 }
 
-std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
-                                                  const Pybind11ModuleScan& scan) {
-    std::vector<InternalsRecord> out;
+Pybind11Records findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
+                                     const Pybind11ModuleScan& scan) {
+    Pybind11Records out;
     const CPythonLayout& py = runtime.layout;
     for (const auto& interp : runtime.interpreters) {
         std::set<uint64_t> seenDicts;
@@ -222,14 +287,34 @@ std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Ru
             if (!entries) continue;
             for (const auto& e : *entries) {
                 auto key = readPyUnicode(target, py, e.key, 512);
-                if (!key || (key->rfind(kInternalsPrefix, 0) != 0 && key->rfind(kLocalPrefix, 0) != 0)) continue;
+                if (!key) continue;
+                if (isNanobindKey(*key)) {
+                    out.nanobindKeys.push_back({*key, interp.address, name, e.value});
+                    continue;
+                }
+                if (key->rfind(kInternalsPrefix, 0) != 0 && key->rfind(kLocalPrefix, 0) != 0) continue;
+                InternalsId id;
+                if (!parseInternalsId(*key, &id)) continue;
+                if (id.moduleLocal) {  // 3.x: the number in the name is an address in the module that made it
+                    ModuleLocalRecord local;
+                    local.id = *key;
+                    local.interpreter = interp.address;
+                    local.dictName = name;
+                    size_t digits = key->find_last_not_of("0123456789");
+                    if (digits != std::string::npos && digits + 1 < key->size())
+                        local.keyAddress = std::strtoull(key->c_str() + digits + 1, nullptr, 10);
+                    for (const auto& m : target.modules())
+                        if (local.keyAddress && local.keyAddress >= m.start && local.keyAddress < m.end) local.module = m.path;
+                    out.moduleLocals.push_back(std::move(local));
+                    continue;
+                }
                 InternalsRecord rec;
-                if (!parseInternalsId(*key, &rec.id)) continue;
+                rec.id = id;
                 rec.interpreter = interp.address;
                 rec.dictName = name;
                 rec.capsule = e.value;
                 decode(target, py, scan, rec, withTypes);
-                out.push_back(std::move(rec));
+                out.records.push_back(std::move(rec));
             }
         }
     }

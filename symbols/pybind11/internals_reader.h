@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,7 +26,19 @@ struct RegisteredType {
 
 struct ModuleUse {
     std::string path;
-    bool confirmed = false;  // its get_internals_pp static holds this record's cell
+    bool confirmed = false;  // the static its release keeps the record in holds this record's cell
+    std::string how;         // which one ("its internals_pp_manager holds this record")
+};
+
+// A 3.x module-local record (__pybind11_module_local_vNN_..._<address>): one module's own
+// registrations, no thread-state key. The number in its name is the address of a static in the
+// module that made it.
+struct ModuleLocalRecord {
+    std::string id;
+    uint64_t interpreter = 0;
+    std::string dictName;
+    uint64_t keyAddress = 0;  // the number in the name
+    std::string module;       // the loaded module holding that address; empty when none
 };
 
 struct InternalsRecord {
@@ -44,16 +57,33 @@ struct InternalsRecord {
     std::string problem;       // why the record could not be decoded
 };
 
-// Which loaded modules hold which pybind11 IDs in their read-only data, and the internals layout
-// of those that carry DWARF for it. File work only: done before a live target is stopped.
+struct NanobindModuleScan;
+
+// Which loaded modules hold which pybind11 IDs (and nanobind ABI tags) in their read-only data,
+// and the layouts of those that carry DWARF for them. File work only: done before a live target
+// is stopped.
 struct Pybind11ModuleScan {
     std::map<std::string, std::vector<size_t>> modulesById;  // ID -> indexes into Target::modules()
     std::map<size_t, InternalsLayout> dwarfLayouts;          // module index -> layout from its DWARF
+    std::shared_ptr<NanobindModuleScan> nanobind;            // always set by scanBindingModules
 };
 // useDwarf=false: the published layouts only (--no-dwarf).
-Pybind11ModuleScan scanPybind11Modules(const Target& target, bool useDwarf);
+Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf);
 
-std::vector<InternalsRecord> findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
-                                                  const Pybind11ModuleScan& scan);
+// A capsule under another binding library's key in the same dicts (nanobind's), for its reader.
+struct ForeignRecordKey {
+    std::string key;
+    uint64_t interpreter = 0;
+    std::string dictName;
+    uint64_t capsule = 0;
+};
+
+struct Pybind11Records {
+    std::vector<InternalsRecord> records;
+    std::vector<ModuleLocalRecord> moduleLocals;
+    std::vector<ForeignRecordKey> nanobindKeys;  // "__nb_internals_..."
+};
+Pybind11Records findInternalsRecords(const Target& target, const Runtime& runtime, bool withTypes,
+                                     const Pybind11ModuleScan& scan);
 
 }  // namespace pytstates

@@ -1,9 +1,10 @@
-// pybind11 internals layouts that nothing on these machines runs (pybind11 2.10.3 is the only
-// pybind11 here), decoded from synthetic memory images built from pybind11's published layouts
-// (x86_64, libstdc++, GIL build; shared/research/pybind11-internals.md section 3):
+// pybind11 internals layouts decoded from synthetic memory images built from pybind11's published
+// layouts (x86_64, libstdc++, GIL build; shared/research/pybind11-internals.md section 3):
 //   v5  pybind11 2.11-2.13 on CPython 3.12+ : static_property_type 408, tstate 432 (inline Py_tss_t), istate 448
 //   v11 pybind11 3.0.x                        : same offsets as v5, ID in the 3.x form
 //   v12 pybind11 3.1                          : registered_types_py 112, static_property_type 464, tstate 488, istate 496
+// v11 is here because pybind11 3.0.x is in no Debian suite, so nothing on these machines runs it;
+// v5 (2.13.6) and v12 (3.1.x) also run for real in tests/bindings, whose cores check these tables.
 // The record sits in the interpreter's state dict (CPython 3.12 dict and str layouts).
 #include <gtest/gtest.h>
 
@@ -156,7 +157,7 @@ TEST_P(SyntheticInternals, DecodesThePublishedLayout) {
     in.dict = image.dictWith(c.id, image.capsule(ip));
     rt.interpreters.push_back(in);
 
-    auto records = findInternalsRecords(image.target, rt, true, Pybind11ModuleScan{});
+    auto records = findInternalsRecords(image.target, rt, true, Pybind11ModuleScan{}).records;
     ASSERT_EQ(records.size(), 1u);
     const auto& r = records[0];
     EXPECT_EQ(r.id.raw, c.id);
@@ -192,7 +193,7 @@ TEST(SyntheticInternalsAnchor, FindsTstateNextToTheTypeAnchorsAtAnUnknownOffset)
     in.address = interp;
     in.dict = image.dictWith("__pybind11_internals_v11_system_libcpp_gxx_abi_1xxx_use_cxx11_abi_1__", image.capsule(ip));
     rt.interpreters.push_back(in);
-    auto records = findInternalsRecords(image.target, rt, false, Pybind11ModuleScan{});
+    auto records = findInternalsRecords(image.target, rt, false, Pybind11ModuleScan{}).records;
     ASSERT_EQ(records.size(), 1u);
     EXPECT_EQ(records[0].layout.source, "anchor");
     EXPECT_EQ(records[0].layout.tstate, 400);
@@ -211,7 +212,7 @@ TEST(SyntheticInternalsAnchor, RefusesAnObjectWithoutThePybind11Types) {
     in.address = interp;
     in.dict = image.dictWith("__pybind11_internals_v5_gcc_libstdcpp_cxxabi1018__", image.capsule(ip));
     rt.interpreters.push_back(in);
-    auto records = findInternalsRecords(image.target, rt, false, Pybind11ModuleScan{});
+    auto records = findInternalsRecords(image.target, rt, false, Pybind11ModuleScan{}).records;
     ASSERT_EQ(records.size(), 1u);
     EXPECT_FALSE(records[0].tlsKey.has_value());
     EXPECT_FALSE(records[0].problem.empty());
