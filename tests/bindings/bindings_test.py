@@ -220,6 +220,11 @@ def no_dwarf(args, target, r):
     expect(all(rec["layout"] != "dwarf" for rec in n["internals"]), "--no-dwarf: pybind11 layouts from the published tables", n)
     strip = lambda rep: sorted(json.dumps([rec["address"], rec["tls_key"], rec["tls_values"], rec["modules_confirmed"]]) for rec in rep["internals"])
     expect(strip(n) == strip(r), "--no-dwarf: the same records, keys and values", n)
+    if r["nanobind"]:
+        _, t, _ = scenario.run_pytstates(args.pytstates, ["internals", "--json", "--types", "--no-dwarf"] + target, expect_status=0)
+        expect([x["types"] for x in t["nanobind"]] == [x["types"] for x in r["with_types"]["nanobind"]]
+               and all(x["types_layout"] == "table" for x in t["nanobind"]),
+               "--no-dwarf: nanobind's types from the published layout, the same as with DWARF", t)
 
 
 CHECKS = {"mixed": check_mixed, "stale": check_stale, "subinterp": check_subinterp}
