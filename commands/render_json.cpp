@@ -95,6 +95,21 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                    {"pid", report.target.pid},
                    {"executable", report.target.executable}};
     if (report.target.stoppedMs) target["stopped_ms"] = *report.target.stoppedMs;
+    if (!report.target.namespacePids.empty()) target["namespace_pids"] = report.target.namespacePids;
+    if (report.target.root != "/") target["root"] = report.target.root;
+    if (!report.target.sysroot.empty()) target["sysroot"] = report.target.sysroot;
+    json files = json::array();
+    for (const auto& f : report.target.files) {
+        json file = {{"module", f.module},
+                     {"file", f.file.empty() ? json(nullptr) : json(f.file)},
+                     {"via", f.via.empty() ? json(nullptr) : json(f.via)},
+                     {"deleted", f.deleted},
+                     {"build_id", f.buildId.empty() ? json(nullptr) : json(f.buildId)},
+                     {"debug_file", f.debugFile.empty() ? json(nullptr) : json(f.debugFile)}};
+        if (!f.problem.empty()) file["problem"] = f.problem;
+        files.push_back(file);
+    }
+    target["files"] = files;
     target["arch"] = report.target.arch;
     target["crash"] = nullptr;
     if (report.crash) {
@@ -162,6 +177,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                     {"pthread", hexAddress(t.pthread)},
                     {"current_tstate", addressOrNull(t.currentTstate)},
                     {"autotss_tstate", addressOrNull(t.autotssTstate)}};
+        if (t.namespaceLwp) row["namespace_lwp"] = t.namespaceLwp;
         if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
         if (!t.currentSource.empty()) row["current_source"] = t.currentSource;
         if (!t.currentStatus.empty()) row["current_status"] = t.currentStatus;

@@ -316,18 +316,60 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     }
 }
 
+// One line when files were not simply read at the paths the target names: the process's own
+// view of them (/proc/PID/map_files, /proc/PID/root), files deleted or replaced since they were
+// mapped, files fetched from debuginfod.
+void renderFileSources(std::ostringstream& out, const Report& report) {
+    std::map<std::string, int> byVia;
+    std::vector<std::string> deleted;
+    for (const auto& f : report.target.files) {
+        if (!f.via.empty()) ++byVia[f.via];
+        if (f.deleted) deleted.push_back(f.module);
+    }
+    std::string pid = std::to_string(report.target.pid);
+    // With a sysroot, a file read at its own path instead is worth saying: it is this machine's.
+    bool outsideSysroot = !report.target.sysroot.empty() && byVia.count("path");
+    bool plain = deleted.empty() && !outsideSysroot && byVia.size() <= 1 && (byVia.empty() || byVia.count("map_files") || byVia.count("path"));
+    if (plain) return;
+    static const std::pair<const char*, const char*> kWords[] = {
+        {"map_files", "/proc/PID/map_files"}, {"root", "/proc/PID/root"}, {"sysroot", "the sysroot"},
+        {"path", "their own paths"}, {"debuginfod", "debuginfod"}};
+    std::string line;
+    for (const auto& [via, words] : kWords) {
+        auto it = byVia.find(via);
+        if (it == byVia.end()) continue;
+        std::string where = words;
+        auto at = where.find("PID");
+        if (at != std::string::npos) where.replace(at, 3, pid);
+        line += (line.empty() ? "" : ", ") + std::to_string(it->second) + " through " + where;
+        if (outsideSysroot && std::string(via) == "path") line += " (not under the sysroot; verified by build-id where the target holds one)";
+    }
+    out << "files: " << line;
+    if (!deleted.empty()) {
+        out << "; deleted or replaced on disk since the process mapped them:";
+        for (const auto& d : deleted) out << " " << shown(d);
+    }
+    out << "\n";
+}
+
 }  // namespace
 
 std::string renderText(const Report& report, const RenderOptions& options) {
     std::ostringstream out;
-    out << (report.target.kind == TargetKind::Live ? "process " : "core of pid ") << report.target.pid << "  "
-        << shown(report.target.executable) << "  " << report.threads.size() << " threads";
+    out << (report.target.kind == TargetKind::Live ? "process " : "core of pid ") << report.target.pid;
+    const auto& ns = report.target.namespacePids;
+    std::vector<std::string> where;
+    if (ns.size() > 1) where.push_back("pid " + std::to_string(ns.back()) + " in its own PID namespace");
+    if (report.target.root != "/") where.push_back("its root is " + shown(report.target.root));
+    for (size_t i = 0; i < where.size(); ++i) out << (i ? "; " : " (") << where[i] << (i + 1 == where.size() ? ")" : "");
+    out << "  " << shown(report.target.executable) << "  " << report.threads.size() << " threads";
     if (report.target.stoppedMs) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "  (stopped %.1f ms)", *report.target.stoppedMs);
         out << buf;
     }
     out << "\n";
+    renderFileSources(out, report);
     for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
     if (report.crash) renderCrash(out, report, options);

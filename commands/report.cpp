@@ -8,6 +8,8 @@
 
 #include "commands/findings.h"
 #include "commands/native_report.h"
+#include "commands/no_runtime.h"
+#include "symbols/elf/elf_file.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/glibc/thread_local.h"
 
@@ -54,6 +56,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
     for (const auto& t : target.threads()) {
         ThreadRow row;
         row.lwp = t.lwp;
+        row.namespaceLwp = t.namespaceLwp;
         row.pthread = t.pthread;
         for (const auto& rt : report.runtimes) {
             const GlibcKeys* keys = glibcFor(glibc, target, rt.moduleIndex);
@@ -150,13 +153,21 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     report.target.pid = target.pid();
     report.target.arch = target.arch().name;
     report.target.executable = target.executable();
+    report.target.namespacePids = target.namespacePids();
+    report.target.root = target.rootDirectory();
+    report.target.sysroot = target.sysroot();
+    for (const auto& m : target.modules()) {
+        if (m.path.empty() || m.path[0] != '/') continue;
+        ModuleFile f{m.path, m.resolvedPath, m.fileVia, m.deleted, m.buildIdInTarget, {}, m.elf ? "" : m.problem};
+        if (m.debugElf && m.debugElf != m.elf) f.debugFile = m.debugElf->path();
+        report.target.files.push_back(std::move(f));
+    }
     report.warnings = target.warnings();
     RuntimeSearch search = walkRuntimes(target, preparation.runtimes, options.native ? std::max(options.maxFrames, kAllPythonFrames) : options.maxFrames);
     report.runtimes = std::move(search.runtimes);
     report.rejectedRuntimes = std::move(search.rejected);
     if (report.runtimes.empty()) {
-        std::string why = "no initialised CPython runtime in the target";
-        if (!report.rejectedRuntimes.empty()) why += " (" + report.rejectedRuntimes.front() + ")";
+        std::string why = explainNoRuntime(target, report.rejectedRuntimes);
         for (const auto& w : report.warnings)
             if (w.find("truncated") != std::string::npos) why += "; " + w;
         throw std::runtime_error(why);

@@ -18,12 +18,27 @@
 
 namespace pytstates {
 
+// Where one module's file was read from.
+struct ModuleFile {
+    std::string module;     // the path the target names
+    std::string file;       // the file read; empty when none fits
+    std::string via;        // "map_files", "root", "sysroot", "path", "debuginfod"
+    bool deleted = false;   // deleted or replaced on disk since the process mapped it
+    std::string buildId;    // from the target's memory
+    std::string debugFile;  // the separate debug file, when one is used
+    std::string problem;
+};
+
 struct TargetSummary {
     TargetKind kind = TargetKind::Core;
     std::string arch = "x86_64";
     int pid = 0;
+    std::vector<int> namespacePids;  // live: the pid in each PID namespace, ours first
+    std::string root = "/";          // live: the process's root directory as we see it
+    std::string sysroot;             // --sysroot
     std::string executable;
     std::optional<double> stoppedMs;
+    std::vector<ModuleFile> files;
 };
 
 // One pybind11 internals record with the value its TLS key holds on each thread.
@@ -40,6 +55,7 @@ struct InternalsView {
 
 struct ThreadRow {
     int lwp = 0;
+    int namespaceLwp = 0;        // its id in the process's own PID namespace, 0 when it has none
     uint64_t pthread = 0;
     uint64_t currentTstate = 0;  // CPython's current tstate for this thread, 0 when none
     std::string currentSource;   // "gilstate.tstate_current" or "_Py_tss_tstate"

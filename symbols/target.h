@@ -23,6 +23,7 @@ struct OsThread {
     uint64_t sp = 0;
     std::vector<uint64_t> registers;  // DWARF-numbered (Arch::dwarfRegisters); empty: only pc and sp known
     int signal = 0;              // the signal the thread was dumped or stopped with (pr_cursig), 0: none
+    int namespaceLwp = 0;        // a live process in its own PID namespace: the thread's id there (NSpid); 0: none
 };
 
 // The signal a core's process died of (NT_SIGINFO and the first thread's pr_cursig).
@@ -38,6 +39,8 @@ struct CrashSignal {
 struct LoadedModule {
     std::string path;          // as the target names it
     std::string resolvedPath;  // the file we opened (sysroot applied), empty when not found
+    std::string fileVia;       // how: "map_files", "root", "sysroot", "path", "debuginfod"
+    bool deleted = false;      // the live process's mapping says the file was deleted (or replaced)
     uint64_t bias = 0;         // l_addr: runtime address minus link-time address
     uint64_t start = 0;        // lowest mapped address
     uint64_t end = 0;
@@ -60,6 +63,13 @@ public:
     virtual const std::vector<LoadedModule>& modules() const = 0;
     // Things the reader noticed that the user should know (a truncated core, a mismatched file).
     virtual const std::vector<std::string>& warnings() const = 0;
+    // A live process's pid in each PID namespace it is in, outermost (ours) first (NSpid);
+    // empty when unknown.
+    virtual std::vector<int> namespacePids() const { return {}; }
+    // A live process's root directory as we see it ("/" unless chrooted or in a container).
+    virtual std::string rootDirectory() const { return "/"; }
+    // The directory the user said holds the target's files (--sysroot); empty when none.
+    virtual std::string sysroot() const { return {}; }
     // The machine the target runs on.
     virtual const Arch& arch() const { return hostArch(); }
     // What the process died of: a core written for a fatal signal. Empty for live targets and

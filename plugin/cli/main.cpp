@@ -32,8 +32,11 @@ struct Arguments {
     bool noStop = false;
     bool noDwarf = false;
     bool native = false;
+    bool offline = false;
     int frames = 5;
 };
+
+void tellStderr(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
 void addTargetOptions(CLI::App* cmd, Arguments& a) {
     auto* core = cmd->add_option("--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump)");
@@ -45,6 +48,7 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
+    cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
 }
 
 // Paths the user typed are relative to the working directory, like every tool's.
@@ -73,6 +77,7 @@ int run(pytstates::Command command, Arguments a) {
         live.pid = a.pid;
         live.stop = !a.noStop;
         live.search.debugDirs = a.debugDirs;
+        if (!a.offline) live.search.debuginfod = pytstates::DebuginfodClient::fromEnvironment(tellStderr);
         LiveTarget target(live);
         if (live.stop) {
             request.beforeAnalysis = [&target] { target.stop(); };
@@ -90,6 +95,8 @@ int run(pytstates::Command command, Arguments a) {
     options.executable = a.exe;
     options.search.sysroot = a.sysroot;
     options.search.debugDirs = a.debugDirs;
+    if (!a.offline) options.search.debuginfod = pytstates::DebuginfodClient::fromEnvironment(tellStderr);
+    options.progress = tellStderr;
     CoreTarget target(options);
     // gdb and lldb number a core's threads in the order of its notes: say those numbers too.
     CommandResult result = runCommand(target, request, [&target](int lwp) {

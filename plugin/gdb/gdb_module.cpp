@@ -46,7 +46,7 @@ using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
 std::tuple<int, std::string, std::string> run(const std::string& command, const std::vector<std::string>& args,
                                               const py::function& readMemory, const std::vector<GdbThread>& threads,
                                               const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                                              bool live, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
+                                              bool live, bool local, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
                                               const std::optional<GdbSiginfo>& siginfo) {
     CommandRequest request;
     request.command = commandNamed(command);
@@ -92,6 +92,7 @@ std::tuple<int, std::string, std::string> run(const std::string& command, const 
     input.pid = pid;
     input.live = live;
     input.search.sysroot = sysroot;
+    if (live && local && pid > 0) input.search.processDir = "/proc/" + std::to_string(pid);  // gdb's native target: this machine
     try {
         DebuggerTarget target(input);
         CommandResult result = runCommand(target, request, [&](int lwp) {

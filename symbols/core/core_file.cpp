@@ -3,11 +3,13 @@
 #include "symbols/core/signal_names.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <gelf.h>
-
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -33,12 +35,35 @@ T load(const unsigned char* p) {
     return v;
 }
 
+// The core itself, or what it decompresses to. The file is opened once: what is checked is
+// what is read.
+std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& progress, std::string* error) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        *error = path + ": " + std::strerror(errno);
+        return nullptr;
+    }
+    unsigned char head[8] = {};
+    ssize_t n = pread(fd, head, sizeof head, 0);
+    CoreCompression kind = detectCompression(head, n > 0 ? static_cast<size_t>(n) : 0);
+    if (kind == CoreCompression::None) return ElfFile::openFd(fd, path, error, ElfFile::Access::Read);
+    int plain = -1;
+    try {
+        plain = decompressToTemporaryFile(fd, kind, path, progress);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    ::close(fd);
+    return ElfFile::openFd(plain, path, error, ElfFile::Access::Read);
+}
+
 }  // namespace
 
-CoreFile::CoreFile(const std::string& path)
+CoreFile::CoreFile(const std::string& path, const ProgressLine& progress)
     : path_(path), fileCache_([this](uint64_t offset, void* buf, size_t len) { return elf_ ? elf_->readAt(offset, buf, len) : 0; }) {
     std::string error;
-    elf_ = ElfFile::open(path, &error, ElfFile::Access::Read);
+    elf_ = openCore(path, progress, &error);
     if (!elf_) throw std::runtime_error(error);
     if (elf_->type() != ET_CORE) throw std::runtime_error(path + ": an ELF file but not a core dump");
     arch_ = archForElfMachine(elf_->machine());

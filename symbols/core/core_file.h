@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "symbols/arch/arch.h"
+#include "symbols/core/compressed_core.h"
 #include "symbols/elf/elf_file.h"
-#include "symbols/page_cache.h"
 #include "symbols/modules/module_discovery.h"
+#include "symbols/page_cache.h"
 #include "symbols/target.h"
 
 namespace pytstates {
@@ -26,7 +28,9 @@ struct CoreSegment {
 class CoreFile {
 public:
     // Throws std::runtime_error with a one-line reason when the file is unusable as a core.
-    explicit CoreFile(const std::string& path);
+    // A core compressed by systemd-coredump (zstd, lz4, xz) is decompressed first into an unlinked
+    // temporary file (compressed_core.h), telling `progress` as it goes.
+    explicit CoreFile(const std::string& path, const ProgressLine& progress = {});
 
     const std::string& path() const { return path_; }
     const std::vector<CoreSegment>& segments() const { return segments_; }

@@ -22,7 +22,7 @@ private:
 
 }  // namespace
 
-CoreTarget::CoreTarget(const CoreOptions& options) : core_(options.corePath), search_(options.search) {
+CoreTarget::CoreTarget(const CoreOptions& options) : core_(options.corePath, options.progress), search_(options.search) {
     if (core_.truncated()) warnings_.push_back("the core is truncated: some memory is missing");
     buildModules(options);
 }

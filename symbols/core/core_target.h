@@ -17,6 +17,7 @@ struct CoreOptions {
     std::string corePath;
     std::string executable;  // --exe; empty: the one the core names
     FileSearch search;
+    ProgressLine progress;   // lines while a compressed core is decompressed
 };
 
 class CoreTarget : public Target {
@@ -33,6 +34,7 @@ public:
     const std::vector<std::string>& warnings() const override { return warnings_; }
     const Arch& arch() const override { return core_.arch(); }
     std::optional<CrashSignal> crashSignal() const override { return core_.crashSignal(); }
+    std::string sysroot() const override { return search_.sysroot; }
     const CoreFile& core() const { return core_; }
 
 private:

@@ -4,6 +4,7 @@
 
 #include "symbols/core/signal_names.h"
 #include "symbols/glibc/thread_list.h"
+#include "symbols/live/process_files.h"
 
 
 namespace pytstates {
@@ -23,6 +24,19 @@ DebuggerTarget::DebuggerTarget(DebuggerInput input)
     in.mappings = input_.mappings;
     in.executable = input_.executable;
     in.search = input_.search;
+    // A live process on this machine (search.processDir set by the front end): its files as
+    // /proc names them, read through /proc/PID/map_files like the CLI's.
+    if (!input_.search.processDir.empty() && input_.live && input_.pid > 0) {
+        ProcessFiles files = readProcessFiles(input_.pid);
+        if (!files.mappings.empty()) {
+            root_ = files.root;
+            namespacePids_ = files.namespacePids;
+            if (in.mappings.empty()) in.mappings = std::move(files.mappings);
+            if (!files.executable.empty()) in.executable = files.executable;
+        } else {
+            in.search.processDir.clear();  // not a process we can see (another machine's pid)
+        }
+    }
     ModuleDiscovery found = discoverModules(in);
     executable_ = found.executable;
     modules_ = std::move(found.modules);

@@ -24,7 +24,7 @@ struct DebuggerInput {
     std::string executable;
     int pid = 0;
     bool live = false;
-    FileSearch search;
+    FileSearch search;  // processDir: "/proc/PID" when the process runs on this machine
     // A core's fatal signal as the debugger knows it (gdb's $_siginfo, lldb's stop reason) of
     // its first thread; kept only when the signal is one that writes a core.
     std::optional<CrashSignal> crash;
@@ -42,6 +42,8 @@ public:
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
     std::optional<CrashSignal> crashSignal() const override;
+    std::vector<int> namespacePids() const override { return namespacePids_; }
+    std::string rootDirectory() const override { return root_; }
 
 private:
     void fillMissingThreadPointers();
@@ -51,6 +53,8 @@ private:
     std::string executable_;
     std::vector<LoadedModule> modules_;
     std::vector<std::string> warnings_;
+    std::vector<int> namespacePids_;
+    std::string root_ = "/";
 };
 
 }  // namespace pytstates

@@ -54,16 +54,21 @@ std::string buildIdFromNotes(const unsigned char* data, size_t size) {
 }
 
 std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* error, Access access) {
-    elf_version(EV_CURRENT);
-    std::shared_ptr<ElfFile> f(new ElfFile());
-    f->path_ = path;
     // O_NONBLOCK: opening a FIFO with no writer must not block. Only regular files (and block
     // devices) are read.
-    f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (f->fd_ < 0) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         if (error) *error = path + ": " + std::strerror(errno);
         return nullptr;
     }
+    return openFd(fd, path, error, access);
+}
+
+std::shared_ptr<ElfFile> ElfFile::openFd(int fd, const std::string& path, std::string* error, Access access) {
+    elf_version(EV_CURRENT);
+    std::shared_ptr<ElfFile> f(new ElfFile());
+    f->path_ = path;
+    f->fd_ = fd;
     struct stat st;
     if (fstat(f->fd_, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
         if (error)

@@ -39,6 +39,9 @@ public:
     // through a mapping would count them all in pytstates' own memory).
     enum class Access { Map, Read };
     static std::shared_ptr<ElfFile> open(const std::string& path, std::string* error, Access access = Access::Map);
+    // The same over an open descriptor, which the ElfFile then owns (closed even on failure);
+    // `path` names it in messages.
+    static std::shared_ptr<ElfFile> openFd(int fd, const std::string& path, std::string* error, Access access = Access::Map);
     ~ElfFile();
     ElfFile(const ElfFile&) = delete;
     ElfFile& operator=(const ElfFile&) = delete;

@@ -14,12 +14,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "symbols/glibc/thread_list.h"
+#include "symbols/live/process_files.h"
 
 namespace pytstates {
 
@@ -89,21 +89,14 @@ std::vector<int> listTasks(int pid) {
     return tids;
 }
 
-std::string readText(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 std::string tracerOf(int pid) {
-    std::istringstream status(readText("/proc/" + std::to_string(pid) + "/status"));
+    std::istringstream status(readProcText("/proc/" + std::to_string(pid) + "/status"));
     std::string line;
     while (std::getline(status, line))
         if (line.rfind("TracerPid:", 0) == 0) {
             int tracer = std::atoi(line.c_str() + 10);
             if (tracer) {
-                std::string comm = readText("/proc/" + std::to_string(tracer) + "/comm");
+                std::string comm = readProcText("/proc/" + std::to_string(tracer) + "/comm");
                 if (!comm.empty() && comm.back() == '\n') comm.pop_back();
                 return std::to_string(tracer) + (comm.empty() ? "" : " (" + comm + ")");
             }
@@ -115,7 +108,7 @@ std::string permissionWords(int pid) {
     std::string why = "permission denied attaching to process " + std::to_string(pid);
     std::string tracer = tracerOf(pid);
     if (!tracer.empty()) return why + ": it is already traced by process " + tracer + " (detach gdb or the other tracer first)";
-    std::string scope = readText("/proc/sys/kernel/yama/ptrace_scope");
+    std::string scope = readProcText("/proc/sys/kernel/yama/ptrace_scope");
     if (!scope.empty() && scope[0] != '0') why += ": kernel.yama.ptrace_scope is " + scope.substr(0, 1) + " (run as root or with CAP_SYS_PTRACE)";
     else why += " (another user's process? run as root or with CAP_SYS_PTRACE)";
     return why;
@@ -137,14 +130,22 @@ LiveTarget::LiveTarget(const LiveOptions& options)
     buildModules(options);
     if (!stopWanted_) {
         threadsFromGlibc();
+        namespaceLwps();
         warnings_.push_back("read without stopping the process (--no-stop): the snapshot may be inconsistent");
         if (threads_.empty()) throw std::runtime_error("process " + std::to_string(pid_) + ": no thread found in glibc's thread lists");
     }
 }
 
+// A process in its own PID namespace: each thread's id there.
+void LiveTarget::namespaceLwps() {
+    if (namespacePids_.size() < 2) return;
+    for (auto& t : threads_) t.namespaceLwp = namespaceTid(pid_, t.lwp);
+}
+
 void LiveTarget::stop() {
     if (!stopWanted_ || !threads_.empty()) return;
     stopAll();
+    namespaceLwps();
     // Test hook: hold the stop so a test can kill pytstates mid-snapshot.
     if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);
     if (threads_.empty()) {
@@ -160,7 +161,7 @@ LiveTarget::~LiveTarget() {
 
 void LiveTarget::buildModules(const LiveOptions& options) {
     std::string base = "/proc/" + std::to_string(pid_);
-    std::string auxv = readText(base + "/auxv");
+    std::string auxv = readProcText(base + "/auxv");
     if (auxv.empty()) {
         if (errno == EACCES || errno == EPERM) throw std::runtime_error(permissionWords(pid_));
         throw std::runtime_error("cannot read " + base + "/auxv: " + std::strerror(errno));
@@ -174,24 +175,15 @@ void LiveTarget::buildModules(const LiveOptions& options) {
         if (k == AT_PHNUM) in.atPhnum = v;
         if (k == AT_ENTRY) in.atEntry = v;
     }
-    std::istringstream maps(readText(base + "/maps"));
-    std::string line;
-    while (std::getline(maps, line)) {
-        unsigned long long start, end, offset;
-        char perms[8], dev[16];
-        unsigned long inode;
-        int consumed = 0;
-        if (sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %lu %n", &start, &end, perms, &offset, dev, &inode, &consumed) < 6) continue;
-        std::string path = consumed > 0 ? line.substr(consumed) : "";
-        if (path.empty() || path[0] != '/' || inode == 0) continue;
-        in.mappings.push_back({start, end, offset, path});
-    }
-    char exe[4096];
-    ssize_t n = readlink((base + "/exe").c_str(), exe, sizeof exe - 1);
-    if (n > 0) in.executable.assign(exe, n);
+    ProcessFiles files = readProcessFiles(pid_);
+    root_ = files.root;
+    namespacePids_ = files.namespacePids;
+    in.mappings = std::move(files.mappings);
+    in.executable = files.executable;
     in.memory = this;
     in.pristine = this;
     in.search = options.search;
+    in.search.processDir = base;
     ModuleDiscovery found = discoverModules(in);
     executable_ = found.executable;
     modules_ = std::move(found.modules);

@@ -37,6 +37,8 @@ public:
     const std::vector<OsThread>& threads() const override { return threads_; }
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
+    std::vector<int> namespacePids() const override { return namespacePids_; }
+    std::string rootDirectory() const override { return root_; }
 
     // Stops every thread (when options.stop) and reads their registers. Throws std::runtime_error.
     void stop();
@@ -48,6 +50,7 @@ private:
     size_t readUncached(uint64_t addr, void* buf, size_t len) const;
     void stopAll();
     void threadsFromGlibc();
+    void namespaceLwps();
     void buildModules(const LiveOptions& options);
 
     int pid_;
@@ -58,6 +61,8 @@ private:
     std::vector<OsThread> threads_;
     std::vector<LoadedModule> modules_;
     std::vector<std::string> warnings_;
+    std::vector<int> namespacePids_;
+    std::string root_ = "/";  // NSpid: this pid in each PID namespace, outermost first
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;
     PageCache cache_;  // valid while the threads are stopped (or for one --no-stop read)

@@ -4,6 +4,7 @@
 #include <gelf.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <regex>
 #include <set>
@@ -103,8 +104,23 @@ private:
     }
 
     void add(LoadedModule mod, bool isExe) {
-        if (isExe && !in_.executableOverride.empty()) mod.path = in_.executableOverride;
-        attachModuleFiles(mod, in_.search);
+        std::string mapping;  // "start-end" of the module's first mapping: its /proc/PID/map_files name
+        if (isExe && !in_.executableOverride.empty()) {
+            mod.path = in_.executableOverride;
+        } else {
+            // By address: the loader's name and the kernel's can differ (/lib is /usr/lib on merged-/usr systems).
+            for (const auto& m : in_.mappings)
+                if (m.start == mod.start && m.fileOffset == 0) {
+                    char range[64];
+                    std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(m.start),
+                                  static_cast<unsigned long long>(m.end));
+                    mapping = range;
+                    mod.deleted = m.deleted;
+                }
+        }
+        std::vector<FileCandidate> candidates = fileCandidates(mod, in_.search, mapping);
+        if (isExe && !in_.executableOverride.empty()) candidates = {{mod.path, "path"}};  // the file the user named, nothing else
+        attachModuleFiles(mod, in_.search, candidates);
         if (mod.elf) {
             mod.start = mod.bias + mod.elf->firstLoadVaddr();
             mod.end = mod.bias + loadEnd(*mod.elf);

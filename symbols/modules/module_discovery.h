@@ -15,7 +15,8 @@ namespace pytstates {
 
 struct MappedFile {
     uint64_t start, end, fileOffset;  // fileOffset in bytes
-    std::string path;
+    std::string path;                 // without the " (deleted)" /proc/PID/maps appends
+    bool deleted = false;             // the file was deleted (or replaced) after it was mapped
 };
 
 struct ModuleDiscoveryInput {

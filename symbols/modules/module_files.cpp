@@ -28,20 +28,27 @@ std::string resolveInSysroot(const FileSearch& search, const std::string& path) 
     return path;
 }
 
-std::shared_ptr<ElfFile> findDebugFile(const std::shared_ptr<ElfFile>& file, const FileSearch& search) {
+std::shared_ptr<ElfFile> findDebugFile(const std::shared_ptr<ElfFile>& file, const FileSearch& search, const std::string& modulePath) {
     if (!file) return nullptr;
     if (file->hasDebugInfo()) return file;
     std::vector<std::string> candidates;
     const std::string& id = file->buildId();
+    // Prefixes under which the target's own paths live: its root (live), the sysroot, this machine.
+    std::vector<std::string> prefixes;
+    if (!search.processDir.empty()) prefixes.push_back(search.processDir + "/root");
+    if (!search.sysroot.empty()) prefixes.push_back(search.sysroot);
+    prefixes.emplace_back();
     std::vector<std::string> roots = search.debugDirs;
-    if (!search.sysroot.empty()) roots.push_back(search.sysroot + "/usr/lib/debug");
-    roots.push_back("/usr/lib/debug");
+    for (const auto& prefix : prefixes) roots.push_back(prefix + "/usr/lib/debug");
     if (id.size() > 2)
         for (const auto& root : roots) candidates.push_back(root + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug");
     if (auto link = file->debugLink()) {
-        std::string dir = dirName(file->path());
-        candidates.push_back(dir + "/" + link->first);
-        candidates.push_back(dir + "/.debug/" + link->first);
+        // Next to the module as the target names it (the file opened may be /proc/PID/map_files/...).
+        std::string dir = dirName(modulePath.empty() || modulePath[0] != '/' ? file->path() : modulePath);
+        for (const auto& prefix : prefixes) {
+            candidates.push_back(prefix + dir + "/" + link->first);
+            candidates.push_back(prefix + dir + "/.debug/" + link->first);
+        }
         for (const auto& root : roots) candidates.push_back(root + dir + "/" + link->first);
     }
     for (const auto& c : candidates) {
@@ -50,6 +57,12 @@ std::shared_ptr<ElfFile> findDebugFile(const std::shared_ptr<ElfFile>& file, con
         auto debug = ElfFile::open(c, &error);
         if (debug && (id.empty() || debug->buildId() == id)) return debug;
     }
+    if (search.debuginfod && !id.empty())
+        if (auto fetched = search.debuginfod->debugInfo(id, modulePath.empty() ? file->path() : modulePath)) {
+            std::string error;
+            auto debug = ElfFile::open(*fetched, &error);
+            if (debug && debug->buildId() == id) return debug;
+        }
     return file;
 }
 
@@ -73,39 +86,73 @@ std::string buildIdInMemory(const Memory& memory, uint64_t start) {
     return {};
 }
 
+std::vector<FileCandidate> fileCandidates(const LoadedModule& module, const FileSearch& search, const std::string& mapping) {
+    std::vector<FileCandidate> out;
+    if (module.path.empty() || module.path[0] != '/') return out;
+    if (!search.processDir.empty()) {
+        if (!mapping.empty()) out.push_back({search.processDir + "/map_files/" + mapping, "map_files"});
+        out.push_back({search.processDir + "/root" + module.path, "root"});
+    }
+    if (!search.sysroot.empty()) out.push_back({search.sysroot + module.path, "sysroot"});
+    out.push_back({module.path, "path"});
+    return out;
+}
+
 void attachModuleFiles(LoadedModule& module, const FileSearch& search) {
-    if (module.path.empty() || module.path[0] != '/') {
+    attachModuleFiles(module, search, fileCandidates(module, search, ""));
+}
+
+void attachModuleFiles(LoadedModule& module, const FileSearch& search, const std::vector<FileCandidate>& candidates) {
+    if (module.path.empty() || module.path[0] != '/' || candidates.empty()) {
         module.problem = "no file";  // vdso, or a name the loader did not record
         return;
     }
-    std::string resolved = resolveInSysroot(search, module.path);
-    std::string error;
-    auto file = ElfFile::open(resolved, &error);
-    // The reasons below follow the module's path in messages: they name another file only when
-    // the one read is not at that path (a sysroot).
-    std::string where = resolved == module.path ? "" : " (" + resolved + ")";
-    if (!file) {
-        struct stat st;
-        bool absent = ::stat(resolved.c_str(), &st) != 0;
-        if (error.rfind(resolved + ": ", 0) == 0) error = error.substr(resolved.size() + 2);
-        module.problem = (absent ? "missing" : "unusable") + where + ": " + error;
-        return;
-    }
-    if (!file->integrityProblem().empty()) {
-        module.problem = "unusable" + where + ": " + file->integrityProblem() + "; the file is not used";
-        return;
-    }
-    if (!module.buildIdInTarget.empty() && module.buildIdInTarget != file->buildId()) {
-        module.problem = "build-id mismatch: the target has " + module.buildIdInTarget + ", " + resolved + " has " +
-                         (file->buildId().empty() ? "none" : file->buildId()) + "; the file is not used";
-        return;
-    }
-    if (module.buildIdInTarget.empty())
-        module.problem = "cannot be verified: the target's memory holds no build-id for it" +
-                         std::string(file->buildId().empty() ? " and the file has none" : "") + "; " + resolved + " is used as is";
-    module.resolvedPath = resolved;
-    module.elf = file;
-    module.debugElf = findDebugFile(file, search);
+    // Why no candidate fits: a file that does not match outweighs one that is absent.
+    std::string missing, mismatch;
+    auto fits = [&](const FileCandidate& candidate) {
+        const std::string& resolved = candidate.path;
+        std::string error;
+        auto file = ElfFile::open(resolved, &error);
+        // The reasons below follow the module's path in messages: they name another file only when
+        // the one read is not at that path (a sysroot, the process's root).
+        std::string where = resolved == module.path ? "" : " (" + resolved + ")";
+        if (!file) {
+            struct stat st;
+            bool absent = ::stat(resolved.c_str(), &st) != 0;
+            if (error.rfind(resolved + ": ", 0) == 0) error = error.substr(resolved.size() + 2);
+            std::string words = (absent ? "missing" : "unusable") + where + ": " + error;
+            // /proc/PID/map_files and /proc/PID/root are ways in, not places the user named: only
+            // their mismatches are worth a word.
+            if ((candidate.via == "path" || candidate.via == "sysroot") && missing.empty()) missing = words;
+            if (!absent && mismatch.empty()) mismatch = words;
+            return false;
+        }
+        if (!file->integrityProblem().empty()) {
+            if (mismatch.empty()) mismatch = "unusable" + where + ": " + file->integrityProblem() + "; the file is not used";
+            return false;
+        }
+        if (!module.buildIdInTarget.empty() && module.buildIdInTarget != file->buildId()) {
+            if (mismatch.empty())
+                mismatch = "build-id mismatch: the target has " + module.buildIdInTarget + ", " + resolved + " has " +
+                           (file->buildId().empty() ? "none" : file->buildId()) + "; the file is not used";
+            return false;
+        }
+        module.problem.clear();
+        if (module.buildIdInTarget.empty())
+            module.problem = "cannot be verified: the target's memory holds no build-id for it" +
+                             std::string(file->buildId().empty() ? " and the file has none" : "") + "; " + resolved + " is used as is";
+        module.resolvedPath = resolved;
+        module.fileVia = candidate.via;
+        module.elf = file;
+        module.debugElf = findDebugFile(file, search, module.path);
+        return true;
+    };
+    for (const auto& candidate : candidates)
+        if (fits(candidate)) return;
+    if (search.debuginfod && !module.buildIdInTarget.empty())
+        if (auto fetched = search.debuginfod->executable(module.buildIdInTarget, module.path))
+            if (fits({*fetched, "debuginfod"})) return;
+    module.problem = !mismatch.empty() ? mismatch : !missing.empty() ? missing : "missing";
 }
 
 std::optional<ElfSymbol> findModuleSymbol(const LoadedModule& module, const std::string& name) {

@@ -140,9 +140,18 @@ def still_answers(proc, timeout=10):
     return False
 
 
-def run_pytstates(pytstates, args, expect_status=None):
+def offline_env():
+    """This environment without DEBUGINFOD_URLS (Debian's profile sets it): tests never fetch
+    from a server they did not start themselves."""
+    env = dict(os.environ)
+    env.pop("DEBUGINFOD_URLS", None)
+    return env
+
+
+def run_pytstates(pytstates, args, expect_status=None, env=None):
     """Runs pytstates; returns (status, parsed JSON or text, stderr)."""
-    out = subprocess.run([pytstates] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    out = subprocess.run([pytstates] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                         env=offline_env() if env is None else env)
     stdout = out.stdout.decode(errors="replace")
     stderr = out.stderr.decode(errors="replace")
     if expect_status is not None and out.returncode != expect_status:

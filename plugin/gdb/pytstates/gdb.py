@@ -41,6 +41,12 @@ def _auxv():
     return values
 
 
+def _is_local(inferior):
+    """A process gdb debugs natively (not through gdbserver): its /proc is ours to read."""
+    connection = getattr(inferior, "connection", None)
+    return connection is not None and getattr(connection, "type", None) == "native"
+
+
 def _is_live(inferior):
     connection = getattr(inferior, "connection", None)
     if connection is not None and getattr(connection, "type", None):
@@ -143,7 +149,7 @@ class _PyTstatesCommand(gdb.Command):
         threads, numbers, siginfo = _threads(inferior, live)
         executable = inferior.progspace.filename if inferior.progspace else ""
         return _core.run(self._command, gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
-                         executable or "", int(inferior.pid or 0), live, numbers, _sysroot(), siginfo)
+                         executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), numbers, _sysroot(), siginfo)
 
 
 _PyTstatesCommand("py-tstates", "tstates")

@@ -1,0 +1,261 @@
+#include "symbols/core/compressed_core.h"
+
+#include <fcntl.h>
+#include <lz4frame.h>
+#include <lzma.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+namespace pytstates {
+
+namespace {
+
+constexpr size_t kChunk = 1 << 20;
+constexpr size_t kZeroBlock = 64 << 10;
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kTellFrom = 16ull << 20;  // compressed size from which progress is told
+
+std::string temporaryDirectory() {
+    const char* dir = std::getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+std::string sizeWords(uint64_t bytes) {
+    char buf[32];
+    if (bytes >= kGiB) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiB);
+    else std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return buf;
+}
+
+// The unlinked file the core is decompressed into: gone from the file system from the start, so
+// nothing is left behind whatever happens to pytstates.
+int openTemporary(const std::string& dir) {
+    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    std::string pattern = dir + "/pytstates-core-XXXXXX";
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    fd = mkostemp(name.data(), O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot make a temporary file in " + dir + " for the decompressed core: " + std::strerror(errno) + " (set TMPDIR)");
+    ::unlink(name.data());
+    return fd;
+}
+
+// Streams `in` through one codec into `out`, counting and telling.
+class Decompression {
+public:
+    Decompression(int in, int out, std::string name, std::string dir, const ProgressLine& progress, bool tell)
+        : in_(in), out_(out), name_(std::move(name)), dir_(std::move(dir)), progress_(progress), tell_(tell) {}
+
+    // Next compressed bytes; empty at the end of the file.
+    size_t readInput(std::vector<unsigned char>& buf) {
+        for (;;) {
+            ssize_t n = ::read(in_, buf.data(), buf.size());
+            if (n >= 0) {
+                inBytes_ += static_cast<uint64_t>(n);
+                return static_cast<size_t>(n);
+            }
+            if (errno != EINTR) throw std::runtime_error(name_ + ": cannot read: " + std::strerror(errno));
+        }
+    }
+
+    // Blocks of zeros (untouched pages: most of a core's stacks and heaps) are skipped, not
+    // written: the file is sparse and the disk sees only the rest.
+    void write(const void* data, size_t len) {
+        const char* p = static_cast<const char*>(data);
+        while (len) {
+            size_t block = std::min(len, kZeroBlock);
+            if (block == kZeroBlock && isZero(p, block)) {
+                if (lseek(out_, static_cast<off_t>(block), SEEK_CUR) < 0) fail(std::string("cannot seek in the temporary file: ") + std::strerror(errno));
+                advance(p, len, block);
+                continue;
+            }
+            ssize_t n = ::write(out_, p, block);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0)
+                throw std::runtime_error(name_ + ": cannot write the decompressed core to " + dir_ + " after " + sizeWords(outBytes_) + ": " +
+                                         std::strerror(n < 0 ? errno : ENOSPC) + " (set TMPDIR to a file system with room for it)");
+            advance(p, len, static_cast<size_t>(n));
+        }
+    }
+
+    // The file's length, which skipped zeros at its end would otherwise leave short.
+    void finish() {
+        if (ftruncate(out_, static_cast<off_t>(outBytes_)) != 0)
+            fail(std::string("cannot size the temporary file: ") + std::strerror(errno));
+    }
+
+    static bool isZero(const char* p, size_t n) {
+        static const char zeros[kZeroBlock] = {};
+        return std::memcmp(p, zeros, n) == 0;
+    }
+
+    void advance(const char*& p, size_t& len, size_t n) {
+        p += n;
+        len -= n;
+        outBytes_ += n;
+        if (tell_ && outBytes_ / kGiB != told_) {
+            told_ = outBytes_ / kGiB;
+            progress_("pytstates: " + name_ + ": " + sizeWords(outBytes_) + " decompressed");
+        }
+    }
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw std::runtime_error(name_ + ": " + what + " (after " + std::to_string(inBytes_) + " compressed bytes)");
+    }
+    uint64_t outBytes() const { return outBytes_; }
+
+private:
+    int in_, out_;
+    std::string name_, dir_;
+    const ProgressLine& progress_;
+    bool tell_;
+    uint64_t inBytes_ = 0, outBytes_ = 0, told_ = 0;
+};
+
+void zstd(Decompression& d) {
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!ctx) throw std::runtime_error("zstd: out of memory");
+    // The decoder refuses windows above 2^27 unless told (cores written with zstd --long or
+    // --ultra): accept up to 2^31, as `zstd -d --memory=2GiB` does.
+    ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 31);
+    std::vector<unsigned char> in(ZSTD_DStreamInSize()), out(ZSTD_DStreamOutSize());
+    size_t last = 1;  // 0 once a frame is complete
+    bool any = false;
+    while (size_t n = d.readInput(in)) {
+        any = true;
+        ZSTD_inBuffer input{in.data(), n, 0};
+        while (input.pos < input.size) {
+            ZSTD_outBuffer output{out.data(), out.size(), 0};
+            last = ZSTD_decompressStream(ctx.get(), &output, &input);
+            if (ZSTD_isError(last)) d.fail(std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
+            d.write(out.data(), output.pos);
+        }
+    }
+    // A frame whose input is all in may still hold output (the last call filled the buffer).
+    while (any && last != 0) {
+        ZSTD_inBuffer input{nullptr, 0, 0};
+        ZSTD_outBuffer output{out.data(), out.size(), 0};
+        last = ZSTD_decompressStream(ctx.get(), &output, &input);
+        if (ZSTD_isError(last)) d.fail(std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
+        d.write(out.data(), output.pos);
+        if (output.pos == 0) break;
+    }
+    if (!any || last != 0) d.fail("the zstd stream is truncated: it ends inside a frame");
+}
+
+void lz4(Decompression& d) {
+    LZ4F_dctx* raw = nullptr;
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) throw std::runtime_error("lz4: out of memory");
+    std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx*)> ctx(raw, LZ4F_freeDecompressionContext);
+    std::vector<unsigned char> in(kChunk), out(4 * kChunk);
+    size_t hint = 1;  // 0 once a frame is complete
+    while (size_t n = d.readInput(in)) {
+        size_t pos = 0;
+        while (pos < n) {
+            size_t outSize = out.size(), inSize = n - pos;
+            hint = LZ4F_decompress(ctx.get(), out.data(), &outSize, in.data() + pos, &inSize, nullptr);
+            if (LZ4F_isError(hint)) d.fail(std::string("corrupt lz4 data: ") + LZ4F_getErrorName(hint));
+            d.write(out.data(), outSize);
+            pos += inSize;
+            if (inSize == 0 && outSize == 0) break;
+        }
+    }
+    if (hint != 0) d.fail("the lz4 stream is truncated: it ends inside a frame");
+}
+
+void xz(Decompression& d) {
+    lzma_stream strm = LZMA_STREAM_INIT;
+    if (lzma_stream_decoder(&strm, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) throw std::runtime_error("xz: cannot start the decoder");
+    std::unique_ptr<lzma_stream, void (*)(lzma_stream*)> guard(&strm, lzma_end);
+    std::vector<unsigned char> in(kChunk), out(4 * kChunk);
+    lzma_action action = LZMA_RUN;
+    strm.next_out = out.data();
+    strm.avail_out = out.size();
+    for (;;) {
+        if (strm.avail_in == 0 && action == LZMA_RUN) {
+            strm.next_in = in.data();
+            strm.avail_in = d.readInput(in);
+            if (strm.avail_in == 0) action = LZMA_FINISH;
+        }
+        lzma_ret r = lzma_code(&strm, action);
+        if (strm.avail_out == 0 || r == LZMA_STREAM_END) {
+            d.write(out.data(), out.size() - strm.avail_out);
+            strm.next_out = out.data();
+            strm.avail_out = out.size();
+        }
+        if (r == LZMA_STREAM_END) return;
+        if (r == LZMA_OK) continue;
+        if (r == LZMA_BUF_ERROR) d.fail("the xz stream is truncated");
+        if (r == LZMA_MEM_ERROR) throw std::runtime_error("xz: out of memory");
+        d.fail(r == LZMA_FORMAT_ERROR ? "not an xz stream" : "corrupt xz data (" + std::to_string(static_cast<int>(r)) + ")");
+    }
+}
+
+}  // namespace
+
+const char* compressionName(CoreCompression kind) {
+    switch (kind) {
+        case CoreCompression::Zstd: return "zstd";
+        case CoreCompression::Lz4: return "lz4";
+        case CoreCompression::Xz: return "xz";
+        case CoreCompression::None: break;
+    }
+    return "none";
+}
+
+CoreCompression detectCompression(const unsigned char* head, size_t size) {
+    static const unsigned char zstdMagic[] = {0x28, 0xb5, 0x2f, 0xfd};
+    static const unsigned char lz4Magic[] = {0x04, 0x22, 0x4d, 0x18};
+    static const unsigned char xzMagic[] = {0xfd, '7', 'z', 'X', 'Z', 0x00};
+    if (size >= sizeof zstdMagic && std::memcmp(head, zstdMagic, sizeof zstdMagic) == 0) return CoreCompression::Zstd;
+    if (size >= sizeof lz4Magic && std::memcmp(head, lz4Magic, sizeof lz4Magic) == 0) return CoreCompression::Lz4;
+    if (size >= sizeof xzMagic && std::memcmp(head, xzMagic, sizeof xzMagic) == 0) return CoreCompression::Xz;
+    return CoreCompression::None;
+}
+
+int decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress) {
+    struct stat st {};
+    fstat(in, &st);
+    bool tell = progress && static_cast<uint64_t>(st.st_size) >= kTellFrom;
+    std::string dir = temporaryDirectory();
+    int out = openTemporary(dir);
+    auto started = std::chrono::steady_clock::now();
+    if (tell) {
+        struct statvfs fs {};
+        std::string room = statvfs(dir.c_str(), &fs) == 0 ? ", " + sizeWords(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize) + " free there" : "";
+        progress("pytstates: " + name + " is " + compressionName(kind) + "-compressed (" + sizeWords(static_cast<uint64_t>(st.st_size)) +
+                 "): decompressing it into an unlinked temporary file in " + dir + room);
+    }
+    try {
+        Decompression d(in, out, name, dir, progress, tell);
+        if (kind == CoreCompression::Zstd) zstd(d);
+        else if (kind == CoreCompression::Lz4) lz4(d);
+        else xz(d);
+        d.finish();
+        if (tell) {
+            double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            char buf[64];
+            std::snprintf(buf, sizeof buf, " in %.1f s", seconds);
+            progress("pytstates: " + name + ": " + sizeWords(d.outBytes()) + " decompressed" + buf);
+        }
+    } catch (...) {
+        ::close(out);
+        throw;
+    }
+    return out;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,32 @@
+// Cores compressed as systemd-coredump writes them (zstd by default; lz4 and xz on other setups),
+// told apart by their magic numbers and decompressed with Debian's libzstd, liblz4 and liblzma.
+//
+// A core is read at random offsets and systemd's zstd cores are one frame (no seek table), so the
+// core is decompressed once, streaming, into an unlinked temporary file: memory stays at the
+// codec's window (a few MiB) whatever the core's size, and the kernel's page cache, not
+// pytstates, holds what is read. scripts/bench measures it beside the uncompressed core.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace pytstates {
+
+enum class CoreCompression { None, Zstd, Lz4, Xz };
+
+const char* compressionName(CoreCompression kind);
+
+// By the first bytes of the file.
+CoreCompression detectCompression(const unsigned char* head, size_t size);
+
+// What the decompression tells as it goes: a line for a person (stderr in the CLI).
+using ProgressLine = std::function<void(const std::string&)>;
+
+// Decompresses the file open at `in` (its name in messages: `name`) into an unlinked temporary
+// file in $TMPDIR (else /tmp) and returns that file's descriptor, positioned anywhere. Lines go to
+// `progress` for a compressed file of 16 MiB or more: where it goes, every GiB, and the end.
+// Throws std::runtime_error with one line: a truncated or corrupt stream, a full disk.
+int decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress);
+
+}  // namespace pytstates

@@ -1,0 +1,86 @@
+#include "symbols/live/process_files.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace pytstates {
+
+namespace {
+
+// /proc/PID/maps and /proc/PID/exe append " (deleted)" to a file unlinked (or replaced) since it
+// was mapped: the path is the one before it, and the file is still there through map_files.
+bool stripDeleted(std::string& path) {
+    static const std::string kDeleted = " (deleted)";
+    if (path.size() <= kDeleted.size() || path.compare(path.size() - kDeleted.size(), kDeleted.size(), kDeleted) != 0) return false;
+    path.resize(path.size() - kDeleted.size());
+    return true;
+}
+
+std::string readLink(const std::string& path) {
+    char buf[4096];
+    ssize_t n = readlink(path.c_str(), buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::vector<int> nspid(const std::string& status) {
+    std::vector<int> ids;
+    std::istringstream in(status);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("NSpid:", 0) == 0) {
+            std::istringstream fields(line.substr(6));
+            for (int id; fields >> id;) ids.push_back(id);
+        }
+    return ids;
+}
+
+}  // namespace
+
+std::string readProcText(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+ProcessFiles readProcessFiles(int pid) {
+    ProcessFiles out;
+    out.dir = "/proc/" + std::to_string(pid);
+    // A process chrooted or in its own mount namespace: the kernel names its files as we see
+    // them (under its root, e.g. /var/lib/container/rootfs/usr/lib/...); the process and its
+    // link map name them from its root (/usr/lib/...). Mappings are named as the process does.
+    std::string root = readLink(out.dir + "/root");
+    if (!root.empty()) out.root = root;
+    auto ownPath = [&](std::string& path) {
+        if (out.root != "/" && path.size() > out.root.size() && path.compare(0, out.root.size(), out.root) == 0 &&
+            path[out.root.size()] == '/')
+            path.erase(0, out.root.size());
+    };
+    std::istringstream maps(readProcText(out.dir + "/maps"));
+    for (std::string line; std::getline(maps, line);) {
+        unsigned long long start, end, offset;
+        char perms[8], dev[16];
+        unsigned long inode;
+        int consumed = 0;
+        if (sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %lu %n", &start, &end, perms, &offset, dev, &inode, &consumed) < 6) continue;
+        std::string path = consumed > 0 ? line.substr(consumed) : "";
+        if (path.empty() || path[0] != '/' || inode == 0) continue;
+        bool deleted = stripDeleted(path);
+        ownPath(path);
+        out.mappings.push_back({start, end, offset, path, deleted});
+    }
+    out.executable = readLink(out.dir + "/exe");
+    stripDeleted(out.executable);
+    ownPath(out.executable);
+    out.namespacePids = nspid(readProcText(out.dir + "/status"));
+    return out;
+}
+
+int namespaceTid(int pid, int tid) {
+    auto ids = nspid(readProcText("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status"));
+    return ids.size() > 1 ? ids.back() : 0;
+}
+
+}  // namespace pytstates
