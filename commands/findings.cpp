@@ -75,7 +75,8 @@ private:
                                      Pointer::Kind::Current, 0});
             if (row.autotssTstate)
                 pointers_.push_back({row.lwp, row.autotssTstate,
-                                     "PyGILState's autoTSSkey slot (pthread key " + std::to_string(row.autotssKey.value_or(0)) + ")",
+                                     row.autotssThreadLocal ? std::string("PyGILState's slot (_Py_tss_gilstate)")
+                                                            : "PyGILState's autoTSSkey slot (pthread key " + std::to_string(row.autotssKey.value_or(0)) + ")",
                                      "the thread state was deleted without PyGILState forgetting it (PyThreadState_Delete of a PyGILState-created state, or memory corruption)",
                                      Pointer::Kind::AutoTss, row.autotssRuntime});
         }
@@ -276,12 +277,13 @@ private:
         for (const auto& p : pointers_)
             if (known_.count(p.tstate) && !collidingKeyOfOtherRuntime(p)) byThread[p.lwp].push_back(&p);
         for (const auto& [lwp, ptrs] : byThread) {
-            if (!holdsGil(lwp)) continue;
+            std::string running = runsPython(lwp);
+            if (running.empty()) continue;
             for (size_t i = 0; i < ptrs.size(); ++i)
                 for (size_t j = i + 1; j < ptrs.size(); ++j) {
                     if (ptrs[i]->tstate == ptrs[j]->tstate) continue;
                     add("tls-mismatch", "error", lwp, ptrs[j]->tstate,
-                        "LWP " + std::to_string(lwp) + " holds the GIL but " + ptrs[i]->source + " names " + hexAddress(ptrs[i]->tstate) +
+                        "LWP " + std::to_string(lwp) + " " + running + " but " + ptrs[i]->source + " names " + hexAddress(ptrs[i]->tstate) +
                             " while " + ptrs[j]->source + " names " + hexAddress(ptrs[j]->tstate) +
                             ". Likely cause: a thread-state swap (PyThreadState_Swap, a coroutine switch) that did not update every cache.");
                     return;
@@ -289,12 +291,19 @@ private:
         }
     }
 
-    bool holdsGil(int lwp) const {
+    // How a thread is running Python right now, in words ("" when it is not): it holds its
+    // interpreter's GIL, or, without a GIL (free-threaded), one of its thread states is attached.
+    std::string runsPython(int lwp) const {
         for (const auto& rt : r_.runtimes)
-            for (const auto& interp : rt.interpreters)
-                if (interp.gilKnown && interp.gilHolder && r_.lwpFor(interp.gilHolder) == lwp) return true;
-        return false;
+            for (const auto& interp : rt.interpreters) {
+                if (interp.gilKnown && interp.gilHolder && r_.lwpFor(interp.gilHolder) == lwp) return "holds the GIL";
+                if (!interp.gilDisabled) continue;
+                for (const auto& ts : interp.tstates)
+                    if (ts.state && *ts.state == 1 && r_.lwpFor(ts.address) == lwp) return "is attached (free-threaded, no GIL)";
+            }
+        return "";
     }
+
 
     void checkGil() {
         for (size_t i = 0; i < r_.runtimes.size(); ++i)
@@ -322,8 +331,8 @@ private:
             for (const auto& interp : rt.interpreters)
                 for (const auto& ts : interp.tstates) {
                     if (r_.lwpFor(ts.address)) continue;
-                    std::string msg = "thread state " + hexAddress(ts.address) + " (id " + std::to_string(ts.id) + ", interpreter " +
-                                      std::to_string(interp.id) + ") ";
+                    std::string msg = "thread state " + hexAddress(ts.address) + " (" + (ts.id ? "id " + std::to_string(*ts.id) + ", " : "") +
+                                      "interpreter " + std::to_string(interp.id) + ") ";
                     if (!ts.threadId)
                         msg += "is bound to no thread (created with PyThreadState_New and never used).";
                     else

@@ -140,12 +140,13 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
                 json t = {{"address", hexAddress(ts.address)},
-                          {"id", ts.id},
+                          {"id", ts.id ? json(*ts.id) : json(nullptr)},
                           {"thread_id", hexAddress(ts.threadId)},
                           {"native_thread_id", ts.nativeThreadId ? json(*ts.nativeThreadId) : json(nullptr)},
                           {"lwp", lwp ? json(*lwp) : json(nullptr)},
                           {"holds_gil", interp.gilKnown && interp.gilHolder == ts.address}};
                 if (!ts.note.empty()) t["note"] = ts.note;
+                if (ts.state) t["state"] = threadStateWords(*ts.state);
                 if (withFrames) {
                     json frames = json::array();
                     for (const auto& f : ts.frames) frames.push_back(frameJson(f));
@@ -157,6 +158,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                       {"address", hexAddress(interp.address)},
                       {"main", interp.main},
                       {"gil_holder", interp.gilKnown ? addressOrNull(interp.gilHolder) : json(nullptr)},
+                      {"gil", interp.gilDisabled ? "disabled" : !interp.gilKnown ? "unknown" : interp.gilHolder ? "held" : "free"},
                       {"tstates", tstates}};
             if (!interp.note.empty()) i["note"] = interp.note;
             interps.push_back(i);
@@ -165,6 +167,8 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                   {"module", rt.modulePath},
                   {"version", rt.version},
                   {"layout", rt.layout.source},
+                  {"free_threaded", rt.layout.freeThreaded},
+                  {"layout_sources", rt.layout.sources},
                   {"interpreters", interps}};
         if (!rt.notes.empty()) r["notes"] = rt.notes;
         runtimes.push_back(r);
@@ -179,6 +183,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                     {"autotss_tstate", addressOrNull(t.autotssTstate)}};
         if (t.namespaceLwp) row["namespace_lwp"] = t.namespaceLwp;
         if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
+        if (t.autotssThreadLocal) row["autotss_source"] = "_Py_tss_gilstate";
         if (!t.currentSource.empty()) row["current_source"] = t.currentSource;
         if (!t.currentStatus.empty()) row["current_status"] = t.currentStatus;
         if (t.debuggerThread) row["debugger_thread"] = t.debuggerThread;

@@ -239,12 +239,14 @@ void renderNanobind(std::ostringstream& out, const Report& report, const RenderO
 void renderRuntimes(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     bool frames = options.command != Command::Internals;
     for (const auto& rt : report.runtimes) {
-        out << "CPython " << shown(rt.version) << "  _PyRuntime " << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  ("
-            << layoutWords(rt.layout.source) << ")\n";
+        out << "CPython " << shown(rt.version) << (rt.layout.freeThreaded ? " (free-threaded build)" : "") << "  _PyRuntime "
+            << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source) << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
-            if (!interp.gilKnown) {
+            if (interp.gilDisabled) {
+                out << "no GIL (free-threaded)";
+            } else if (!interp.gilKnown) {
                 out << "GIL: unknown";
             } else if (!interp.gilHolder) {
                 out << "GIL: free";
@@ -256,9 +258,11 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
-                out << "    tstate " << hexAddress(ts.address) << "  id " << ts.id << "  LWP "
+                out << "    tstate " << hexAddress(ts.address) << "  id " << (ts.id ? std::to_string(*ts.id) : std::string("?")) << "  LWP "
                     << (lwp ? std::to_string(*lwp) : std::string("-")) << "  pthread " << hexAddress(ts.threadId);
                 if (!lwp) out << " (no such thread)";
+                // Without a GIL, whether each thread state is attached is what says who runs Python.
+                if (rt.layout.freeThreaded && ts.state) out << "  " << threadStateWords(*ts.state);
                 if (interp.gilKnown && interp.gilHolder == ts.address) out << "  [holds GIL]";
                 out << "\n";
                 if (!ts.note.empty()) out << "        note: " << shown(ts.note) << "\n";
@@ -288,8 +292,10 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     if (options.showDebuggerThreads) out << pad("THR", 5);
     out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 17) << pad("CURRENT", 17);
     std::string autotss = "AUTOTSS";
-    for (const auto& t : report.threads)
+    for (const auto& t : report.threads) {
         if (t.autotssKey) autotss = "AUTOTSS(k" + std::to_string(*t.autotssKey) + ")";
+        if (t.autotssThreadLocal) autotss = "GILSTATE(tls)";
+    }
     out << pad(autotss, 18);
     for (const auto& view : report.internals)
         if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);

@@ -15,6 +15,15 @@
 
 namespace pytstates {
 
+std::string threadStateWords(int state) {
+    switch (state) {
+        case 0: return "detached";
+        case 1: return "attached";
+        case 2: return "suspended";
+        default: return "state " + std::to_string(state);
+    }
+}
+
 std::string hexAddress(uint64_t value) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
@@ -77,6 +86,16 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                     if (tl.status == ThreadLocal::Status::Value) row.currentTstate = tl.value;
                     else row.currentStatus = describe(tl.status);
                 }
+            }
+            if (rt.tssGilstate && !row.autotssKey && !row.autotssThreadLocal && keys && rt.moduleIndex < target.modules().size()) {
+                ThreadLocal tl = rt.tssGilstate->kind == TlsLocation::Kind::ThreadPointerOffset
+                                     ? readThreadPointerRelative(target, rt.tssGilstate->offset, t.threadPointer)
+                                     : readThreadLocal(target, *keys, target.modules()[rt.moduleIndex],
+                                                       static_cast<uint64_t>(rt.tssGilstate->offset), t.threadPointer);
+                row.autotssThreadLocal = true;
+                row.autotssRuntime = static_cast<size_t>(&rt - report.runtimes.data());
+                row.autotssStatus = tl.status == ThreadLocal::Status::Value ? (tl.value ? "set" : "unset") : describe(tl.status);
+                if (tl.status == ThreadLocal::Status::Value) row.autotssTstate = tl.value;
             }
             if (rt.autoTssKey && !row.autotssKey && keys) {
                 KeySlot slot = readKeySlot(target, *keys, t.pthread, *rt.autoTssKey);

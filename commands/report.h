@@ -62,7 +62,8 @@ struct ThreadRow {
     std::string currentStatus;   // e.g. "not allocated for this thread"; empty when read
     uint64_t autotssTstate = 0;  // the autoTSSkey slot, 0 when unset
     std::string autotssStatus;   // "set", "unset", "stale ..." or empty when unknown
-    std::optional<uint32_t> autotssKey;
+    std::optional<uint32_t> autotssKey;  // its pthread key (<= 3.14)
+    bool autotssThreadLocal = false;     // 3.15+: the C thread-local _Py_tss_gilstate instead
     size_t autotssRuntime = 0;   // which runtime's key
     int debuggerThread = 0;      // the debugger's own thread number, 0 when none
     // Its native stack: the innermost frame (with the calls inlined at its pc), or the whole
@@ -142,5 +143,8 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
 Report buildReport(const Target& target, const ReportOptions& options);
 
 std::string hexAddress(uint64_t value);
+
+// PyThreadState.state (3.13+): "detached", "attached", "suspended" (a stop-the-world pause).
+std::string threadStateWords(int state);
 
 }  // namespace pytstates

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,15 @@ constexpr int64_t kAbsent = -1;  // the field does not exist in this version
 
 struct CPythonLayout {
     int minor = 0;        // 3.<minor>
-    std::string source;   // "dwarf", "debug_offsets", "table"
-    std::vector<std::string> disagreements;  // where a better source contradicted the table
+    bool freeThreaded = false;  // a PEP 703 build (Py_GIL_DISABLED): _Py_DebugOffsets.free_threaded, or DWARF
+    std::string source;   // the best source that gave the thread-state fields: "dwarf", "debug_offsets", "table"
+    std::vector<std::string> disagreements;  // where a better source contradicted a worse one
+    std::map<std::string, std::string> sources;  // field label (layoutFields) -> "dwarf", "debug_offsets", "table"
+
+    // Sets one field from `source` ("dwarf", "debug_offsets", "table"), noting a disagreement
+    // with what an earlier source said; `label` names the field in that note when the version's
+    // own name differs from layoutFields' (f_back, prev_instr).
+    void assign(int64_t CPythonLayout::*field, int64_t value, const char* source, const char* label = nullptr);
 
     // _PyRuntimeState
     int64_t runtimeInterpretersHead = kAbsent;
@@ -38,6 +46,7 @@ struct CPythonLayout {
     // struct _gil_runtime_state, reached through interpCevalGil (3.12+)
     int64_t gilLocked = kAbsent;
     int64_t gilLastHolder = kAbsent;
+    int64_t gilEnabled = kAbsent;  // free-threaded builds: whether the GIL was enabled at run time
 
     // PyThreadState
     int64_t tstatePrev = kAbsent;
@@ -91,9 +100,19 @@ struct CPythonLayout {
     int64_t capsulePointer = 16;     // PyCapsule.pointer
 };
 
-// The built-in table for a release (non-debug, GIL) build of 3.<minor> on x86_64;
-// false when the minor version is not known.
-bool tableLayout(int minor, CPythonLayout* out);
+// Every field with the name CPython's headers give it ("PyThreadState.prev"): the labels of
+// `sources` and of disagreements.
+struct LayoutField {
+    int64_t CPythonLayout::*member;
+    const char* label;
+};
+const std::vector<LayoutField>& layoutFields();
+const char* layoutFieldLabel(int64_t CPythonLayout::*member);
+
+// The built-in table for a release (non-debug) build of 3.<minor> on x86_64, with the GIL or
+// free-threaded; false when there is none for that build: a table is never used for a build it
+// was not measured on.
+bool tableLayout(int minor, bool freeThreaded, CPythonLayout* out);
 
 class DwarfTypes;
 // Overwrites table values with what DWARF says, recording disagreements; returns true when the

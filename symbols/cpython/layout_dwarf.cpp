@@ -21,23 +21,13 @@ public:
         for (const auto& [type, path] : candidates) {
             auto offset = dwarf_.memberOffset(type, path);
             if (!offset) continue;
-            int64_t& slot = layout_->*field;
-            if (slot != kAbsent && slot != *offset)
-                layout_->disagreements.push_back(std::string(label) + ": DWARF says " + std::to_string(*offset) +
-                                                 ", the built-in table " + std::to_string(slot));
-            slot = *offset;
+            layout_->assign(field, *offset, "dwarf", label);
             return true;
         }
         return false;
     }
     void setSize(int64_t CPythonLayout::*field, const char* label, const char* type) {
-        auto size = dwarf_.sizeOf(type);
-        if (!size) return;
-        int64_t& slot = layout_->*field;
-        if (slot != kAbsent && slot != static_cast<int64_t>(*size))
-            layout_->disagreements.push_back(std::string(label) + ": DWARF says " + std::to_string(*size) +
-                                             ", the built-in table " + std::to_string(slot));
-        slot = static_cast<int64_t>(*size);
+        if (auto size = dwarf_.sizeOf(type)) layout_->assign(field, static_cast<int64_t>(*size), "dwarf", label);
     }
 
 private:
@@ -49,6 +39,8 @@ private:
 
 bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     if (!dwarf.hasType("_ts") || !dwarf.hasType("pyruntimestate")) return false;
+    // PEP 703's object header starts with the owning thread's id.
+    l->freeThreaded = dwarf.memberOffset("_object", "ob_tid").has_value();
     Filler f(dwarf, l);
     using L = CPythonLayout;
     const char* rt = "pyruntimestate";
@@ -73,6 +65,7 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
         f.set(&L::interpCevalGil, "PyInterpreterState.ceval.gil", {{"_is", "ceval.gil"}});
         f.set(&L::gilLocked, "_gil_runtime_state.locked", {{"_gil_runtime_state", "locked"}});
         f.set(&L::gilLastHolder, "_gil_runtime_state.last_holder", {{"_gil_runtime_state", "last_holder"}});
+        if (l->freeThreaded) f.set(&L::gilEnabled, "_gil_runtime_state.enabled", {{"_gil_runtime_state", "enabled"}});
     }
 
     f.set(&L::tstatePrev, "PyThreadState.prev", {{"_ts", "prev"}});

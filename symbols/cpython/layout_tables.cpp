@@ -1,5 +1,6 @@
 // Built-in layouts for CPython release builds on x86_64, measured on the pyenv builds
-// 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0 and Debian's 3.14.10 (shared/research).
+// 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0 and Debian's 3.14.10 and 3.15.2 (shared/research,
+// and the DWARF of python3.1X-dbg), and on a free-threaded 3.13.15.
 // Used when neither DWARF nor _Py_DebugOffsets is available; DWARF is checked against them.
 #include "symbols/cpython/layout.h"
 
@@ -30,12 +31,7 @@ void frameObjectLayout(CPythonLayout* l) {
     l->dictKeysIndices = 40;
 }
 
-}  // namespace
-
-bool tableLayout(int minor, CPythonLayout* l) {
-    *l = CPythonLayout{};
-    l->minor = minor;
-    l->source = "table";
+bool gilTable(int minor, CPythonLayout* l) {
     commonThreadStateLinks(l);
     // PyHeapTypeObject.ht_name: sizeof(PyTypeObject) plus the five method tables after it.
     l->heapTypeName = minor == 9 ? 840 : minor <= 11 ? 848 : 856;
@@ -173,9 +169,103 @@ bool tableLayout(int minor, CPythonLayout* l) {
             l->unicodeAsciiData = 40;
             l->unicodeCompactData = 56;
             return true;
+        case 15:  // PyGILState's slot is a thread-local (_Py_tss_gilstate): no autoTSSkey
+            l->runtimeInterpretersHead = 936;
+            l->runtimeInterpretersMain = 944;
+            l->interpCevalGil = 16;
+            l->interpNext = 7264;
+            l->interpId = 7272;
+            l->interpThreadsHead = 7336;
+            l->interpRuntime = 7376;
+            l->interpSysdict = 7576;
+            l->interpBuiltins = 7584;
+            l->interpDict = 8448;
+            l->gilLastHolder = 8;
+            l->gilLocked = 16;
+            l->tstateState = 48;
+            l->tstateCurrentFrame = 72;
+            l->tstateThreadId = 176;
+            l->tstateNativeThreadId = 184;
+            l->tstateId = 248;
+            l->frameCode = 0;
+            l->framePrevious = 8;
+            l->frameInstr = 56;
+            l->frameOwner = 74;
+            l->codeFilename = 112;
+            l->codeName = 120;
+            l->codeLineTable = 136;
+            l->codeFirstLineno = 68;
+            l->codeCodeAdaptive = 208;
+            l->unicodeAsciiData = 40;
+            l->unicodeCompactData = 56;
+            l->heapTypeName = 864;
+            return true;
         default:
             return false;
     }
+}
+
+// Free-threaded (--disable-gil) builds: 3.13t, measured on 3.13.15 built from Debian's source
+// package (scripts/python-freethreaded). PEP 703's object header is 32 bytes (ob_tid, flags,
+// ob_ref_local, ob_ref_shared before ob_type), so every object field moves by 16.
+bool freeThreadedTable(int minor, CPythonLayout* l) {
+    if (minor != 13) return false;
+    commonThreadStateLinks(l);
+    l->runtimeInterpretersHead = 632;
+    l->runtimeInterpretersMain = 640;
+    l->runtimeAutoTssKey = 2160;
+    l->interpCevalGil = 16;
+    l->interpNext = 7264;
+    l->interpId = 7272;
+    l->interpThreadsHead = 7344;
+    l->interpRuntime = 7376;
+    l->interpSysdict = 7648;
+    l->interpBuiltins = 7656;
+    l->interpDict = 8464;
+    l->gilEnabled = 0;
+    l->gilLastHolder = 16;
+    l->gilLocked = 24;
+    l->tstateState = 40;
+    l->tstateCurrentFrame = 72;
+    l->tstateThreadId = 152;
+    l->tstateNativeThreadId = 160;
+    l->tstateId = 224;
+    l->frameCode = 0;
+    l->framePrevious = 8;
+    l->frameInstr = 56;
+    l->frameOwner = 70;
+    l->codeFilename = 128;
+    l->codeName = 136;
+    l->codeLineTable = 152;
+    l->codeFirstLineno = 84;
+    l->codeCodeAdaptive = 216;
+    l->unicodeLength = 32;
+    l->unicodeState = 48;
+    l->unicodeAsciiData = 56;
+    l->unicodeCompactData = 72;
+    l->bytesSize = 32;
+    l->bytesData = 48;
+    l->objectType = 24;
+    l->typeName = 40;
+    l->heapTypeName = 872;
+    l->dictKeys = 48;
+    l->dictValues = 56;
+    l->capsulePointer = 32;
+    return true;
+}
+
+}  // namespace
+
+bool tableLayout(int minor, bool freeThreaded, CPythonLayout* l) {
+    *l = CPythonLayout{};
+    l->minor = minor;
+    l->freeThreaded = freeThreaded;
+    l->source = "table";
+    bool known = freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, l);
+    if (!known) return false;
+    for (const auto& f : layoutFields())
+        if (l->*f.member != kAbsent) l->sources[f.label] = "table";
+    return true;
 }
 
 }  // namespace pytstates

@@ -26,13 +26,12 @@ std::string hex(uint64_t v) {
 }
 
 // The version from the runtime's own module, never by running anything.
+// _Py_DebugOffsets first (3.13+): it is the running runtime's own, and its shape follows it.
 std::optional<uint32_t> detectVersionHex(const Target& target, const LoadedModule& module, uint64_t runtime) {
+    if (auto header = readDebugOffsetsHeader(target, runtime); header && (header->version >> 24) == 3)
+        return static_cast<uint32_t>(header->version);
     if (auto sym = findModuleSymbol(module, "Py_Version")) {  // 3.11+
         if (auto v = target.readValue<uint32_t>(module.bias + sym->value); v && (*v >> 24) == 3) return *v;
-    }
-    char cookie[8];
-    if (target.readExact(runtime, cookie, 8) && std::memcmp(cookie, "xdebugpy", 8) == 0) {  // 3.13+
-        if (auto v = target.readValue<uint64_t>(runtime + 8); v && (*v >> 24) == 3) return static_cast<uint32_t>(*v);
     }
     // Older versions: the minor from the file name (libpython3.9.so.1.0, python3.9).
     static const std::regex minorInName(R"(python3\.(\d+))");
@@ -59,27 +58,98 @@ void findTssTstate(const Target& target, const LoadedModule& module, int minor, 
                            ": CPython's current thread state per thread is unknown";
 }
 
-// Best source last wins: the built-in table, then _Py_DebugOffsets (3.13+), then DWARF; each
-// later source records where it contradicts the earlier ones.
+// 3.15+: PyGILState's slot is a static C thread-local too (_Py_tss_gilstate, no pthread key);
+// without the symbol, PyGILState_GetThisThreadState's code says where it is.
+void findTssGilstate(const Target& target, const LoadedModule& module, bool useDwarf, Runtime& rt) {
+    auto tss = useDwarf ? findModuleSymbol(module, "_Py_tss_gilstate")
+                        : (module.elf ? module.elf->findSymbol("_Py_tss_gilstate") : std::nullopt);
+    if (tss && tss->type == STT_TLS) {
+        rt.tssGilstate = TlsLocation{TlsLocation::Kind::ModuleOffset, static_cast<int64_t>(tss->value), "symbol"};
+        return;
+    }
+    if (auto fn = findModuleSymbol(module, "PyGILState_GetThisThreadState")) rt.tssGilstate = decodeTlsAccess(target, module, fn->value);
+    if (!rt.tssGilstate)
+        rt.notes.push_back("_Py_tss_gilstate is not in the symbol tables and PyGILState_GetThisThreadState's code has no known TLS "
+                           "access sequence: PyGILState's thread state per thread is unknown");
+}
+
+// What the walk cannot do without, and what it reads when it can.
+struct Needed {
+    int64_t CPythonLayout::*field;
+    const char* without;  // what is lost without it; null: the walk needs it
+};
+const Needed kNeeded[] = {
+    {&CPythonLayout::runtimeInterpretersHead, nullptr},
+    {&CPythonLayout::interpNext, nullptr},
+    {&CPythonLayout::interpThreadsHead, nullptr},
+    {&CPythonLayout::interpId, nullptr},
+    {&CPythonLayout::tstatePrev, nullptr},
+    {&CPythonLayout::tstateNext, nullptr},
+    {&CPythonLayout::tstateInterp, nullptr},
+    {&CPythonLayout::tstateThreadId, nullptr},
+    {&CPythonLayout::runtimeInterpretersMain, "the main interpreter is taken to be the one with id 0"},
+    {&CPythonLayout::interpDict, "pybind11 records in the interpreter's state dict are not read"},
+    {&CPythonLayout::tstateId, "thread-state ids are not shown"},
+};
+
+// Best source last wins: the built-in table of this build (never one measured on another build),
+// then _Py_DebugOffsets (3.13+), then DWARF; each later source records where it contradicts an
+// earlier one, and `sources` says where each field came from.
 CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const LoadedModule& module, bool useDwarf,
-                        std::vector<std::string>* notes) {
+                        std::vector<std::string>* notes, std::string* refused) {
+    auto header = minor >= 13 ? readDebugOffsetsHeader(target, runtime) : std::nullopt;
+    bool freeThreaded = header && header->freeThreaded;
     CPythonLayout layout;
-    bool known = tableLayout(minor, &layout);
-    layout.minor = minor;
+    bool known = tableLayout(minor, freeThreaded, &layout);
+    if (!known) {
+        // No table fits this build: every field comes from the sources below or stays unknown,
+        // but PyDictKeysObject's (unchanged from 3.11 to 3.15, free-threaded or not).
+        CPythonLayout fixed;
+        for (const auto& f : layoutFields()) layout.*f.member = kAbsent;
+        for (auto member : {&CPythonLayout::dictKeysSize, &CPythonLayout::dictKeysIndexBytes, &CPythonLayout::dictKeysKind,
+                            &CPythonLayout::dictKeysNentries, &CPythonLayout::dictKeysIndices})
+            layout.assign(member, fixed.*member, "table");
+        layout.minor = minor;
+        layout.freeThreaded = freeThreaded;
+    }
+    std::string offsetsWhy;
     if (minor >= 13) {
-        std::string why;
-        if (!applyDebugOffsets(target, runtime, &layout, &why)) notes->push_back("_Py_DebugOffsets not used: " + why);
+        DebugOffsetsUse use = applyDebugOffsets(target, runtime, &layout);
+        if (!use.applied) offsetsWhy = use.why;
+        if (!use.applied && (known || !useDwarf)) notes->push_back("_Py_DebugOffsets not used: " + use.why);
+        if (!use.notice.empty()) notes->push_back(use.notice);
     }
-    if (useDwarf && module.debugElf) {
-        if (auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(module), module.debugElf->path())) {
-            if (applyDwarfLayout(*dwarf, &layout)) {
-                for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
-                return layout;
-            }
-        }
-    }
+    bool dwarf = false;
+    if (useDwarf && module.debugElf)
+        if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(module), module.debugElf->path()))
+            dwarf = applyDwarfLayout(*types, &layout);
     for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
-    if (!known && layout.source == "table") layout.source.clear();
+    if (!known && !dwarf && layout.source != "debug_offsets") {
+        std::string build = "CPython 3." + std::to_string(minor) + (freeThreaded ? " (free-threaded)" : "");
+        *refused = build + " has no built-in table" + (offsetsWhy.empty() ? "" : ", its _Py_DebugOffsets cannot be used (" + offsetsWhy + ")") +
+                   (useDwarf ? " and no DWARF was found" : " and DWARF is not used (--no-dwarf)");
+        layout.source.clear();
+        return layout;
+    }
+    std::vector<std::string> missing, lost;
+    for (const auto& n : kNeeded) {
+        if (layout.*n.field != kAbsent) continue;
+        if (!n.without) missing.push_back(layoutFieldLabel(n.field));
+        else lost.push_back(std::string(layoutFieldLabel(n.field)) + " is unknown: " + n.without);
+    }
+    if (!missing.empty()) {
+        std::string list;
+        for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+        *refused = "CPython 3." + std::to_string(minor) + ": no source gives " + list;
+        layout.source.clear();
+        return layout;
+    }
+    // A build pytstates has no table for: what that costs, in the one notice about it.
+    std::string lostWords;
+    for (const auto& l : lost) lostWords += (lostWords.empty() ? "" : "; ") + l;
+    bool untested = !notes->empty() && notes->back().find("newer than any") != std::string::npos;
+    if (untested && !lostWords.empty()) notes->back() += "; without a table for it: " + lostWords;
+    else if (!lostWords.empty()) notes->push_back(lostWords);
     return layout;
 }
 
@@ -99,7 +169,7 @@ public:
             *why = "not initialised (no interpreter)";
             return false;
         }
-        uint64_t mainInterp = target_.readPointer(rt_.address + l_.runtimeInterpretersMain).value_or(0);
+        uint64_t mainInterp = l_.runtimeInterpretersMain == kAbsent ? 0 : target_.readPointer(rt_.address + l_.runtimeInterpretersMain).value_or(0);
         if (l_.runtimeTstateCurrent != kAbsent)
             rt_.tstateCurrent = target_.readPointer(rt_.address + l_.runtimeTstateCurrent).value_or(0);
         if (l_.runtimeAutoTssKey != kAbsent) {
@@ -124,6 +194,9 @@ public:
             rt_.interpreters.push_back(std::move(info));
             interp = target_.readPointer(interp + l_.interpNext).value_or(0);
         }
+        // Without _PyRuntime.interpreters.main: CPython gives the main interpreter id 0.
+        if (l_.runtimeInterpretersMain == kAbsent)
+            for (auto& i : rt_.interpreters) i.main = i.id == 0;
         rt_.initialised = true;
         return true;
     }
@@ -176,7 +249,7 @@ private:
             }
             if (*back != prev) t.note = "its prev pointer is " + hex(*back) + ", expected " + hex(prev);
             t.interp = *owner;
-            t.id = target_.readValue<uint64_t>(ts + l_.tstateId).value_or(0);
+            if (l_.tstateId != kAbsent) t.id = target_.readValue<uint64_t>(ts + l_.tstateId);
             t.threadId = target_.readValue<uint64_t>(ts + l_.tstateThreadId).value_or(0);
             if (l_.tstateNativeThreadId != kAbsent) t.nativeThreadId = target_.readValue<int64_t>(ts + l_.tstateNativeThreadId);
             if (l_.tstateState != kAbsent) t.state = target_.readValue<int32_t>(ts + l_.tstateState);
@@ -195,6 +268,16 @@ private:
         std::optional<uint64_t> holder;
         if (l_.interpCevalGil != kAbsent) {  // 3.12+: the GIL this interpreter uses
             uint64_t gil = target_.readPointer(interp + l_.interpCevalGil).value_or(0);
+            // A free-threaded build runs without a GIL unless it was enabled at run time
+            // (PYTHON_GIL=1, or an extension module not declaring Py_mod_gil).
+            if (gil && l_.freeThreaded && l_.gilEnabled != kAbsent) {
+                auto enabled = target_.readValue<int32_t>(gil + l_.gilEnabled);
+                if (enabled && *enabled == 0) {
+                    info->gilKnown = true;
+                    info->gilDisabled = true;
+                    return;
+                }
+            }
             if (gil) {
                 locked = target_.readValue<int32_t>(gil + l_.gilLocked);
                 holder = target_.readPointer(gil + l_.gilLastHolder);
@@ -265,12 +348,14 @@ RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf) {
         rt.versionHex = *versionHex;
         rt.version = versionFromHex(*versionHex);
         int minor = static_cast<int>((*versionHex >> 16) & 0xff);
-        rt.layout = layoutFor(target, rt.address, minor, module, useDwarf, &rt.notes);
+        std::string refused;
+        rt.layout = layoutFor(target, rt.address, minor, module, useDwarf, &rt.notes, &refused);
         if (rt.layout.source.empty()) {
-            result.rejected.push_back(module.path + ": CPython " + rt.version + " is not supported (no layout, no DWARF)");
+            result.rejected.push_back(module.path + ": CPython " + rt.version + " is not supported: " + refused);
             continue;
         }
         if (minor >= 12) findTssTstate(target, module, minor, useDwarf, rt);
+        if (minor >= 15) findTssGilstate(target, module, useDwarf, rt);
         result.candidates.push_back(std::move(rt));
     }
     return result;

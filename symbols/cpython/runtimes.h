@@ -17,10 +17,10 @@ namespace pytstates {
 struct ThreadState {
     uint64_t address = 0;
     uint64_t interp = 0;  // as the tstate records it
-    uint64_t id = 0;
+    std::optional<uint64_t> id;  // unknown when no source gives PyThreadState.id
     uint64_t threadId = 0;  // pthread_t
     std::optional<int64_t> nativeThreadId;
-    std::optional<int> state;  // 3.13+
+    std::optional<int> state;  // 3.13+: 0 detached, 1 attached, 2 suspended
     std::vector<PyFrame> frames;
     std::string note;
 };
@@ -31,6 +31,7 @@ struct Interpreter {
     bool main = false;
     bool gilKnown = false;
     uint64_t gilHolder = 0;  // 0: free (or unknown when !gilKnown)
+    bool gilDisabled = false;  // a free-threaded build running without the GIL: no holder at all
     uint64_t dict = 0, builtins = 0;
     std::vector<ThreadState> tstates;
     std::string note;
@@ -48,6 +49,7 @@ struct Runtime {
     std::optional<uint32_t> autoTssKey;  // pthread key of PyGILState's autoTSSkey
     std::optional<TlsLocation> tssTstate;  // 3.12+: where _Py_tss_tstate lives
     std::string tssTstateNote;             // why it is unknown
+    std::optional<TlsLocation> tssGilstate;  // 3.15+: where _Py_tss_gilstate (PyGILState's slot) lives
     std::vector<Interpreter> interpreters;
     std::vector<std::string> notes;
 };

@@ -7,13 +7,20 @@ gdb reads through each module's own DWARF in the same core: the record its holde
 to, that record's key and istate, nanobind's internals pointer, the module an address lies in.
 
   bindings_test.py --pytstates P --python PY --modules DIR MODE KIND
-  MODE: mixed | stale | subinterp     KIND: gcore | kernel | live"""
+  bindings_test.py --pytstates P --interpreter 3.15|3.13t [--python315-dir DIR] MODE KIND
+  MODE: mixed | stale | subinterp     KIND: gcore | kernel | live
+
+--interpreter builds the pybind11 2.13 and 3.1 modules for Debian's unstable python3.15 (run
+through its own ld.so and glibc: kernel cores only, gcore dumps its threads' stacks as zeros) or
+the free-threaded 3.13t (scripts/python-freethreaded), here, before the scenario runs."""
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "lib"))
@@ -114,16 +121,11 @@ def check_mixed(facts, r, status):
         if rec["version"] <= 11:  # records made before 3.0.2 seed the key of the thread that made them
             want[main] = int(facts["main_tstate"], 16)
         expect(values(rec) == want, "%s: per-thread values %s" % (rec["id"], {k: hex(v) for k, v in want.items()}), r)
-    nb = facts["nanobind"]
-    expect(len(r["nanobind"]) == 1, "one nanobind record", r)
-    rec = r["nanobind"][0]
-    expect(rec["abi_tag"] == nb["abi_tag"] and "nanobind::detail::internals static" in evidence(rec, nb["path"]),
-           "nanobind's record: ABI tag %s, used by nbm (confirmed)" % nb["abi_tag"], r)
     typed = r["with_types"]
-    expect({"python": "nbm.Gadget", "cpp": "(anonymous namespace)::Gadget"} in typed["nanobind"][0]["types"],
-           "nanobind types name nbm.Gadget", typed)
     pb_types = {t["python"] for rec in typed["internals"] for t in rec["types"]}
     expect(pb_types == {name + ".Widget" for name in mods}, "pybind11 types: each module's Widget in its record", r)
+    if "nanobind" in facts:
+        check_nanobind(facts, r)
     errors = [f for f in r["findings"] if f["severity"] == "error"]
     expect(status == 0 and not errors, "no errors (each thread's caches name its own thread state)", r)
     splits = findings(r, "internals-split", "warning")
@@ -132,6 +134,17 @@ def check_mixed(facts, r, status):
     expect("different pybind11 releases (internals v%d and v%d)" % tuple(versions) in splits[0]["message"]
            and "-fabi-version" not in splits[0]["message"],
            "the split is explained as two pybind11 releases, not a compiler flag", r)
+
+
+def check_nanobind(facts, r):
+    nb = facts["nanobind"]
+    expect(len(r["nanobind"]) == 1, "one nanobind record", r)
+    rec = r["nanobind"][0]
+    expect(rec["abi_tag"] == nb["abi_tag"] and "nanobind::detail::internals static" in evidence(rec, nb["path"]),
+           "nanobind's record: ABI tag %s, used by nbm (confirmed)" % nb["abi_tag"], r)
+    typed = r["with_types"]
+    expect({"python": "nbm.Gadget", "cpp": "(anonymous namespace)::Gadget"} in typed["nanobind"][0]["types"],
+           "nanobind types name nbm.Gadget", typed)
 
 
 def check_stale(facts, r, status):
@@ -147,7 +160,10 @@ def check_stale(facts, r, status):
     f = hits[0]
     expect(f["lwp"] == st["worker_lwp"] and int(f["tstate"], 16) == deleted, "stale-tstate names the worker and the deleted thread state", r)
     expect(f["sources"] == ["pybind11 key %d (%s)" % (st["stale_key"], st["stale_id"])], "its one source is the 2.13 record's key", r)
-    expect("glibc tcache free-list entry: it was freed" in f["message"], "the evidence: malloc's free-list pattern", r)
+    # A GIL build's thread state fits the tcache; a free-threaded one (_PyThreadStateImpl) goes to a bin.
+    evidence = "malloc chunk is free" if r["runtimes"][0]["free_threaded"] else "glibc tcache free-list entry"
+    expect(evidence + " (" in f["message"] or evidence + ":" in f["message"], "the evidence: " + evidence, r)
+    expect("it was freed" in f["message"], "the memory was freed", r)
     expect(len(findings(r, "internals-split", "warning")) == 1, "the split of the two releases is reported", r)
 
 
@@ -229,16 +245,66 @@ def no_dwarf(args, target, r):
 
 CHECKS = {"mixed": check_mixed, "stale": check_stale, "subinterp": check_subinterp}
 
+TOP = os.path.abspath(os.path.join(here, "..", ".."))
+BINDINGS = os.path.join(TOP, "build", "bindings")  # --bindings overrides
+
+
+def prepare_interpreter(args, workdir):
+    """Sets args.python (the program gdb is given), and returns (argv prefix, environment, kind
+    override) for --interpreter, after building the modules for it into args.modules."""
+    env = dict(scenario.offline_env())
+    if args.interpreter == "3.15":
+        out = subprocess.run([os.path.join(TOP, "scripts", "debian-python"), "3.15", args.python315_dir],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        expect(out.returncode == 0, "Debian's python3.15 is not available: " + out.stderr.decode(errors="replace"))
+        root = out.stdout.decode().strip().splitlines()[-1]
+        args.python = os.path.join(root, "usr", "bin", "python3.15")
+        prefix = [os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), "--library-path", os.path.join(root, "lib", "x86_64-linux-gnu"), args.python]
+        env["PYTHONHOME"] = os.path.join(root, "usr")
+        # Its own headers, but this machine's C library headers before the tree's.
+        includes = ["-I" + os.path.join(root, "usr", "include", "python3.15"), "-idirafter", os.path.join(root, "usr", "include")]
+        suffix, kind = ".cpython-315-x86_64-linux-gnu.so", "kernel"
+    else:
+        out = subprocess.run([os.path.join(TOP, "scripts", "python-freethreaded"), "3.13"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        expect(out.returncode == 0, "the free-threaded CPython 3.13t cannot be built: " + out.stderr.decode(errors="replace"))
+        root = out.stdout.decode().strip().splitlines()[-1]
+        args.python = os.path.join(root, "bin", "python3.13t")
+        prefix = [args.python]
+        includes = ["-I" + os.path.join(root, "include", "python3.13t")]
+        suffix, kind = ".cpython-313t-x86_64-linux-gnu.so", None
+    args.modules = os.path.join(workdir, "modules")
+    os.makedirs(args.modules)
+    builds = []
+    for name, release in (("pb213", "pybind11-2.13"), ("pb31", "pybind11-3.1")):
+        cmd = ["g++", "-std=c++17", "-shared", "-fPIC", "-O1", "-g", "-fvisibility=hidden", "-w",
+               "-I" + os.path.join(args.bindings, release, "usr", "include")] + includes + [
+               "-DMODULE_NAME=" + name, "-o", os.path.join(args.modules, name + suffix),
+               os.path.join(TOP, "tests", "scenarios", "bindings", "pb_module.cpp")]
+        builds.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    for b in builds:
+        out, _ = b.communicate(timeout=600)
+        expect(b.returncode == 0, "building a binding module failed:\n" + out.decode(errors="replace")[-3000:])
+    return prefix, env, kind
+
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
-    p.add_argument("--python", required=True)
-    p.add_argument("--modules", required=True, help="the directory of the modules built for this Python")
+    p.add_argument("--python")
+    p.add_argument("--modules", help="the directory of the modules built for this Python")
+    p.add_argument("--interpreter", choices=["3.15", "3.13t"])
+    p.add_argument("--python315-dir", default=os.path.join(TOP, "build", "python315"))
+    p.add_argument("--bindings", default=BINDINGS, help="where scripts/binding-releases put the pybind11 releases")
     p.add_argument("mode", choices=sorted(CHECKS))
     p.add_argument("kind", choices=["gcore", "kernel", "live"])
     args = p.parse_args()
-    argv = [args.python, RUN, args.modules, args.mode]
+    workdir = tempfile.mkdtemp(prefix="pytstates-bindings-")
+    prefix, env = [args.python], None
+    if args.interpreter:
+        prefix, env, kind = prepare_interpreter(args, workdir)
+        if kind and args.kind == "gcore":
+            args.kind = kind
+    argv = prefix + [RUN, args.modules, args.mode]
 
     def run(target, facts):
         status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--json"] + target)
@@ -246,24 +312,36 @@ def main():
         _, r["with_types"], _ = scenario.run_pytstates(args.pytstates, ["internals", "--json", "--types"] + target, expect_status=0)
         main_ts = [ts for rt in r["runtimes"] for i in rt["interpreters"] for ts in i["tstates"] if ts.get("lwp") == facts["main_lwp"]]
         facts["main_tstate"] = main_ts[0]["address"] if main_ts else "0x0"
+        if args.interpreter == "3.13t":
+            rt = r["runtimes"][0]
+            expect(rt["free_threaded"] and all(i["gil"] == "disabled" for i in rt["interpreters"]),
+                   "a free-threaded runtime still without a GIL (every module declares Py_mod_gil_not_used)", r)
         CHECKS[args.mode](facts, r, status)
         no_dwarf(args, target, r)
         return r
 
+    try:
+        drive(args, argv, env, run)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("PASS bindings %s %s (%s)" % (args.mode, args.kind, args.python))
+
+
+def drive(args, argv, env, run):
     if args.kind == "live":
-        with scenario.running(argv) as (proc, facts):
+        with scenario.running(argv, env=env) as (proc, facts):
             run(["--pid", str(proc.pid)], facts)
             expect(scenario.still_answers(proc), "the process goes on after pytstates detached")
     else:
-        facts, core = scenario.take_core(argv, args.kind)
+        facts, core = scenario.take_core(argv, args.kind, env=env)
         try:
             r = run(["--core", core], facts)
             gdb_cross_check(args, facts, core, r)
-            if args.mode == "subinterp":
+            # The patch needs glibc's struct pthread from libc6-dbg: this machine's glibc only.
+            if args.mode == "subinterp" and args.interpreter != "3.15":
                 reset_initial(args, facts, core, r)
         finally:
             scenario.cleanup(core)
-    print("PASS bindings %s %s (%s)" % (args.mode, args.kind, args.python))
 
 
 if __name__ == "__main__":

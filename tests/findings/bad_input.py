@@ -107,10 +107,14 @@ def file_offset(core, addr):
     raise AssertionError("address %#x is not in the core" % addr)
 
 
-def patch(core, addr, value):
+def patch_bytes(core, addr, data):
     with open(core, "r+b") as f:
         f.seek(file_offset(core, addr))
-        f.write(struct.pack("<Q", value))
+        f.write(data)
+
+
+def patch(core, addr, value):
+    patch_bytes(core, addr, struct.pack("<Q", value))
 
 
 def rename_note(core, note_type, new_type):

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every CPython users run, 3.8 to 3.14, with and without debug info, on real binaries and real cores.
+"""Every CPython users run, 3.8 to 3.15 and free-threaded 3.13t, with and without debug info, on real
+binaries and real cores.
 
 tests/scenarios/versions/threads_gil.py is run by the interpreter under test until it prints FACTS
 and READY (four workers and the main thread blocked in C calls with the GIL released, one thread
@@ -12,8 +13,12 @@ Interpreters:
   debian              Debian's /usr/bin/python3 (3.11, CPython linked into the executable,
                       stripped; DWARF in python3.11-dbg's /usr/lib/debug/.build-id file)
   debian-dbg          Debian's debug build /usr/bin/python3.11d (DWARF inside)
-  3.14                Debian's unstable python3.14 (static, stripped, glibc 2.43; DWARF in
-                      python3.14-dbg), unpacked by scripts/debian-python and read with --sysroot
+  3.14, 3.15          Debian's unstable python3.14 / python3.15 (static, stripped, glibc 2.43; DWARF
+                      of the release build in python3.1X-dbg), unpacked by scripts/debian-python and
+                      read with --sysroot
+  3.13t, 3.14t        free-threaded (PEP 703) builds with DWARF, made by scripts/python-freethreaded
+                      from Debian's source packages (cached outside the build tree); 3.14t exits 77
+                      (skipped, with the reason) while no python3.14 source package downloads
 Modes:
   dwarf    as installed: the layout comes from DWARF
   nodwarf  --no-dwarf: the layout from _Py_DebugOffsets (3.13+) or the built-in tables
@@ -46,6 +51,10 @@ class Missing(Exception):
     """The interpreter under test is not on this machine."""
 
 
+class Unavailable(Exception):
+    """The interpreter under test cannot be had from anything reachable (exit 77: skipped)."""
+
+
 def pyenv_root():
     root = os.environ.get("PYENV_ROOT")
     if root:
@@ -71,7 +80,7 @@ def sections(path):
 class Target:
     """How to run one interpreter in one mode, and what pytstates must say about it."""
 
-    def __init__(self, name, mode, workdir, python314_dir):
+    def __init__(self, name, mode, workdir, sid_dirs):
         self.name, self.mode = name, mode
         self.env = dict(os.environ)
         self.env.pop("PYTHONHOME", None)
@@ -79,14 +88,17 @@ class Target:
         self.extra = ["--no-dwarf"] if mode == "nodwarf" else []
         self.kind = "gcore"
         self.unwanted_module = None  # a file that must not be mapped (the unstripped original)
+        self.free_threaded = False
         if name in PYENV_VERSIONS:
             self.pyenv(name, workdir)
         elif name == "debian":
             self.debian("/usr/bin/python3", "3.11", dbg_file=True)
         elif name == "debian-dbg":
             self.debian("/usr/bin/python3.11d", "3.11", dbg_file=False)
-        elif name == "3.14":
-            self.python314(python314_dir)
+        elif name in ("3.14", "3.15"):
+            self.debian_sid(name, sid_dirs[name])
+        elif name in ("3.13t", "3.14t"):
+            self.freethreaded(name[:-1])
         else:
             raise SystemExit("unknown interpreter %r" % name)
         if mode.startswith("strip-") and name not in PYENV_VERSIONS:
@@ -135,22 +147,36 @@ class Target:
                 raise Missing("the DWARF of %s is missing on this machine: no %s (apt-get install python3.11-dbg)"
                               % (self.module, debug))
 
-    def python314(self, cache):
-        out = subprocess.run([os.path.join(TOP, "scripts", "debian-python"), "3.14", cache],
+    def debian_sid(self, series, cache):
+        out = subprocess.run([os.path.join(TOP, "scripts", "debian-python"), series, cache],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if out.returncode != 0:
-            raise Missing("CPython 3.14 from Debian's unstable suite is not available: "
-                          + out.stderr.decode(errors="replace").strip())
+            raise Missing("CPython %s from Debian's unstable suite is not available: %s"
+                          % (series, out.stderr.decode(errors="replace").strip()))
         root = out.stdout.decode().strip().splitlines()[-1]
-        self.series, self.version = "3.14", None
+        self.series, self.version = series, None
         self.root = root
         self.env["PYTHONHOME"] = os.path.join(root, "usr")
         self.argv = [os.path.join(root, "lib64", "ld-linux-x86-64.so.2"),
                      "--library-path", os.path.join(root, "lib", "x86_64-linux-gnu"),
-                     os.path.join(root, "usr", "bin", "python3.14")]
-        self.module = os.path.join(root, "usr", "bin", "python3.14")
+                     os.path.join(root, "usr", "bin", "python" + series)]
+        self.module = os.path.join(root, "usr", "bin", "python" + series)
         self.extra += ["--sysroot", root]
         self.kind = "kernel"
+
+    def freethreaded(self, series):
+        print("building or reusing the free-threaded CPython %st (scripts/python-freethreaded; a cold cache "
+              "builds it from Debian's source, a few minutes)" % series, flush=True)
+        out = subprocess.run([os.path.join(TOP, "scripts", "python-freethreaded"), series],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            raise Unavailable("a free-threaded CPython %s cannot be built here: %s"
+                              % (series, out.stderr.decode(errors="replace").strip()))
+        prefix = out.stdout.decode().strip().splitlines()[-1]
+        self.series, self.version = series, None
+        self.argv = [os.path.join(prefix, "bin", "python%st" % series)]
+        self.module = os.path.realpath(os.path.join(prefix, "lib", "libpython%st.so.1.0" % series))
+        self.free_threaded = True
 
 
 class Checker:
@@ -192,6 +218,10 @@ def check(target, facts, report, maps, c):
     c.eq("runtimes[0].version", facts["version"], rt["version"])
     c.eq("runtimes[0].module", target.module, rt["module"])
     c.eq("runtimes[0].layout (%s, %s)" % (target.name, target.mode), target.layout, rt.get("layout"))
+    c.eq("runtimes[0].free_threaded", target.free_threaded, rt.get("free_threaded"))
+    if target.mode == "nodwarf":
+        c.true("no field comes from DWARF with --no-dwarf", "dwarf" not in rt.get("layout_sources", {}).values(),
+               json.dumps(rt.get("layout_sources")))
     for note in rt.get("notes", []):
         c.true("runtimes[0].notes has no layout disagreement", not note.startswith("layout:"), note)
     if not c.eq("number of interpreters", 1, len(rt["interpreters"])):
@@ -199,11 +229,20 @@ def check(target, facts, report, maps, c):
     interp = rt["interpreters"][0]
     c.eq("interpreters[0].main", True, interp["main"])
     holder = [t for t in facts["threads"] if t["lwp"] == facts["gil_holder_lwp"]][0]
-    c.eq("interpreters[0].gil_holder", holder["tstate"], interp["gil_holder"])
     listed = {t["address"]: t for t in interp["tstates"]}
     c.eq("the set of tstates", sorted(t["tstate"] for t in facts["threads"]), sorted(listed))
-    for t in interp["tstates"]:
-        c.eq("holds_gil of tstate %s (LWP %s)" % (t["address"], t["lwp"]), t["address"] == holder["tstate"], t["holds_gil"])
+    if target.free_threaded:
+        # No GIL: the thread in read() through PyDLL is the one attached; the others detached.
+        c.eq("interpreters[0].gil", "disabled", interp.get("gil"))
+        c.eq("interpreters[0].gil_holder", None, interp["gil_holder"])
+        for t in interp["tstates"]:
+            c.eq("state of tstate %s (LWP %s)" % (t["address"], t["lwp"]),
+                 "attached" if t["address"] == holder["tstate"] else "detached", t.get("state"))
+            c.eq("holds_gil of tstate %s" % t["address"], False, t["holds_gil"])
+    else:
+        c.eq("interpreters[0].gil_holder", holder["tstate"], interp["gil_holder"])
+        for t in interp["tstates"]:
+            c.eq("holds_gil of tstate %s (LWP %s)" % (t["address"], t["lwp"]), t["address"] == holder["tstate"], t["holds_gil"])
     newer = target.minor >= 11
     for t in facts["threads"]:
         got = listed.get(t["tstate"])
@@ -241,14 +280,83 @@ def check_native(args, target, core, c):
     _, native, _ = scenario.run_pytstates(args.pytstates, base + ["--native"], expect_status=0)
     _, full, _ = scenario.run_pytstates(args.pytstates, base, expect_status=0)
     # A stripped executable whose eval loop GCC split (3.14's .cold part) leaves frames unplaced.
-    complete = not (target.name == "3.14" and target.mode == "nodwarf")
+    complete = not (target.name in ("3.14", "3.15") and target.mode == "nodwarf")
     for problem in native_check.check_python_merge(native, full, complete):
         c.failures.append("--native merge: " + problem)
-    if target.mode != "dwarf" or target.name == "3.14":
-        return  # without DWARF gdb names other frames; `ld.so python3.14`: gdb 13 takes ld.so for the program
+    if target.mode != "dwarf" or target.name in ("3.14", "3.15"):
+        return  # without DWARF gdb names other frames; `ld.so python3.1X`: gdb 13 takes ld.so for the program
     gdb = native_check.gdb_backtraces(target.argv[0], core)
     for problem in native_check.compare_with_gdb(native, gdb):
         c.failures.append("native frames vs gdb: " + problem)
+
+
+def check_gdb_walk(target, core, report, c):
+    """3.13+ with DWARF: gdb walks the same core's interpreters and thread states through the
+    DWARF it loads (tests/lib/gdb_cpython.py), and pytstates must agree with every one."""
+    if target.minor < 13 or target.mode != "dwarf":
+        return
+    cmds = ["-ex", "set debuginfod enabled off"]
+    if getattr(target, "root", None):  # the core names the tree's files by their paths here: no sysroot, its debug files
+        cmds += ["-ex", "set debug-file-directory " + os.path.join(target.root, "usr", "lib", "debug")]
+    program = target.module if target.module.endswith(target.series) else target.argv[-1]
+    cmds += ["-ex", "core-file " + core, "-x", os.path.join(TOP, "tests", "lib", "gdb_cpython.py")]
+    out = subprocess.run(["gdb", "-batch", "-nx"] + cmds + [program], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+    m = re.search(r"^GDB-CPYTHON (.*)$", out, re.M)
+    if not c.true("gdb walked the thread states through DWARF", m is not None, out[-1500:]):
+        return
+    ours = {i["address"]: i for rt in report["runtimes"] for i in rt["interpreters"]}
+    states = {0: "detached", 1: "attached", 2: "suspended"}
+    for gi in json.loads(m.group(1)):
+        mine = ours.get(gi["address"])
+        if not c.true("interpreter %s (gdb) is in the report" % gi["address"], mine is not None):
+            continue
+        c.eq("interpreter %s id" % gi["address"], gi["id"], mine["id"])
+        listed = {t["address"]: t for t in mine["tstates"]}
+        c.eq("interpreter %s thread states (gdb)" % gi["address"], sorted(t["address"] for t in gi["tstates"]), sorted(listed))
+        for gt in gi["tstates"]:
+            t = listed.get(gt["address"])
+            if t is None:
+                continue
+            who = "tstate %s" % gt["address"]
+            c.eq(who + " native_thread_id (gdb)", gt["native_thread_id"], t["native_thread_id"])
+            c.eq(who + " thread_id (gdb)", gt["thread_id"], t["thread_id"])
+            c.eq(who + " state (gdb)", states.get(gt["state"]), t.get("state"))
+            c.eq(who + " innermost code (gdb)", gt["top"], t["frames"][0]["function"] if t["frames"] else None)
+    print("gdb and pytstates agree on %d thread states" % sum(len(i["tstates"]) for i in json.loads(m.group(1))))
+
+
+BUSY_SCRIPT = os.path.join(TOP, "tests", "scenarios", "versions", "threads_busy.py")
+
+
+def check_busy(args, target, workdir, c):
+    """A thread spinning in Python beside threads in Event.wait and sleep: every thread state
+    and its innermost frame; on a free-threaded build the spinning one is attached, the others
+    detached, and there is no GIL."""
+    if target.minor < 13:
+        return
+    coredir = os.path.join(workdir, "busy")
+    os.makedirs(coredir)
+    facts, core = scenario.take_core(target.argv + [BUSY_SCRIPT], "kernel", workdir=coredir, env=target.env)
+    status, report, err = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json", "--frames", "3"] + target.extra)
+    if not c.eq("busy: pytstates exit status", 0, status):
+        c.failures.append("busy: " + err.strip())
+        return
+    tstates = {t["address"]: t for rt in report["runtimes"] for i in rt["interpreters"] for t in i["tstates"]}
+    expected = {t["tstate"]: t for t in facts["threads"]}
+    expected[facts["main"]["tstate"]] = {"name": "main", "function": None}
+    c.eq("busy: the set of thread states", sorted(expected), sorted(tstates))
+    for address, t in expected.items():
+        got = tstates.get(address)
+        if got is None or t["function"] is None:
+            continue
+        c.eq("busy: %s's innermost function" % t["name"], t["function"], got["frames"][0]["function"] if got["frames"] else None)
+        if target.free_threaded:
+            c.eq("busy: %s's state" % t["name"], "attached" if t["name"] == "spins" else "detached", got.get("state"))
+    if target.free_threaded:
+        c.eq("busy: no GIL", "disabled", report["runtimes"][0]["interpreters"][0].get("gil"))
+    print("busy: %s" % ", ".join("%s in %s (%s)" % (t["name"], (tstates.get(a) or {}).get("frames", [{}])[0].get("function") if (tstates.get(a) or {}).get("frames") else None,
+                                                   (tstates.get(a) or {}).get("state")) for a, t in expected.items()))
 
 
 def summary(report):
@@ -276,19 +384,23 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pytstates", required=True)
     p.add_argument("--python314-dir", default=os.path.join(TOP, "build", "python314"))
+    p.add_argument("--python315-dir", default=os.path.join(TOP, "build", "python315"))
     p.add_argument("--keep", action="store_true", help="keep the core and the work directory")
     p.add_argument("--show", action="store_true", help="print what pytstates said when it passes too")
-    p.add_argument("interpreter", help=", ".join(PYENV_VERSIONS + ["debian", "debian-dbg", "3.14"]))
+    p.add_argument("interpreter", help=", ".join(PYENV_VERSIONS + ["debian", "debian-dbg", "3.14", "3.15", "3.13t", "3.14t"]))
     p.add_argument("mode", choices=["dwarf", "nodwarf", "strip-g", "strip-s"])
     args = p.parse_args()
     label = "%s %s" % (args.interpreter, args.mode)
     workdir = tempfile.mkdtemp(prefix="pytstates-versions-")
     try:
         try:
-            target = Target(args.interpreter, args.mode, workdir, args.python314_dir)
+            target = Target(args.interpreter, args.mode, workdir, {"3.14": args.python314_dir, "3.15": args.python315_dir})
         except Missing as e:
             print("FAIL %s: %s" % (label, e))
             return 1
+        except Unavailable as e:
+            print("SKIP %s: %s" % (label, e))
+            return 77
         maps = {}
 
         def look(proc, facts):
@@ -308,6 +420,8 @@ def main():
         c.eq("pytstates exit status", 0, status)
         check(target, facts, report, maps.get("files"), c)
         check_native(args, target, core, c)
+        check_gdb_walk(target, core, report, c)
+        check_busy(args, target, workdir, c)
         if c.failures:
             print("FAIL %s (%d differences):" % (label, len(c.failures)))
             for f in c.failures:

@@ -15,8 +15,10 @@ inline std::string hex(const void* p) {
     return buf;
 }
 
-inline std::mutex parkMutex;
-inline std::condition_variable parkChanged;
+// Never destroyed: a condition variable destroyed at exit with threads still waiting on it blocks
+// exit() for ever (glibc waits for its waiters).
+inline std::mutex& parkMutex = *new std::mutex;
+inline std::condition_variable& parkChanged = *new std::condition_variable;
 inline bool released = false;
 
 inline void parkUntilReleased() {

@@ -153,7 +153,7 @@ py::dict idleSubinterp() {
 
 }  // namespace
 
-PYBIND11_MODULE(MODULE_NAME, m) {
+static void defineModule(py::module_& m) {
     m.attr("internals_id") = PYBIND11_INTERNALS_ID;
     m.attr("version") = std::to_string(PYBIND11_VERSION_MAJOR) + "." + std::to_string(PYBIND11_VERSION_MINOR) + "." +
                         std::to_string(PYBIND11_VERSION_PATCH);
@@ -174,3 +174,11 @@ PYBIND11_MODULE(MODULE_NAME, m) {
     m.def("idle_subinterp", &idleSubinterp);
 #endif
 }
+
+// A free-threaded Python keeps running without the GIL only for modules that say they can
+// (pybind11 2.13+); an older module makes it enable the GIL at import.
+#if defined(Py_GIL_DISABLED) && (PYBIND11_VERSION_MAJOR >= 3 || PYBIND11_VERSION_MINOR >= 13)
+PYBIND11_MODULE(MODULE_NAME, m, py::mod_gil_not_used()) { defineModule(m); }
+#else
+PYBIND11_MODULE(MODULE_NAME, m) { defineModule(m); }
+#endif

@@ -40,8 +40,12 @@ if mode == "mixed":
             facts["modules"][name] = {"missing": str(e)}
             continue
         facts["modules"][name]["worker"] = mod.park()
-    import nbm
-    facts["nanobind"] = {"abi_tag": nbm.abi_tag, "path": os.path.realpath(nbm.__file__), "worker": nbm.park()}
+    try:
+        import nbm
+    except ImportError:  # built only for some Pythons
+        nbm = None
+    if nbm:
+        facts["nanobind"] = {"abi_tag": nbm.abi_tag, "path": os.path.realpath(nbm.__file__), "worker": nbm.park()}
 elif mode == "stale":
     pb31 = describe("pb31")
     facts["stale"] = pb31.run_stale("pb213")
