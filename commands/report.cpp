@@ -82,7 +82,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                     ThreadLocal tl = rt.tssTstate->kind == TlsLocation::Kind::ThreadPointerOffset
                                          ? readThreadPointerRelative(target, rt.tssTstate->offset, t.threadPointer)
                                          : readThreadLocal(target, *keys, target.modules()[rt.moduleIndex],
-                                                           static_cast<uint64_t>(rt.tssTstate->offset), t.threadPointer);
+                                                           static_cast<uint64_t>(rt.tssTstate->offset), t);
                     if (tl.status == ThreadLocal::Status::Value) row.currentTstate = tl.value;
                     else row.currentStatus = describe(tl.status);
                 }
@@ -91,7 +91,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                 ThreadLocal tl = rt.tssGilstate->kind == TlsLocation::Kind::ThreadPointerOffset
                                      ? readThreadPointerRelative(target, rt.tssGilstate->offset, t.threadPointer)
                                      : readThreadLocal(target, *keys, target.modules()[rt.moduleIndex],
-                                                       static_cast<uint64_t>(rt.tssGilstate->offset), t.threadPointer);
+                                                       static_cast<uint64_t>(rt.tssGilstate->offset), t);
                 row.autotssThreadLocal = true;
                 row.autotssRuntime = static_cast<size_t>(&rt - report.runtimes.data());
                 row.autotssStatus = tl.status == ThreadLocal::Status::Value ? (tl.value ? "set" : "unset") : describe(tl.status);

@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -128,9 +129,9 @@ private:
 void zstd(Decompression& d) {
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
     if (!ctx) throw std::runtime_error("zstd: out of memory");
-    // The decoder refuses windows above 2^27 unless told (cores written with zstd --long or
-    // --ultra): accept up to 2^31, as `zstd -d --memory=2GiB` does.
-    ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 31);
+    // The decoder keeps its default limit, a 128 MiB window (systemd-coredump's zstd level needs
+    // a few MiB): a frame asking for more (zstd --long, or a corrupt header) is refused, not given
+    // gigabytes.
     std::vector<unsigned char> in(ZSTD_DStreamInSize()), out(ZSTD_DStreamOutSize());
     size_t last = 1;  // 0 once a frame is complete
     bool any = false;
@@ -140,7 +141,12 @@ void zstd(Decompression& d) {
         while (input.pos < input.size) {
             ZSTD_outBuffer output{out.data(), out.size(), 0};
             last = ZSTD_decompressStream(ctx.get(), &output, &input);
-            if (ZSTD_isError(last)) d.fail(std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
+            if (ZSTD_isError(last)) {
+                if (ZSTD_getErrorCode(last) == ZSTD_error_frameParameter_windowTooLarge)
+                    d.fail("the zstd frame asks for a window over 128 MiB (written with zstd --long?): decompress it with "
+                           "`zstd -d --long=31` first");
+                d.fail(std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
+            }
             d.write(out.data(), output.pos);
         }
     }
@@ -178,7 +184,9 @@ void lz4(Decompression& d) {
 
 void xz(Decompression& d) {
     lzma_stream strm = LZMA_STREAM_INIT;
-    if (lzma_stream_decoder(&strm, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) throw std::runtime_error("xz: cannot start the decoder");
+    // xz -9 needs 65 MiB to decode; a header asking for more than 256 MiB is refused, not obeyed.
+    constexpr uint64_t kMemoryLimit = 256ull << 20;
+    if (lzma_stream_decoder(&strm, kMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) throw std::runtime_error("xz: cannot start the decoder");
     std::unique_ptr<lzma_stream, void (*)(lzma_stream*)> guard(&strm, lzma_end);
     std::vector<unsigned char> in(kChunk), out(4 * kChunk);
     lzma_action action = LZMA_RUN;
@@ -200,6 +208,7 @@ void xz(Decompression& d) {
         if (r == LZMA_OK) continue;
         if (r == LZMA_BUF_ERROR) d.fail("the xz stream is truncated");
         if (r == LZMA_MEM_ERROR) throw std::runtime_error("xz: out of memory");
+        if (r == LZMA_MEMLIMIT_ERROR) d.fail("the xz stream asks for more than 256 MiB of memory to decode (corrupt, or xz --lzma2=dict= beyond -9)");
         d.fail(r == LZMA_FORMAT_ERROR ? "not an xz stream" : "corrupt xz data (" + std::to_string(static_cast<int>(r)) + ")");
     }
 }

@@ -29,7 +29,7 @@ public:
     TargetKind kind() const override { return TargetKind::Core; }
     int pid() const override { return core_.pid(); }
     std::string executable() const override { return executable_; }
-    const std::vector<OsThread>& threads() const override { return core_.threads(); }
+    const std::vector<OsThread>& threads() const override { return threads_; }
     const std::vector<LoadedModule>& modules() const override { return modules_; }
     const std::vector<std::string>& warnings() const override { return warnings_; }
     const Arch& arch() const override { return core_.arch(); }
@@ -39,10 +39,18 @@ public:
 
 private:
     void buildModules(const CoreOptions& options);
+    std::vector<MappedFile> mappingsFromAuxv(const CoreOptions& options);
+    void addModuleMappings();
+    void completeThreadPointers();
     const MappedFile* mappingAt(uint64_t addr) const;
     std::shared_ptr<ElfFile> fileForMapping(const MappedFile& m) const;
 
     CoreFile core_;
+    std::vector<OsThread> threads_;
+    // NT_FILE's mappings, or, for a core without it (qemu's), the modules' PT_LOAD segments placed
+    // where the link map and the auxiliary vector say they are.
+    std::vector<MappedFile> mappings_;
+    bool synthesizedMappings_ = false;
     std::string executable_;
     std::vector<LoadedModule> modules_;
     std::vector<std::string> warnings_;

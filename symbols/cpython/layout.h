@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "symbols/arch/arch.h"
 #include <map>
 #include <string>
 #include <vector>
@@ -109,10 +111,10 @@ struct LayoutField {
 const std::vector<LayoutField>& layoutFields();
 const char* layoutFieldLabel(int64_t CPythonLayout::*member);
 
-// The built-in table for a release (non-debug) build of 3.<minor> on x86_64, with the GIL or
+// The built-in table for a release (non-debug) build of 3.<minor> on a machine, with the GIL or
 // free-threaded; false when there is none for that build: a table is never used for a build it
 // was not measured on.
-bool tableLayout(int minor, bool freeThreaded, CPythonLayout* out);
+bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* out);
 
 class DwarfTypes;
 // Overwrites table values with what DWARF says, recording disagreements; returns true when the

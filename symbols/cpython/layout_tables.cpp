@@ -1,6 +1,6 @@
 // Built-in layouts for CPython release builds on x86_64, measured on the pyenv builds
 // 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0 and Debian's 3.14.10 and 3.15.2 (shared/research,
-// and the DWARF of python3.1X-dbg), and on a free-threaded 3.13.15.
+// and the DWARF of python3.1X-dbg), on a free-threaded 3.13.15, and on Debian 12's arm64 3.11.
 // Used when neither DWARF nor _Py_DebugOffsets is available; DWARF is checked against them.
 #include "symbols/cpython/layout.h"
 
@@ -254,14 +254,25 @@ bool freeThreadedTable(int minor, CPythonLayout* l) {
     return true;
 }
 
+// aarch64: measured on Debian 12's arm64 python3.11 (python3.11-dbg's DWARF). The GIL's mutex and
+// condition variables in _PyRuntime are pthread types, 48 bytes on aarch64 against 40 on x86_64:
+// what follows them moves. Other versions have no table there.
+bool aarch64Table(int minor, CPythonLayout* l) {
+    if (minor != 11 || !gilTable(minor, l)) return false;
+    l->runtimeTstateCurrent = 592;
+    l->runtimeAutoTssKey = 608;
+    return true;
+}
+
 }  // namespace
 
-bool tableLayout(int minor, bool freeThreaded, CPythonLayout* l) {
+bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* l) {
     *l = CPythonLayout{};
     l->minor = minor;
     l->freeThreaded = freeThreaded;
     l->source = "table";
-    bool known = freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, l);
+    bool known = machine == Machine::AArch64 ? !freeThreaded && aarch64Table(minor, l)
+                                             : freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, l);
     if (!known) return false;
     for (const auto& f : layoutFields())
         if (l->*f.member != kAbsent) l->sources[f.label] = "table";

@@ -19,17 +19,42 @@ std::optional<uint32_t> descriptorOffset(const Target& target, const LoadedModul
     return raw[2];
 }
 
+bool isLibc(const std::string& path) {
+    static const std::regex libcName(R"((^|/)libc\.so\.6$)");
+    return std::regex_search(path, libcName);
+}
+
+// The dynamic linker of any machine glibc runs on: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1.
+bool isDynamicLinker(const std::string& path) {
+    static const std::regex ldName(R"((^|/)ld-linux[-a-z0-9_]*\.so\.[12]$)");
+    return std::regex_search(path, ldName);
+}
+
+const LoadedModule* libcOf(const Target& target) {
+    for (const auto& m : target.modules())
+        if (m.linkMapNamespace == 0 && isLibc(m.path)) return &m;
+    return nullptr;
+}
+
 }  // namespace
 
+uint64_t glibcSizeofPthread(const Target& target) {
+    const LoadedModule* libc = libcOf(target);
+    if (!libc) return 0;
+    auto sym = findModuleSymbol(*libc, "_thread_db_sizeof_pthread");
+    if (!sym) return 0;
+    return target.readValue<uint32_t>(libc->bias + sym->value).value_or(0);
+}
+
 std::vector<OsThread> threadsFromGlibcLists(const Target& target) {
-    static const std::regex libcName(R"((^|/)libc\.so\.6$)"), ldName(R"((^|/)ld-linux-x86-64\.so\.2$)");
-    const LoadedModule *libc = nullptr, *ld = nullptr;
-    for (const auto& m : target.modules()) {
-        if (m.linkMapNamespace != 0) continue;
-        if (!libc && std::regex_search(m.path, libcName)) libc = &m;
-        if (!ld && std::regex_search(m.path, ldName)) ld = &m;
-    }
+    const LoadedModule* libc = libcOf(target);
+    const LoadedModule* ld = nullptr;
+    for (const auto& m : target.modules())
+        if (!ld && m.linkMapNamespace == 0 && isDynamicLinker(m.path)) ld = &m;
     if (!libc || !ld) return {};
+    const Arch& arch = target.arch();
+    uint64_t sizeofPthread = glibcSizeofPthread(target);
+    if (arch.tlsVariantI && !sizeofPthread) return {};
     auto rtld = findModuleSymbol(*ld, "_rtld_global");
     auto used = descriptorOffset(target, *libc, "_thread_db_rtld_global__dl_stack_used");
     auto user = descriptorOffset(target, *libc, "_thread_db_rtld_global__dl_stack_user");
@@ -47,8 +72,8 @@ std::vector<OsThread> threadsFromGlibcLists(const Target& target) {
             if (lwp && *lwp > 0) {
                 OsThread t;
                 t.lwp = *lwp;
-                t.threadPointer = pd;  // x86_64: the thread pointer is the struct pthread
                 t.pthread = pd;
+                t.threadPointer = arch.threadPointerFromPthread(pd, sizeofPthread);
                 out.push_back(t);
             }
             node = target.readPointer(node).value_or(0);

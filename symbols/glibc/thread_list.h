@@ -9,7 +9,12 @@
 
 namespace pytstates {
 
-// Empty when glibc's descriptors or lists cannot be read.
+// Empty when glibc's descriptors or lists cannot be read. Each thread's pthread, and its thread
+// pointer by the machine's TLS rules.
 std::vector<OsThread> threadsFromGlibcLists(const Target& target);
+
+// sizeof(struct pthread) from glibc's _thread_db_sizeof_pthread; 0 when unknown. On aarch64 the
+// thread pointer lies that far above the struct pthread.
+uint64_t glibcSizeofPthread(const Target& target);
 
 }  // namespace pytstates

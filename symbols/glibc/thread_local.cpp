@@ -4,16 +4,19 @@ namespace pytstates {
 
 namespace {
 constexpr uint64_t kDtvUnallocated = ~uint64_t(0);  // TLS_DTV_UNALLOCATED
-constexpr int64_t kForcedDynamicTlsOffset = -1;     // FORCED_DYNAMIC_TLS_OFFSET (x86_64)
+// FORCED_DYNAMIC_TLS_OFFSET: -1 with the TCB at the thread pointer (x86_64), -2 with the DTV
+// there (aarch64).
+int64_t forcedDynamicTlsOffset(const Target& target) { return target.arch().tlsVariantI ? -2 : -1; }
 }  // namespace
 
 ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const LoadedModule& module,
-                            uint64_t variableOffset, uint64_t tp) {
+                            uint64_t variableOffset, const OsThread& thread) {
     ThreadLocal out;
-    if (!module.linkMapAddress || !tp) return out;
+    uint64_t tp = thread.threadPointer;
+    if (!module.linkMapAddress || !tp || !thread.pthread) return out;
     auto modid = target.readValue<uint64_t>(module.linkMapAddress + glibc.linkMapTlsModid);
     auto tlsOffset = target.readValue<int64_t>(module.linkMapAddress + glibc.linkMapTlsOffset);
-    auto dtv = target.readPointer(tp + glibc.dtvOffset);
+    auto dtv = target.readPointer(thread.pthread + glibc.dtvOffset);
     if (!modid || !tlsOffset || !dtv || !*modid || !*dtv) return out;
     uint64_t block = 0;
     auto slots = target.readValue<uint64_t>(*dtv - 16);  // dtv[-1].counter: slots allocated
@@ -22,8 +25,10 @@ ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const 
         if (!val) return out;
         if (*val && *val != kDtvUnallocated) block = *val;
     }
-    if (!block && *tlsOffset != 0 && *tlsOffset != kForcedDynamicTlsOffset)
-        block = tp - static_cast<uint64_t>(*tlsOffset);  // static TLS sits below the thread pointer
+    // l_tls_offset: how far the static block is from the thread pointer, below it (variant II)
+    // or above it (variant I).
+    if (!block && *tlsOffset != 0 && *tlsOffset != forcedDynamicTlsOffset(target))
+        block = target.arch().tlsVariantI ? tp + static_cast<uint64_t>(*tlsOffset) : tp - static_cast<uint64_t>(*tlsOffset);
     if (!block) {
         out.status = ThreadLocal::Status::NotAllocated;
         return out;

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 
 #include "symbols/glibc/thread_list.h"
 #include "symbols/live/process_files.h"
+#include "symbols/live/thread_registers.h"
 
 namespace pytstates {
 
@@ -241,20 +241,16 @@ void LiveTarget::stopAll() {
             gSignal[slot] = collectStop(tid);  // -1: gone, nothing to detach
             gWaited[slot] = 1;
             if (gSignal[slot] < 0) continue;
-            user_regs_struct regs{};
-            if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) continue;
             OsThread t;
-            t.lwp = tid;
-            t.threadPointer = regs.fs_base;
-            t.pthread = regs.fs_base;
-            t.pc = regs.rip;
-            t.sp = regs.rsp;
-            // user_regs_struct is NT_PRSTATUS's pr_reg: the same rules give DWARF registers.
-            t.registers = hostArch().registersFromPrReg(reinterpret_cast<const uint64_t*>(&regs), sizeof regs / 8);
+            if (!readThreadRegisters(tid, &t)) continue;
             t.signal = gSignal[slot];
             threads_.push_back(t);
         }
     }
+    // TLS variant I (aarch64): struct pthread lies below the thread pointer, by glibc's own size.
+    if (hostArch().tlsVariantI)
+        if (uint64_t size = glibcSizeofPthread(*this))
+            for (auto& t : threads_) t.pthread = hostArch().pthreadFromThreadPointer(t.threadPointer, size);
     std::sort(threads_.begin(), threads_.end(), [](const OsThread& a, const OsThread& b) {
         return a.lwp < b.lwp;
     });

@@ -76,7 +76,7 @@ public:
 
 private:
     static bool isDynamicLinker(const std::string& path) {
-        static const std::regex ldName(R"((^|/)ld-linux-x86-64\.so\.2$)");
+        static const std::regex ldName(R"((^|/)ld-linux[-a-z0-9_]*\.so\.[12]$)");  // x86_64, aarch64
         return std::regex_search(path, ldName);
     }
 

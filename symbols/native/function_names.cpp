@@ -31,7 +31,9 @@ size_t parameterListStart(const std::string& d) {
 
 }  // namespace
 
-std::string functionName(const std::string& symbol) {
+std::string functionName(const std::string& versioned) {
+    // A versioned .symtab name ("clock_nanosleep@@GLIBC_2.17"): the function is the part before.
+    std::string symbol = versioned.substr(0, versioned.find('@'));
     if (symbol.rfind("_Z", 0) != 0) return symbol;
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);

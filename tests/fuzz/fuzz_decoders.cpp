@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     InputMemory memory(data, size);
     for (int minor : {8, 11, 12, 14}) {
         pytstates::CPythonLayout layout;
-        pytstates::tableLayout(minor, false, &layout);
+        pytstates::tableLayout(minor, false, pytstates::Machine::X86_64, &layout);
         pytstates::readPyUnicode(memory, layout, 0x1000);
         pytstates::readPyBytes(memory, layout, 0x1000);
         pytstates::readPyDict(memory, layout, 0x1000);

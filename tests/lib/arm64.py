@@ -117,7 +117,7 @@ def _read_facts(proc, deadline):
     raise Arm64Error("the guest did not become READY; it printed:\n" + "\n".join(lines))
 
 
-def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIGABRT):
+def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIGABRT, after_ready=None):
     """Runs argv (argv[0] an arm64 program, in the root or not) under qemu in a fresh working
     directory with RLIMIT_CORE unlimited, waits for READY, tells it "abort" (unless it has died by
     itself meanwhile), waits for its death by SIGABRT and returns (facts, core_path).
@@ -126,7 +126,8 @@ def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIG
     signal after writing the guest's core, and the kernel's own core of qemu (an x86_64 one, with
     core_pattern 'core') then has nowhere to go. settle: seconds between READY and "abort", for the
     guest's threads to get into the blocking calls they announced. expect_signal: the signal the
-    guest is to die by (SIGSEGV for a crash scenario; qemu re-raises the guest's signal)."""
+    guest is to die by (SIGSEGV for a crash scenario; qemu re-raises the guest's signal).
+    after_ready(proc): called once READY is read, while the guest still runs."""
     tree, qemu = root()
     workdir = workdir or tempfile.mkdtemp(prefix="pytstates-arm64-")
     os.makedirs(os.path.join(workdir, "core"), exist_ok=True)
@@ -140,6 +141,8 @@ def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIG
                             preexec_fn=limits)
     try:
         facts = _read_facts(proc, time.monotonic() + READY_TIMEOUT)
+        if after_ready:  # a look at the running process (qemu's own /proc/PID), before it aborts
+            after_ready(proc)
         try:
             proc.wait(timeout=settle)  # a guest that aborts by itself after READY
         except subprocess.TimeoutExpired:

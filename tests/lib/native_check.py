@@ -10,6 +10,7 @@ def base_name(name):
     "gil_scoped_acquire"; "std::__invoke_impl<void, ...>" -> "__invoke_impl")."""
     if not name or name.startswith("??"):
         return "??"
+    name = name.split("@")[0]  # a symbol version, "clock_nanosleep@@GLIBC_2.17"
     out, depth = [], 0
     for ch in name:  # drop <...> at any depth
         if ch == "<":

@@ -217,6 +217,8 @@ def compressed(args):
             data = open(packed, "rb").read()
             bad = {"cut": data[:len(data) // 2], "magic only": data[:6],
                    "corrupt": bytes(b ^ 0x5a if 4096 <= i < 8192 else b for i, b in enumerate(data))}
+            if ext == "zst":  # a frame header asking for a 2 GiB window (windowLog 31): refused, not allocated
+                bad["2 GiB window"] = b"\x28\xb5\x2f\xfd\x00\xa8" + b"\xa8" * 64
             for what, content in bad.items():
                 path = core + ".bad." + ext
                 with open(path, "wb") as f:

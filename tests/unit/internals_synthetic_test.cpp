@@ -148,7 +148,7 @@ class SyntheticInternals : public ::testing::TestWithParam<Case> {};
 TEST_P(SyntheticInternals, DecodesThePublishedLayout) {
     const Case& c = GetParam();
     Runtime rt;
-    ASSERT_TRUE(tableLayout(12, false, &rt.layout));
+    ASSERT_TRUE(tableLayout(12, false, Machine::X86_64, &rt.layout));
     Image image(rt.layout);
     uint64_t interp = image.target.alloc(64);
     uint64_t ip = image.internals(c.layout, 7, interp);
@@ -184,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
 // An STL whose containers have other sizes moves every member; the type anchor finds it anyway.
 TEST(SyntheticInternalsAnchor, FindsTstateNextToTheTypeAnchorsAtAnUnknownOffset) {
     Runtime rt;
-    ASSERT_TRUE(tableLayout(12, false, &rt.layout));
+    ASSERT_TRUE(tableLayout(12, false, Machine::X86_64, &rt.layout));
     Image image(rt.layout);
     uint64_t interp = image.target.alloc(64);
     PublishedLayout shifted{56, 376, 400, 416};  // v11 members shifted by 32 bytes
@@ -204,7 +204,7 @@ TEST(SyntheticInternalsAnchor, FindsTstateNextToTheTypeAnchorsAtAnUnknownOffset)
 
 TEST(SyntheticInternalsAnchor, RefusesAnObjectWithoutThePybind11Types) {
     Runtime rt;
-    ASSERT_TRUE(tableLayout(12, false, &rt.layout));
+    ASSERT_TRUE(tableLayout(12, false, Machine::X86_64, &rt.layout));
     Image image(rt.layout);
     uint64_t interp = image.target.alloc(64);
     uint64_t ip = image.internals({56, 408, 432, 448}, 3, interp, /*anchors=*/false);

@@ -31,7 +31,7 @@ void expectTableMatchesDwarf(const std::string& path, int minor) {
     auto dwarf = DwarfTypes::open(debug);
     ASSERT_TRUE(dwarf) << "no DWARF for " << path;
     CPythonLayout layout;
-    ASSERT_TRUE(tableLayout(minor, false, &layout));
+    ASSERT_TRUE(tableLayout(minor, false, Machine::X86_64, &layout));
     ASSERT_TRUE(applyDwarfLayout(*dwarf, &layout));
     for (const auto& d : layout.disagreements) ADD_FAILURE() << path << ": " << d;
     EXPECT_NE(layout.tstateThreadId, kAbsent);
