@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "commands/report.h"
+#include "commands/version.h"
 
 namespace pytstates {
 
@@ -70,7 +71,9 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
     return true;
 }
 
-std::string commandHelp(Command command) {
+std::string commandHelp(Command command) { return std::string(PYTSTATES_VERSION_STRING) + ". " + commandHelpText(command); }
+
+std::string commandHelpText(Command command) {
     switch (command) {
         case Command::Tstates:
             return "Show every CPython runtime, interpreter and PyThreadState of the process, with the OS thread each\n"

@@ -41,7 +41,8 @@ CommandResult runCommand(const Target& target, const CommandRequest& request,
 // bad argument.
 bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error);
 
-// What `help py-tstates` and the CLI say about each command.
+// What `help py-tstates` says about each command: pytstates' version, then commandHelpText.
 std::string commandHelp(Command command);
+std::string commandHelpText(Command command);
 
 }  // namespace pytstates

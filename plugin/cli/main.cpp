@@ -10,6 +10,7 @@
 
 #include "commands/render.h"
 #include "commands/run.h"
+#include "commands/version.h"
 #include "symbols/core/core_target.h"
 #include "symbols/live/live_target.h"
 
@@ -117,6 +118,7 @@ int run(pytstates::Command command, Arguments a) {
 int main(int argc, char** argv) try {
     CLI::App app{"pytstates: CPython runtimes, thread states and pybind11 internals of a core or a live process"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", PYTSTATES_VERSION_STRING);
     Arguments args;
     auto* tstates = app.add_subcommand("tstates", "runtimes, interpreters, thread states, per-thread TLS");
     addTargetOptions(tstates, args);
@@ -132,6 +134,8 @@ int main(int argc, char** argv) try {
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "pytstates: %s\n", e.what());
