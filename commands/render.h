@@ -13,6 +13,7 @@ struct RenderOptions {
     Command command = Command::Tstates;
     bool showDebuggerThreads = false;  // a column with the debugger's thread numbers
     bool types = false;                // list each internals record's registered types
+    bool greenlets = false;            // every greenlet with its frames (default: counts, the running one)
 };
 
 std::string renderJson(const Report& report, const RenderOptions& options);

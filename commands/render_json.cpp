@@ -61,6 +61,38 @@ void addModuleUses(json& record, const std::vector<ModuleUse>& uses) {
 
 json frameJson(const PyFrame& f) { return {{"function", f.function}, {"file", f.file}, {"line", f.line}}; }
 
+json greenletJson(const GreenletInfo& g) {
+    json frames = json::array();
+    for (const auto& f : g.frames) frames.push_back(frameJson(f));
+    json out = {{"address", hexAddress(g.address)}, {"type", g.typeName},     {"state", g.state},
+                {"main", g.main},                   {"parent", addressOrNull(g.parent)}, {"frames", frames}};
+    if (!g.note.empty()) out["note"] = g.note;
+    return out;
+}
+
+// The runtime's greenlet module: what was read, how, and the greenlets no living thread owns.
+json greenletScanJson(const GreenletScan& scan) {
+    json threads = json::array();
+    for (const auto& t : scan.threads)
+        threads.push_back({{"lwp", t.lwp},
+                           {"thread_state", hexAddress(t.threadState)},
+                           {"main_greenlet", hexAddress(t.mainGreenlet)},
+                           {"current_greenlet", addressOrNull(t.currentGreenlet)}});
+    json unowned = json::array();
+    for (const auto& g : scan.greenlets)
+        if (!g.lwp) unowned.push_back(greenletJson(g));
+    json out = {{"module", scan.module},
+                {"version", scan.version.empty() ? json(nullptr) : json(scan.version)},
+                {"layout", scan.layoutSource.empty() ? json(nullptr) : json(scan.layoutSource)},
+                {"count", scan.greenlets.size()},
+                {"gc_objects", scan.gcObjects},
+                {"threads", threads},
+                {"without_thread", unowned}};
+    if (scan.rejected) out["rejected"] = scan.rejected;
+    if (!scan.problem.empty()) out["problem"] = scan.problem;
+    return out;
+}
+
 json nativeFrameJson(const NativeFrame& f) {
     json python = json::array();
     for (const auto& p : f.python) python.push_back(frameJson(p));
@@ -152,6 +184,12 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                     for (const auto& f : ts.frames) frames.push_back(frameJson(f));
                     t["frames"] = frames;
                 }
+                if (const GreenletScan* scan = report.greenletScanOf(rt)) {
+                    json greenlets = json::array();
+                    for (const auto& g : scan->greenlets)
+                        if (lwp && g.lwp == *lwp && g.interp == interp.address) greenlets.push_back(greenletJson(g));
+                    t["greenlets"] = greenlets;
+                }
                 tstates.push_back(t);
             }
             json i = {{"id", interp.id},
@@ -171,6 +209,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                   {"layout_sources", rt.layout.sources},
                   {"interpreters", interps}};
         if (!rt.notes.empty()) r["notes"] = rt.notes;
+        if (const GreenletScan* scan = report.greenletScanOf(rt)) r["greenlet"] = greenletScanJson(*scan);
         runtimes.push_back(r);
     }
     out["runtimes"] = runtimes;

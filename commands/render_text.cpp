@@ -2,6 +2,7 @@
 // row per OS thread with every per-thread pointer side by side.
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <csignal>
@@ -236,12 +237,66 @@ void renderNanobind(std::ostringstream& out, const Report& report, const RenderO
     out << "\n";
 }
 
+// "greenlets (50): running 0x... (main), 47 suspended, 1 dead, 1 not started"
+std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
+    std::ostringstream line;
+    line << "greenlets (" << greenlets.size() << "):";
+    const char* sep = " ";
+    for (const auto* g : greenlets)
+        if (g->state == "running") {
+            line << sep << "running " << hexAddress(g->address) << (g->main ? " (main)" : "");
+            sep = ", ";
+        }
+    for (const char* state : {"suspended", "dead", "unstarted"}) {
+        size_t n = 0;
+        for (const auto* g : greenlets) n += g->state == state;
+        if (n) line << sep << n << " " << (std::string(state) == "unstarted" ? "not started" : state);
+        if (n) sep = ", ";
+    }
+    return line.str();
+}
+
+void renderGreenletList(std::ostringstream& out, const std::vector<const GreenletInfo*>& greenlets, const std::string& indent) {
+    for (const auto* g : greenlets) {
+        out << indent << hexAddress(g->address) << "  " << (g->state == "unstarted" ? "not started" : g->state) << (g->main ? "  main" : "");
+        if (g->parent) out << "  parent " << hexAddress(g->parent);
+        if (g->typeName != "greenlet.greenlet") out << "  [" << shown(g->typeName) << "]";
+        if (g->state == "running") out << "  (its frames are the thread state's)";
+        out << "\n";
+        if (!g->note.empty()) out << indent << "    note: " << shown(g->note) << "\n";
+        for (size_t i = 0; i < g->frames.size(); ++i) {
+            const auto& f = g->frames[i];
+            out << indent << "    #" << i << " " << shown(f.function) << " (" << shown(basename(f.file)) << ":" << f.line << ")\n";
+        }
+    }
+}
+
+void renderGreenletModule(std::ostringstream& out, const GreenletScan& scan, const RenderOptions& options) {
+    std::set<int> lwps;
+    for (const auto& t : scan.threads) lwps.insert(t.lwp);
+    out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(basename(scan.module)) << ", "
+        << (scan.layoutSource == "dwarf" ? "layout from DWARF" : scan.layoutSource == "table" ? "built-in layout" : "no layout")
+        << "): " << scan.greenlets.size() << " greenlets on " << lwps.size() << " thread" << (lwps.size() == 1 ? "" : "s")
+        << ", " << scan.gcObjects << " objects on the collector's lists\n";
+    if (!scan.problem.empty()) out << "  note: " << shown(scan.problem) << "\n";
+    if (scan.rejected)
+        out << "  note: " << scan.rejected << " objects of greenlet's type did not point back from their implementation\n";
+    std::vector<const GreenletInfo*> unowned;
+    for (const auto& g : scan.greenlets)
+        if (!g.lwp) unowned.push_back(&g);
+    if (unowned.empty()) return;
+    out << "  without a living thread: " << greenletCounts(unowned) << "\n";
+    if (options.greenlets) renderGreenletList(out, unowned, "    ");
+}
+
 void renderRuntimes(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     bool frames = options.command != Command::Internals;
     for (const auto& rt : report.runtimes) {
         out << "CPython " << shown(rt.version) << (rt.layout.freeThreaded ? " (free-threaded build)" : "") << "  _PyRuntime "
             << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source) << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
+        const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
+        if (greenlets) renderGreenletModule(out, *greenlets, options);
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
             if (interp.gilDisabled) {
@@ -272,6 +327,13 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                     const auto& f = ts.frames[i];
                     out << "        #" << i << " " << shown(f.function) << " (" << shown(basename(f.file)) << ":" << f.line << ")\n";
                 }
+                if (!greenlets || !lwp) continue;
+                std::vector<const GreenletInfo*> mine;
+                for (const auto& g : greenlets->greenlets)
+                    if (g.lwp == *lwp && g.interp == interp.address) mine.push_back(&g);
+                if (mine.empty()) continue;
+                out << "        " << greenletCounts(mine) << (options.greenlets ? "" : "  (--greenlets lists them)") << "\n";
+                if (options.greenlets) renderGreenletList(out, mine, "          ");
             }
         }
         out << "\n";

@@ -145,6 +145,7 @@ Preparation prepareReport(const Target& target, const ReportOptions& options) {
     p.runtimes = findRuntimeCandidates(target, options.useDwarf);
     if (options.internals || options.findings) p.pybind11 = scanBindingModules(target, options.useDwarf);
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
+    p.greenletModules = findGreenletModules(target, options.useDwarf);
     return p;
 }
 
@@ -199,6 +200,11 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     fillThreadRows(target, glibc, report);
     if (preparation.native) readNativeStacks(target, *preparation.native, options, report.runtimes, report);
     if (options.native) cutFrames(report.runtimes, options.maxFrames);
+    for (size_t r = 0; options.greenlets && r < report.runtimes.size(); ++r) {
+        auto scan = scanGreenlets(target, glibcFor(glibc, target, report.runtimes[r].moduleIndex), report.runtimes[r], r,
+                                  preparation.greenletModules, options.maxFrames);
+        if (scan) report.greenlets.push_back(std::move(*scan));
+    }
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     if (options.findings) addFindings(target, report);
     else addRuntimeFindings(report);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
+#include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
 #include "symbols/native/native_stacks.h"
 #include "symbols/pybind11/internals_reader.h"
@@ -102,6 +103,7 @@ struct Report {
     std::vector<Finding> findings;
     std::vector<std::string> warnings;
     std::optional<CrashReport> crash;
+    std::vector<GreenletScan> greenlets;  // per runtime with greenlet loaded
     bool nativeStacks = false;            // --native: every thread's whole stack
     std::map<uint64_t, int> lwpOfTstate;  // tstate address -> LWP of the OS thread it belongs to
     std::set<uint64_t> listedTstates;     // every tstate in some interpreter's list
@@ -112,6 +114,11 @@ struct Report {
         auto it = lwpOfTstate.find(tstate);
         if (it == lwpOfTstate.end()) return std::nullopt;
         return it->second;
+    }
+    const GreenletScan* greenletScanOf(const Runtime& rt) const {
+        for (const auto& scan : greenlets)
+            if (scan.runtimeIndex < runtimes.size() && &runtimes[scan.runtimeIndex] == &rt) return &scan;
+        return nullptr;
     }
     bool hasError() const {
         for (const auto& f : findings)
@@ -127,6 +134,7 @@ struct ReportOptions {
     bool findings = false;   // run the checks
     bool useDwarf = true;    // false: _Py_DebugOffsets and built-in tables only
     bool native = false;     // every thread's whole native stack, Python frames merged in
+    bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
 };
 
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a
@@ -135,6 +143,7 @@ struct Preparation {
     RuntimeCandidates runtimes;
     Pybind11ModuleScan pybind11;
     std::shared_ptr<NativeStacks> native;  // modules reported to the unwinder
+    std::vector<GreenletModule> greenletModules;
 };
 Preparation prepareReport(const Target& target, const ReportOptions& options);
 

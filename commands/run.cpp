@@ -19,6 +19,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.findings = request.command == Command::Check;
         options.useDwarf = request.useDwarf;
         options.native = request.native;
+        options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         Preparation preparation = prepareReport(target, options);
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);
@@ -26,6 +27,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         RenderOptions render;
         render.command = request.command;
         render.types = request.types;
+        render.greenlets = request.greenlets;
         if (debuggerThread) {
             render.showDebuggerThreads = true;
             for (auto& row : report.threads) row.debuggerThread = debuggerThread(row.lwp);
@@ -52,6 +54,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->types = true;
         } else if (a == "--native" || a == "-n") {
             request->native = true;
+        } else if (a == "--greenlets" || a == "-g") {
+            request->greenlets = true;
         } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
             std::string value = a.rfind("--frames=", 0) == 0 ? a.substr(9) : (i + 1 < args.size() ? args[++i] : "");
             try {
@@ -64,7 +68,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 return false;
             }
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native)";
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets)";
             return false;
         }
     }
@@ -85,7 +89,9 @@ std::string commandHelpText(Command command) {
                    "internals record's TLS slot, NATIVE = the thread's innermost native frame. A value ending in '!' names no\n"
                    "listed thread state. -n/--native: every thread's whole native stack, the Python frames each eval-loop\n"
                    "frame runs shown under it. A core of a crashed process starts with CRASH: the signal, the thread, its\n"
-                   "native stack and the finding the crash is, when a frame holds that finding's pointer.";
+                   "native stack and the finding the crash is, when a frame holds that finding's pointer.\n"
+                   "With greenlet loaded, each thread state says how many greenlets its thread has and which one runs;\n"
+                   "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -95,7 +101,7 @@ std::string commandHelpText(Command command) {
                    "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
                    "split pybind11 internals. Each finding names the thread (LWP and the debugger's thread number),\n"
                    "the pointer, its source and the likely cause.\n"
-                   "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack).";
+                   "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets.";
     }
     return {};
 }

@@ -19,6 +19,7 @@ struct CommandRequest {
     int frames = 5;
     bool useDwarf = true;
     bool native = false;  // every thread's whole native stack
+    bool greenlets = false;  // every greenlet with its frames
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;

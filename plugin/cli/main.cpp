@@ -33,6 +33,7 @@ struct Arguments {
     bool noStop = false;
     bool noDwarf = false;
     bool native = false;
+    bool greenlets = false;
     bool offline = false;
     int frames = 5;
 };
@@ -73,6 +74,7 @@ int run(pytstates::Command command, Arguments a) {
     request.frames = a.frames;
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
+    request.greenlets = a.greenlets;
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;
@@ -124,6 +126,7 @@ int main(int argc, char** argv) try {
     addTargetOptions(tstates, args);
     tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
+    tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
@@ -131,6 +134,7 @@ int main(int argc, char** argv) try {
     addTargetOptions(check, args);
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
+    check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

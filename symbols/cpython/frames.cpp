@@ -61,9 +61,12 @@ bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
 }
 
 std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::string* note) {
+    return readFrom(topFrame(tstate), maxFrames, note);
+}
+
+std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std::string* note) {
     std::vector<PyFrame> frames;
     std::set<uint64_t> seen;
-    uint64_t frame = topFrame(tstate);
     for (size_t walked = 0; frame && frames.size() < maxFrames; ++walked) {
         if (walked >= kMaxFramesWalked || !seen.insert(frame).second) {
             if (note) *note = "the frame chain is cyclic or too long";

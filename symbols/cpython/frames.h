@@ -29,6 +29,9 @@ public:
     FrameReader(const Memory& memory, const CPythonLayout& layout) : memory_(memory), layout_(layout) {}
     // At most maxFrames frames; *note says why the walk ended early (unreadable, cyclic).
     std::vector<PyFrame> read(uint64_t tstate, size_t maxFrames, std::string* note);
+    // The same from a given innermost frame (a PyFrameObject <= 3.10, an interpreter frame 3.11+),
+    // such as the one a suspended greenlet saved.
+    std::vector<PyFrame> readFrom(uint64_t frame, size_t maxFrames, std::string* note);
 
 private:
     uint64_t topFrame(uint64_t tstate) const;

@@ -44,6 +44,12 @@ struct CPythonLayout {
     int64_t interpBuiltins = kAbsent;
     int64_t interpSysdict = kAbsent;
     int64_t interpCevalGil = kAbsent;  // pointer to the GIL in use (3.12+)
+    // The garbage collector's lists (GIL builds): generations[3] (24-byte gc_generation structs,
+    // each starting with its list head) and permanent_generation; in the interpreter (3.9+) or,
+    // with gcInRuntime, in _PyRuntime (3.8).
+    int64_t gcGenerations = kAbsent;
+    int64_t gcPermanent = kAbsent;
+    bool gcInRuntime = false;
 
     // struct _gil_runtime_state, reached through interpCevalGil (3.12+)
     int64_t gilLocked = kAbsent;
@@ -87,6 +93,7 @@ struct CPythonLayout {
     int64_t bytesData = 32;
     int64_t objectType = 8;  // ob_type
     int64_t typeName = 24;   // tp_name
+    int64_t typeBase = 256;  // tp_base (the same from 3.8 to 3.15 on LP64)
     int64_t heapTypeName = kAbsent;  // PyHeapTypeObject.ht_name (a str on the heap, in every core)
 
     // dict: PyDictObject.ma_keys -> PyDictKeysObject
@@ -100,6 +107,7 @@ struct CPythonLayout {
     int64_t dictKeysIndices = 32;
 
     int64_t capsulePointer = 16;     // PyCapsule.pointer
+    int64_t moduleDict = 16;         // PyModuleObject.md_dict
 };
 
 // Every field with the name CPython's headers give it ("PyThreadState.prev"): the labels of

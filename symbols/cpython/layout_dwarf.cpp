@@ -67,6 +67,20 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
         f.set(&L::gilLastHolder, "_gil_runtime_state.last_holder", {{"_gil_runtime_state", "last_holder"}});
         if (l->freeThreaded) f.set(&L::gilEnabled, "_gil_runtime_state.enabled", {{"_gil_runtime_state", "enabled"}});
     }
+    // The collector's lists: in the interpreter from 3.9, in _PyRuntime before; a free-threaded
+    // build keeps none (its objects are found through mimalloc's heaps).
+    if (!l->freeThreaded) {
+        // 3.14.0 named its three lists young and old[2] (incremental collection, reverted in
+        // 3.14.1 to generations[3]): the same three 24-byte structs in a row.
+        if (f.set(&L::gcGenerations, "_gc_runtime_state.generations",
+                  {{"_is", "gc.generations"}, {"_is", "gc.young"}})) {
+            f.set(&L::gcPermanent, "_gc_runtime_state.permanent_generation", {{"_is", "gc.permanent_generation"}});
+            l->gcInRuntime = false;
+        } else if (f.set(&L::gcGenerations, "_gc_runtime_state.generations", {{rt, "gc.generations"}})) {
+            f.set(&L::gcPermanent, "_gc_runtime_state.permanent_generation", {{rt, "gc.permanent_generation"}});
+            l->gcInRuntime = true;
+        }
+    }
 
     f.set(&L::tstatePrev, "PyThreadState.prev", {{"_ts", "prev"}});
     f.set(&L::tstateNext, "PyThreadState.next", {{"_ts", "next"}});
@@ -109,6 +123,7 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     f.set(&L::bytesData, "PyBytesObject.ob_sval", {{"PyBytesObject", "ob_sval"}});
     f.set(&L::objectType, "PyObject.ob_type", {{"_object", "ob_type"}});
     f.set(&L::typeName, "PyTypeObject.tp_name", {{"_typeobject", "tp_name"}});
+    f.set(&L::typeBase, "PyTypeObject.tp_base", {{"_typeobject", "tp_base"}});
     f.set(&L::heapTypeName, "PyHeapTypeObject.ht_name", {{"_heaptypeobject", "ht_name"}});
     f.set(&L::dictKeys, "PyDictObject.ma_keys", {{"PyDictObject", "ma_keys"}});
     f.set(&L::dictValues, "PyDictObject.ma_values", {{"PyDictObject", "ma_values"}});
@@ -122,6 +137,7 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
         f.set(&L::dictKeysSize, "PyDictKeysObject.dk_size", {{"_dictkeysobject", "dk_size"}});
     }
     f.set(&L::capsulePointer, "PyCapsule.pointer", {{"PyCapsule", "pointer"}});
+    f.set(&L::moduleDict, "PyModuleObject.md_dict", {{"PyModuleObject", "md_dict"}});
     l->source = "dwarf";
     return true;
 }

@@ -25,6 +25,8 @@ const std::vector<LayoutField>& layoutFields() {
         {&L::gilLocked, "_gil_runtime_state.locked"},
         {&L::gilLastHolder, "_gil_runtime_state.last_holder"},
         {&L::gilEnabled, "_gil_runtime_state.enabled"},
+        {&L::gcGenerations, "_gc_runtime_state.generations"},
+        {&L::gcPermanent, "_gc_runtime_state.permanent_generation"},
         {&L::tstatePrev, "PyThreadState.prev"},
         {&L::tstateNext, "PyThreadState.next"},
         {&L::tstateInterp, "PyThreadState.interp"},
@@ -55,6 +57,7 @@ const std::vector<LayoutField>& layoutFields() {
         {&L::bytesData, "PyBytesObject.ob_sval"},
         {&L::objectType, "PyObject.ob_type"},
         {&L::typeName, "PyTypeObject.tp_name"},
+        {&L::typeBase, "PyTypeObject.tp_base"},
         {&L::heapTypeName, "PyHeapTypeObject.ht_name"},
         {&L::dictKeys, "PyDictObject.ma_keys"},
         {&L::dictValues, "PyDictObject.ma_values"},
@@ -64,6 +67,7 @@ const std::vector<LayoutField>& layoutFields() {
         {&L::dictKeysNentries, "PyDictKeysObject.dk_nentries"},
         {&L::dictKeysIndices, "PyDictKeysObject.dk_indices"},
         {&L::capsulePointer, "PyCapsule.pointer"},
+        {&L::moduleDict, "PyModuleObject.md_dict"},
     };
     return fields;
 }

@@ -31,8 +31,25 @@ void frameObjectLayout(CPythonLayout* l) {
     l->dictKeysIndices = 40;
 }
 
+// Where the garbage collector's generation lists are (measured with each build's DWARF).
+void gcLists(int minor, CPythonLayout* l) {
+    struct Lists {
+        int minor;
+        int64_t generations, permanent;
+    };
+    static const Lists kLists[] = {{8, 368, 448},   {9, 640, 720},    {10, 640, 720},   {11, 672, 752},
+                                   {12, 136, 216},  {13, 7424, 7504}, {14, 7432, 7504}, {15, 7408, 7480}};
+    for (const auto& g : kLists)
+        if (g.minor == minor) {
+            l->gcGenerations = g.generations;
+            l->gcPermanent = g.permanent;
+            l->gcInRuntime = minor == 8;  // 3.9 moved the collector's state into the interpreter
+        }
+}
+
 bool gilTable(int minor, CPythonLayout* l) {
     commonThreadStateLinks(l);
+    gcLists(minor, l);
     // PyHeapTypeObject.ht_name: sizeof(PyTypeObject) plus the five method tables after it.
     l->heapTypeName = minor == 9 ? 840 : minor <= 11 ? 848 : 856;
     switch (minor) {
@@ -251,6 +268,8 @@ bool freeThreadedTable(int minor, CPythonLayout* l) {
     l->dictKeys = 48;
     l->dictValues = 56;
     l->capsulePointer = 32;
+    l->typeBase = 272;
+    l->moduleDict = 32;
     return true;
 }
 

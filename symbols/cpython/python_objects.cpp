@@ -62,6 +62,14 @@ std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPyt
     return out;
 }
 
+std::optional<uint64_t> lookupPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict, const std::string& key) {
+    auto entries = readPyDict(memory, layout, dict);
+    if (!entries) return std::nullopt;
+    for (const auto& e : *entries)
+        if (readPyUnicode(memory, layout, e.key, key.size() + 1) == key) return e.value;
+    return std::nullopt;
+}
+
 std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict,
                                                  size_t maxEntries) {
     if (!dict) return std::nullopt;

@@ -22,6 +22,8 @@ struct DictEntry {
 // The live entries of a dict (combined tables; split tables are not read). At most maxEntries.
 std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict,
                                                  size_t maxEntries = 1 << 16);
+// The value under a str key in a dict (sys.modules, a module's __dict__); nullopt when absent.
+std::optional<uint64_t> lookupPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict, const std::string& key);
 // tp_name of the object's type.
 std::optional<std::string> readTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object);
 

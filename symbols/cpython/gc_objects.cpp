@@ -1,0 +1,70 @@
+#include "symbols/cpython/gc_objects.h"
+
+#include <cstdio>
+#include <vector>
+
+namespace pytstates {
+
+namespace {
+
+constexpr int64_t kGcGenerationSize = 24;  // struct gc_generation: PyGC_Head head; int threshold, count
+constexpr int kGenerations = 3;
+// _gc_next's low bit marks unreachable objects during a collection, _gc_prev's two low bits are
+// flags; nodes are 16-byte aligned.
+constexpr uint64_t kLinkMask = ~uint64_t(7);
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+}  // namespace
+
+GcWalk walkGcObjects(const Memory& memory, const CPythonLayout& layout, uint64_t gcState,
+                     const std::function<void(uint64_t object, uint64_t type)>& visit, size_t maxObjects) {
+    GcWalk walk;
+    if (layout.gcGenerations == kAbsent || layout.freeThreaded) {
+        walk.problem = layout.freeThreaded ? "a free-threaded build keeps no collector lists" : "the collector's lists are not in the layout";
+        return walk;
+    }
+    std::vector<uint64_t> heads;
+    for (int g = 0; g < kGenerations; ++g) heads.push_back(gcState + layout.gcGenerations + g * kGcGenerationSize);
+    if (layout.gcPermanent != kAbsent) heads.push_back(gcState + layout.gcPermanent);
+    // The object follows its PyGC_Head; one 32-byte read per node gives both links and ob_type.
+    const int64_t objectOffset = 16;
+    for (uint64_t head : heads) {
+        auto first = memory.readPointer(head);
+        if (!first) {
+            walk.problem = "the collector's list at " + hex(head) + " is unreadable";
+            continue;
+        }
+        uint64_t prev = head, node = *first & kLinkMask;
+        size_t walked = 0;
+        while (node != head) {
+            uint64_t words[4];
+            if (!node || !memory.readExact(node, words, sizeof words)) {
+                walk.problem = "the collector's list at " + hex(head) + " leads to unreadable " + hex(node);
+                break;
+            }
+            if ((words[1] & kLinkMask) != prev) {
+                walk.problem = "the collector's list at " + hex(head) + " is broken at " + hex(node);
+                break;
+            }
+            if (++walked > maxObjects) {
+                walk.problem = "the collector's list at " + hex(head) + " is longer than " + std::to_string(maxObjects);
+                break;
+            }
+            uint64_t object = node + objectOffset;
+            size_t typeWord = static_cast<size_t>((objectOffset + layout.objectType) / 8);
+            uint64_t type = typeWord < 4 ? words[typeWord] : memory.readPointer(object + layout.objectType).value_or(0);
+            visit(object, type);
+            ++walk.objects;
+            prev = node;
+            node = words[0] & kLinkMask;
+        }
+    }
+    return walk;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,63 @@
+// Every greenlet of a CPython runtime (seed 004): found on the collector's lists by type (greenlet's
+// own and its subclasses, such as gevent's Greenlet), tied to its OS thread through the thread's
+// greenlet::ThreadState (a C++ thread_local of the _greenlet module) and its main greenlet, with
+// the Python frames a suspended one saved when it switched out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/frames.h"
+#include "symbols/cpython/runtimes.h"
+#include "symbols/glibc/pthread_keys.h"
+#include "symbols/greenlet/greenlet_layout.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct GreenletInfo {
+    uint64_t address = 0;
+    std::string typeName;     // "greenlet.greenlet", or the subclass's
+    std::string state;        // "running", "suspended", "dead", "unstarted" (CONTRACT.md)
+    bool main = false;        // its thread's main greenlet
+    uint64_t parent = 0;      // 0 for a main greenlet (and a user one whose parent is gone)
+    uint64_t interp = 0;      // the interpreter whose collector lists it
+    int lwp = 0;              // its thread; 0 when unknown (dead, or its thread has ended)
+    std::vector<PyFrame> frames;  // suspended ones: the frames saved when it switched out
+    std::string note;
+};
+
+struct GreenletThread {
+    int lwp = 0;
+    uint64_t threadState = 0;     // greenlet::ThreadState of this OS thread
+    uint64_t mainGreenlet = 0;
+    uint64_t currentGreenlet = 0;
+};
+
+struct GreenletScan {
+    size_t runtimeIndex = 0;
+    std::string module;        // the _greenlet extension's path
+    std::string version;       // greenlet.__version__ as the process holds it; empty if unread
+    std::string layoutSource;  // "dwarf", "table"; empty when no layout fits
+    std::string problem;       // why greenlets are not (all) listed; empty when none
+    std::vector<GreenletThread> threads;
+    std::vector<GreenletInfo> greenlets;
+    size_t gcObjects = 0;      // objects walked on the collector's lists
+    size_t rejected = 0;       // objects of greenlet's type whose implementation did not point back
+};
+
+// The _greenlet modules of a target and their DWARF layouts: files only, before a live target stops.
+struct GreenletModule {
+    size_t moduleIndex = 0;
+    std::optional<GreenletLayout> dwarf;
+};
+std::vector<GreenletModule> findGreenletModules(const Target& target, bool useDwarf);
+
+// nullopt when the runtime has no _greenlet module loaded.
+std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys* glibc, const Runtime& runtime,
+                                          size_t runtimeIndex, const std::vector<GreenletModule>& modules,
+                                          size_t maxFrames);
+
+}  // namespace pytstates

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Every greenlet of every thread, from real greenlet programs (seed 004).
+
+tests/scenarios/greenlets/parked.py (3 worker threads x 50 greenlets parked in different
+functions, nested switches, a dead and a never-started greenlet per thread, the main thread inside
+a greenlet of its own) runs until it prints FACTS and READY; a core is taken (gdb's gcore or the
+kernel's) or the live process is read, and `pytstates tstates --json --greenlets` must list every
+greenlet the program described, under the thread state of its thread, with its state, main flag,
+parent and, for suspended ones, the frames traceback.extract_stack(g.gr_frame) gave.
+
+Greenlets:
+  debian   Debian 12's python3-greenlet 2.0.2 on /usr/bin/python3.11 (stripped: the built-in table)
+  3.10     greenlet 3.3.2 (unstable's python3-greenlet, scripts/greenlet-source) built with -g for
+  3.12     pyenv's CPython (3.10: the saved frame object is walked; 3.11+: the saved interpreter
+  3.13     frame); --no-dwarf reads it through the built-in table
+  unknown  3.3.2 built for 3.12 without DWARF but calling itself 3.9.9: no layout may be guessed
+Kinds: gcore, kernel, live, gdb (the gdb command on a gcore core, against the CLI), lldb (likewise).
+"""
+import argparse
+import fcntl
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import scenario  # noqa: E402
+
+SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "parked.py")
+PYENV = {"3.10": "3.10.13", "3.12": "3.12.1", "3.13": "3.13.0"}
+
+
+def pyenv_python(minor):
+    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE,
+                                                          universal_newlines=True).stdout.strip()
+    return os.path.join(root or os.path.expanduser("~/.pyenv"), "versions", PYENV[minor], "bin", "python" + minor)
+
+
+def build_greenlet(python, work, debug, version=None):
+    """greenlet 3.3.2's _greenlet built for `python` (with -g when debug) beside its Python package,
+    in a directory to put on PYTHONPATH. Built once per variant (flock: tests run in parallel)."""
+    info = json.loads(subprocess.run([python, "-c", "import json, sysconfig; print(json.dumps("
+                                      "[sysconfig.get_paths()['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"],
+                                     stdout=subprocess.PIPE, check=True).stdout)
+    work = os.path.abspath(work)
+    name = "%s-%s%s" % (os.path.basename(python), "g" if debug else "s", "-" + version if version else "")
+    out = os.path.join(work, name)
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(os.path.join(out, ".complete")):
+            return out
+        src = subprocess.run([os.path.join(TOP, "scripts", "greenlet-source"), os.path.join(work, "source")],
+                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+        shutil.rmtree(out, ignore_errors=True)
+        package = os.path.join(out, "greenlet")
+        os.makedirs(package)
+        for f in glob.glob(os.path.join(src, "greenlet", "*.py")):
+            shutil.copy(f, package)
+        if version:
+            init = os.path.join(package, "__init__.py")
+            with open(init) as f:
+                text = f.read()
+            with open(init, "w") as f:
+                f.write(text.replace("__version__ = '3.3.2'", "__version__ = '%s'" % version))
+        so = os.path.join(package, "_greenlet" + info[1])
+        subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-std=c++17"] + (["-g"] if debug else ["-s"]) +
+                       ["-I" + info[0], os.path.join(src, "greenlet", "greenlet.cpp"), "-o", so], check=True)
+        open(os.path.join(out, ".complete"), "w").close()
+        return out
+
+
+def expect(ok, what, problems):
+    if not ok:
+        problems.append(what)
+
+
+def check_report(report, facts, layout, problems):
+    """Every greenlet the program described, as pytstates tells it."""
+    scans = [rt["greenlet"] for rt in report["runtimes"] if "greenlet" in rt]
+    expect(len(scans) == 1, "one runtime reports greenlet (got %d)" % len(scans), problems)
+    if not scans:
+        return
+    scan = scans[0]
+    expect(scan["version"] == facts["version"], "greenlet version %r, the program says %r" % (scan["version"], facts["version"]), problems)
+    expect(scan["layout"] == layout, "greenlet layout from %r, expected %r" % (scan["layout"], layout), problems)
+    expect("problem" not in scan, "no problem reading greenlets: %s" % scan.get("problem"), problems)
+    listed = {}
+    for interp in report["runtimes"][0]["interpreters"]:
+        for ts in interp["tstates"]:
+            for g in ts.get("greenlets", []):
+                listed[g["address"]] = (ts["lwp"], g)
+    for g in scan["without_thread"]:
+        listed[g["address"]] = (None, g)
+    expect(scan["count"] == len(facts["greenlets"]),
+           "%d greenlets found, the program made %d" % (scan["count"], len(facts["greenlets"])), problems)
+    for fact in facts["greenlets"]:
+        where = "greenlet %s (LWP %d, %s)" % (fact["address"], fact["lwp"], fact["state"])
+        if fact["address"] not in listed:
+            problems.append(where + " is not listed")
+            continue
+        lwp, g = listed[fact["address"]]
+        expect(lwp == fact["lwp"], "%s listed under LWP %s" % (where, lwp), problems)
+        expect(g["state"] == fact["state"], "%s: state %r" % (where, g["state"]), problems)
+        expect(g["main"] == fact["main"], "%s: main %r" % (where, g["main"]), problems)
+        expect(g["parent"] == fact["parent"], "%s: parent %r, expected %r" % (where, g["parent"], fact["parent"]), problems)
+        got = [{"function": f["function"], "file": os.path.basename(f["file"]), "line": f["line"]} for f in g["frames"]]
+        expect(got == fact["frames"], "%s: frames %s, expected %s" % (where, got, fact["frames"]), problems)
+
+
+def check_text(text, facts, problems):
+    for fact in facts["greenlets"]:
+        expect(fact["address"] in text, "the --greenlets text lists %s" % fact["address"], problems)
+    per_thread = [line for line in text.splitlines() if line.strip().startswith("greenlets (")]
+    expect(len(per_thread) == len(facts["threads"]), "one greenlets line per thread state: %s" % per_thread, problems)
+
+
+def debugger_json(kind, args, exe, core):
+    """The greenlets part of `py-tstates --json --greenlets` in gdb or lldb."""
+    if kind == "gdb":
+        argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script,
+                "-ex", "py-tstates --json --greenlets --frames 10", exe, core]
+    else:
+        argv = ["lldb-14", "-b", "--core", core, exe, "-o", "plugin load " + args.lldb_plugin,
+                "-o", "py-tstates --json --greenlets --frames 10"]
+    out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=120).stdout.decode(errors="replace")
+    start = out.find("{\n")
+    if start < 0:
+        raise AssertionError("%s printed no JSON report:\n%s" % (kind, out[-3000:]))
+    return json.loads(out[start:out.rindex("}") + 1])
+
+
+def greenlet_parts(report):
+    parts = {"greenlet": [rt.get("greenlet") for rt in report["runtimes"]], "tstates": []}
+    for rt in report["runtimes"]:
+        for interp in rt["interpreters"]:
+            for ts in interp["tstates"]:
+                parts["tstates"].append((ts["address"], ts.get("greenlets")))
+    return parts
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--work", required=True, help="where greenlet builds are kept")
+    p.add_argument("--gdb-script")
+    p.add_argument("--lldb-plugin")
+    p.add_argument("--no-dwarf", action="store_true")
+    p.add_argument("greenlet", choices=["debian", "3.10", "3.12", "3.13", "unknown"])
+    p.add_argument("kind", choices=["gcore", "kernel", "live", "gdb", "lldb"])
+    args = p.parse_args()
+
+    env = scenario.offline_env()
+    if args.greenlet == "debian":
+        python, layout = "/usr/bin/python3.11", "table"
+        if not os.path.exists("/usr/lib/python3/dist-packages/greenlet/__init__.py"):
+            raise SystemExit("Debian's python3-greenlet is not installed (scripts/setup installs it)")
+    else:
+        python = pyenv_python("3.12" if args.greenlet == "unknown" else args.greenlet)
+        if not os.path.exists(python):
+            raise SystemExit("no %s on this machine (pyenv)" % python)
+        debug = args.greenlet != "unknown" and not args.no_dwarf
+        env["PYTHONPATH"] = build_greenlet(python, args.work, debug, "3.9.9" if args.greenlet == "unknown" else None)
+        layout = "dwarf" if debug else "table"
+    argv = [python, SCRIPT]
+    flags = ["--json", "--greenlets", "--frames", "10"] + (["--no-dwarf"] if args.no_dwarf else [])
+    problems = []
+    core = None
+    if args.kind == "live":
+        with scenario.running(argv, env=env) as (proc, facts):
+            started = time.monotonic()
+            _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", str(proc.pid)] + flags, expect_status=0)
+            took = time.monotonic() - started
+            _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", str(proc.pid), "--greenlets"], expect_status=0)
+            expect(proc.poll() is None, "the process still runs after two reads", problems)
+    else:
+        facts, core = scenario.take_core(argv, "kernel" if args.kind == "kernel" else "gcore", env=env)
+        started = time.monotonic()
+        _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core] + flags, expect_status=0)
+        took = time.monotonic() - started
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--greenlets"], expect_status=0)
+    try:
+        if args.greenlet == "unknown":
+            scan = report["runtimes"][0].get("greenlet", {})
+            expect(scan.get("count") == 0 and "3.9.9" in scan.get("problem", "") and "no built-in layout" in scan.get("problem", ""),
+                   "greenlet 3.9.9 without DWARF is reported as unknown, nothing listed: %s" % scan, problems)
+            expect("greenlet 3.9.9" in text and "no built-in layout" in text, "the text says greenlet 3.9.9 has no layout", problems)
+        else:
+            check_report(report, facts, layout, problems)
+            check_text(text, facts, problems)
+            if args.kind in ("gdb", "lldb"):
+                ours = debugger_json(args.kind, args, python, core)
+                expect(greenlet_parts(ours) == greenlet_parts(report),
+                       "%s's py-tstates --greenlets --json says what the CLI says" % args.kind, problems)
+    finally:
+        if core:
+            scenario.cleanup(core)
+    label = "greenlet %s on %s, %s%s" % (facts["version"], facts["python"], args.kind, " --no-dwarf" if args.no_dwarf else "")
+    if problems:
+        print("FAIL %s (%d differences):" % (label, len(problems)))
+        for problem in problems[:40]:
+            print("  - " + problem)
+        print(text[:6000])
+        return 1
+    print("OK %s: %d greenlets on %d threads checked (%d objects walked) in %.3f s" % (
+        label, len(facts["greenlets"]), len(facts["threads"]), report["runtimes"][0].get("greenlet", {}).get("gc_objects", 0), took))
+    print("\n".join(text.splitlines()[:30]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
