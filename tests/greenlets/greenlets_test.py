@@ -13,6 +13,8 @@ Greenlets:
   3.10     greenlet 3.3.2 (unstable's python3-greenlet, scripts/greenlet-source) built with -g for
   3.12     pyenv's CPython (3.10: the saved frame object is walked; 3.11+: the saved interpreter
   3.13     frame); --no-dwarf reads it through the built-in table
+  3.14     Debian unstable's own python3-greenlet 3.3.2 binary (stripped: the built-in table) on
+           unstable's python3.14 (scripts/debian-python), its kernel core read with --sysroot
   unknown  3.3.2 built for 3.12 without DWARF but calling itself 3.9.9: no layout may be guessed
 Kinds: gcore, kernel, live, gdb (the gdb command on a gcore core, against the CLI), lldb (likewise).
 """
@@ -152,12 +154,24 @@ def main():
     p.add_argument("--gdb-script")
     p.add_argument("--lldb-plugin")
     p.add_argument("--no-dwarf", action="store_true")
-    p.add_argument("greenlet", choices=["debian", "3.10", "3.12", "3.13", "unknown"])
+    p.add_argument("--python314-dir", help="where scripts/debian-python unpacked python3.14")
+    p.add_argument("greenlet", choices=["debian", "3.10", "3.12", "3.13", "3.14", "unknown"])
     p.add_argument("kind", choices=["gcore", "kernel", "live", "gdb", "lldb"])
     args = p.parse_args()
 
     env = scenario.offline_env()
-    if args.greenlet == "debian":
+    sysroot = []
+    if args.greenlet == "3.14":
+        root = subprocess.run([os.path.join(TOP, "scripts", "debian-python"), "3.14", args.python314_dir],
+                              stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip().splitlines()[-1]
+        package = subprocess.run([os.path.join(TOP, "scripts", "greenlet-source"), os.path.join(args.work, "source")],
+                                 stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+        env.update(PYTHONHOME=os.path.join(root, "usr"), PYTHONPATH=package)
+        # python3.14 of unstable runs with unstable's glibc, through its own dynamic loader.
+        python = [os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), "--library-path",
+                  os.path.join(root, "lib", "x86_64-linux-gnu"), os.path.join(root, "usr", "bin", "python3.14")]
+        layout, sysroot = "table", ["--sysroot", root]
+    elif args.greenlet == "debian":
         python, layout = "/usr/bin/python3.11", "table"
         if not os.path.exists("/usr/lib/python3/dist-packages/greenlet/__init__.py"):
             raise SystemExit("Debian's python3-greenlet is not installed (scripts/setup installs it)")
@@ -168,8 +182,8 @@ def main():
         debug = args.greenlet != "unknown" and not args.no_dwarf
         env["PYTHONPATH"] = build_greenlet(python, args.work, debug, "3.9.9" if args.greenlet == "unknown" else None)
         layout = "dwarf" if debug else "table"
-    argv = [python, SCRIPT]
-    flags = ["--json", "--greenlets", "--frames", "10"] + (["--no-dwarf"] if args.no_dwarf else [])
+    argv = (python if isinstance(python, list) else [python]) + [SCRIPT]
+    flags = ["--json", "--greenlets", "--frames", "10"] + (["--no-dwarf"] if args.no_dwarf else []) + sysroot
     problems = []
     core = None
     if args.kind == "live":
@@ -184,7 +198,7 @@ def main():
         started = time.monotonic()
         _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core] + flags, expect_status=0)
         took = time.monotonic() - started
-        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--greenlets"], expect_status=0)
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--greenlets"] + sysroot, expect_status=0)
     try:
         if args.greenlet == "unknown":
             scan = report["runtimes"][0].get("greenlet", {})
