@@ -29,6 +29,7 @@ GcWalk walkGcObjects(const Memory& memory, const CPythonLayout& layout, uint64_t
         return walk;
     }
     std::vector<uint64_t> heads;
+    heads.reserve(kGenerations + 1);
     for (int g = 0; g < kGenerations; ++g) heads.push_back(gcState + layout.gcGenerations + g * kGcGenerationSize);
     if (layout.gcPermanent != kAbsent) heads.push_back(gcState + layout.gcPermanent);
     // The object follows its PyGC_Head; one 32-byte read per node gives both links and ob_type.

@@ -46,7 +46,7 @@ std::string greenletVersion(const Target& target, const Runtime& rt) {
 class Scanner {
 public:
     Scanner(const Target& target, const Runtime& rt, const LoadedModule& module, const GreenletLayout& layout)
-        : target_(target), rt_(rt), module_(module), g_(layout) {}
+        : target_(target), rt_(rt), module_(module), g_(layout), frames_(target, rt.layout) {}
 
     // A main greenlet pointing back at this ThreadState through its implementation.
     bool isThreadState(uint64_t ts, uint64_t* main) const {
@@ -133,11 +133,10 @@ public:
         else if (stackStop) info.state = "dead";
         else info.state = "unstarted";
         if (info.state == "suspended" && maxFrames) {
-            FrameReader frames(target_, rt_.layout);
             uint64_t top = g_.currentFrame >= 0 && rt_.layout.minor >= 11 ? read(impl + g_.currentFrame)
                          : g_.topFrame >= 0 ? read(impl + g_.topFrame) : 0;
             std::string note;
-            info.frames = frames.readFrom(top, maxFrames, &note);
+            info.frames = frames_.readFrom(top, maxFrames, &note);
             if (!note.empty()) info.note = note;
         }
         scan->greenlets.push_back(std::move(info));
@@ -150,6 +149,7 @@ private:
     const Runtime& rt_;
     const LoadedModule& module_;
     const GreenletLayout& g_;
+    FrameReader frames_;  // one for all greenlets: it remembers which types are code objects
     std::unordered_map<uint64_t, bool> typeCache_;
 };
 
