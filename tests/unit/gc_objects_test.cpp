@@ -3,26 +3,16 @@
 // must end (no hang) and say why when it ends early.
 #include <gtest/gtest.h>
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <vector>
 
 #include "symbols/cpython/gc_objects.h"
 
+#include "tests/unit/own_memory.h"
+
 using namespace pytstates;
 
 namespace {
-
-class OwnMemory : public Memory {
-public:
-    size_t read(uint64_t addr, void* buf, size_t len) const override {
-        iovec local{buf, len}, remote{reinterpret_cast<void*>(addr), len};
-        ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-        return got < 0 ? 0 : static_cast<size_t>(got);
-    }
-};
 
 // PyGC_Head followed by a PyObject's ob_refcnt and ob_type.
 struct alignas(16) Node {

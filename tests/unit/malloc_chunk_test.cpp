@@ -3,28 +3,17 @@
 // block merged into its free neighbour, and blocks still in use.
 #include <gtest/gtest.h>
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "symbols/glibc/malloc_chunk.h"
 
+#include "tests/unit/own_memory.h"
+
 using namespace pytstates;
 
 namespace {
-
-// This process's memory, read with process_vm_readv so that a bad address fails instead of faulting.
-class OwnMemory : public Memory {
-public:
-    size_t read(uint64_t addr, void* buf, size_t len) const override {
-        iovec local{buf, len}, remote{reinterpret_cast<void*>(addr), len};
-        ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-        return got < 0 ? 0 : static_cast<size_t>(got);
-    }
-};
 
 constexpr size_t kBlock = 0x160;  // a CPython 3.11 thread state's size class
 constexpr int kTcacheSlots = 7;   // glibc's default tcache_count
