@@ -51,6 +51,7 @@ public:
         checkGil();
         checkOrphans();
         checkInternals();
+        checkGreenlets();
     }
 
 private:
@@ -340,6 +341,36 @@ private:
                                ", which no longer exists: the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a new thread that reuses the address gets it back through stale TLS.";
                     add("orphan-tstate", "warning", std::nullopt, ts.address, msg);
                 }
+    }
+
+    // A suspended greenlet resumes the frame it saved: that frame must be a frame, and on no live stack.
+    void checkGreenlets() {
+        for (const auto& scan : r_.greenlets)
+            for (const auto& g : scan.greenlets) {
+                if (g.state != "suspended") continue;
+                std::optional<int> lwp;
+                if (g.lwp) lwp = g.lwp;
+                std::string who = std::string("suspended ") + (g.main ? "main " : "") + "greenlet " + hexAddress(g.address) + " (" + lwpWords(lwp) + ")";
+                std::string source = "greenlet " + hexAddress(g.address) + "'s saved Python state";
+                const std::string likely = " Likely cause: the frame was released while the greenlet still held it (a reference-count bug in C code around a switch), or memory corruption.";
+                if (!g.savedFrameProblem.empty())
+                    add("greenlet-bad-frame", "error", lwp, 0,
+                        who + ": " + g.savedFrameProblem + ". Switching back to it makes that pointer its thread state's current frame." + likely,
+                        {source});
+                if (!g.savedFrameObjectProblem.empty())
+                    add("greenlet-bad-frame", "error", lwp, 0,
+                        who + ": " + g.savedFrameObjectProblem + ". greenlet keeps it as the frame object of the frame it will resume." + likely,
+                        {source});
+                if (g.savedFrameOnTstate) {
+                    auto owner = r_.lwpFor(g.savedFrameOnTstate);
+                    std::string function = g.frames.empty() ? "" : " (" + g.frames.front().function + ")";
+                    add("greenlet-frame-on-thread", "error", lwp, g.savedFrameOnTstate,
+                        who + " will resume in frame " + hexAddress(g.savedFrame) + function +
+                            ", which is also on the live frame stack of thread state " + hexAddress(g.savedFrameOnTstate) + " (" + lwpWords(owner) +
+                            "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread state's frame pointer (C code switching stacks behind greenlet's back), or a greenlet resumed on another thread.",
+                        {source, "thread state " + hexAddress(g.savedFrameOnTstate) + "'s current frame stack"});
+                }
+            }
     }
 
     void checkInternals() {

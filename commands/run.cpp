@@ -99,8 +99,9 @@ std::string commandHelpText(Command command) {
         case Command::Check:
             return "Everything py-tstates and pybind-internals show, preceded by the findings: stale, foreign, shared\n"
                    "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
-                   "split pybind11 internals. Each finding names the thread (LWP and the debugger's thread number),\n"
-                   "the pointer, its source and the likely cause.\n"
+                   "split pybind11 internals, suspended greenlets whose saved frame is not a frame or is on a live\n"
+                   "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
+                   "source and the likely cause.\n"
                    "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets.";
     }
     return {};

@@ -60,6 +60,17 @@ bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
     return true;
 }
 
+bool FrameReader::looksLikeFrame(uint64_t frame) {
+    auto codeField = memory_.readPointer(frame + layout_.frameCode);
+    if (!codeField || !memory_.readPointer(frame + layout_.framePrevious)) return false;
+    uint64_t code = *codeField;
+    if (layout_.minor >= 14) code &= ~uint64_t(3);  // _PyStackRef tag bits
+    if (layout_.frameOwner != kAbsent && layout_.minor >= 12 &&
+        memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0) >= kFirstShimOwner)
+        return true;
+    return code && isCodeObject(code);
+}
+
 std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::string* note) {
     return readFrom(topFrame(tstate), maxFrames, note);
 }

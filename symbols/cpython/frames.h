@@ -32,6 +32,9 @@ public:
     // The same from a given innermost frame (a PyFrameObject <= 3.10, an interpreter frame 3.11+),
     // such as the one a suspended greenlet saved.
     std::vector<PyFrame> readFrom(uint64_t frame, size_t maxFrames, std::string* note);
+    // The frame reads as one: its code and previous-frame fields are readable, and the code field
+    // names a code object (or, 3.12+, the frame is a shim the eval loop pushes).
+    bool looksLikeFrame(uint64_t frame);
 
 private:
     uint64_t topFrame(uint64_t tstate) const;

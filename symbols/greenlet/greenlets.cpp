@@ -1,11 +1,13 @@
 #include "symbols/greenlet/greenlets.h"
 
+#include <cstdio>
 #include <unordered_map>
 
 #include "symbols/cpython/gc_objects.h"
 #include "symbols/cpython/python_objects.h"
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/elf/elf_file.h"
+#include "symbols/glibc/malloc_chunk.h"
 #include "symbols/glibc/thread_local.h"
 #include "symbols/modules/debug_session.h"
 
@@ -16,6 +18,13 @@ namespace {
 constexpr uint64_t kMainStackStop = ~uint64_t(0);  // greenlet marks a main greenlet with stack_stop == (char*)-1
 constexpr uint64_t kMaxTlsBlock = 512;             // _greenlet's TLS block is 16 bytes in 2.x and 3.x
 constexpr size_t kMaxTypeChain = 64;
+constexpr size_t kMaxLiveFrames = 4096;  // per thread state, when looking for a saved frame on a live stack
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
 
 std::string baseName(const std::string& path) {
     auto slash = path.rfind('/');
@@ -84,6 +93,14 @@ public:
         }
     }
 
+    // Every frame on a thread state's live stack, with its thread state: a suspended greenlet's
+    // saved frame must be on none of them.
+    void findLiveFrames() {
+        for (const auto& interp : rt_.interpreters)
+            for (const auto& ts : interp.tstates)
+                for (const auto& f : frames_.read(ts.address, kMaxLiveFrames, nullptr)) liveFrames_.emplace(f.address, ts.address);
+    }
+
     // The type is greenlet's (greenlet.greenlet of this module) or derives from it.
     bool isGreenletType(uint64_t type) {
         auto it = typeCache_.find(type);
@@ -132,11 +149,12 @@ public:
         else if (stackStart) info.state = "suspended";
         else if (stackStop) info.state = "dead";
         else info.state = "unstarted";
-        if (info.state == "suspended" && maxFrames) {
-            uint64_t top = g_.currentFrame >= 0 && rt_.layout.minor >= 11 ? read(impl + g_.currentFrame)
-                         : g_.topFrame >= 0 ? read(impl + g_.topFrame) : 0;
+        if (info.state == "suspended") {
+            info.savedFrameObject = g_.topFrame >= 0 ? read(impl + g_.topFrame) : 0;
+            info.savedFrame = g_.currentFrame >= 0 && rt_.layout.minor >= 11 ? read(impl + g_.currentFrame) : info.savedFrameObject;
+            checkSavedFrame(&info);
             std::string note;
-            info.frames = frames_.readFrom(top, maxFrames, &note);
+            if (maxFrames) info.frames = frames_.readFrom(info.savedFrame, maxFrames, &note);
             if (!note.empty()) info.note = note;
         }
         scan->greenlets.push_back(std::move(info));
@@ -145,12 +163,33 @@ public:
 private:
     uint64_t read(uint64_t address) const { return target_.readPointer(address).value_or(0); }
 
+    // What memory shows at a pointer that should be a frame and is not: only what is seen.
+    std::string whatIsAt(uint64_t p) const {
+        if (!target_.readPointer(p)) return "is unreadable";
+        if (looksLikeFreedTcacheEntry(target_, p)) return "reads as a glibc tcache free-list entry: it was freed";
+        if (looksLikeFreedBinChunk(target_, p)) return "lies in a free malloc chunk: it was freed";
+        auto type = readTypeName(target_, rt_.layout, p);
+        if (type && !type->empty() && type->size() < 64) return "holds a Python '" + *type + "' object, not a frame";
+        return "holds no frame";
+    }
+
+    void checkSavedFrame(GreenletInfo* info) {
+        auto live = liveFrames_.find(info->savedFrame);
+        if (info->savedFrame && live != liveFrames_.end()) info->savedFrameOnTstate = live->second;
+        if (info->savedFrame && !frames_.looksLikeFrame(info->savedFrame)) {
+            info->savedFrameProblem = "its saved frame " + hex(info->savedFrame) + " " + whatIsAt(info->savedFrame);
+        } else if (info->savedFrameObject && readTypeName(target_, rt_.layout, info->savedFrameObject).value_or("") != "frame") {
+            info->savedFrameObjectProblem = "its saved frame object " + hex(info->savedFrameObject) + " " + whatIsAt(info->savedFrameObject);
+        }
+    }
+
     const Target& target_;
     const Runtime& rt_;
     const LoadedModule& module_;
     const GreenletLayout& g_;
     FrameReader frames_;  // one for all greenlets: it remembers which types are code objects
     std::unordered_map<uint64_t, bool> typeCache_;
+    std::unordered_map<uint64_t, uint64_t> liveFrames_;  // frame -> thread state whose live stack holds it
 };
 
 // A greenlet not started yet has no main greenlet: greenlet ties it to its parent's thread (a
@@ -219,6 +258,7 @@ std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys*
     scan.layoutSource = layout->source;
     Scanner scanner(target, rt, module, *layout);
     scanner.findThreads(glibc, &scan);
+    scanner.findLiveFrames();
     for (const auto& interp : rt.interpreters) {
         uint64_t gcState = rt.layout.gcInRuntime ? rt.address : interp.address;
         GcWalk walk = walkGcObjects(target, rt.layout, gcState, [&](uint64_t object, uint64_t type) {

@@ -27,6 +27,12 @@ struct GreenletInfo {
     int lwp = 0;              // its thread; 0 when unknown (dead, or its thread has ended)
     std::vector<PyFrame> frames;  // suspended ones: the frames saved when it switched out
     std::string note;
+    // What a suspended greenlet saved of its thread state, and what memory shows of it.
+    uint64_t savedFrame = 0;        // the frame it will resume (3.11+: an interpreter frame)
+    uint64_t savedFrameObject = 0;  // its PyFrameObject (python_state._top_frame)
+    uint64_t savedFrameOnTstate = 0;  // a thread state whose live frame stack holds savedFrame
+    std::string savedFrameProblem;        // what the saved frame holds instead, when it is not a frame
+    std::string savedFrameObjectProblem;  // the same for the frame object (<= 3.10 they are one)
 };
 
 struct GreenletThread {

@@ -16,13 +16,18 @@ Greenlets:
   3.14     Debian unstable's own python3-greenlet 3.3.2 binary (stripped: the built-in table) on
            unstable's python3.14 (scripts/debian-python), its kernel core read with --sysroot
   unknown  3.3.2 built for 3.12 without DWARF but calling itself 3.9.9: no layout may be guessed
-Kinds: gcore, kernel, live, gdb (the gdb command on a gcore core, against the CLI), lldb (likewise).
+Kinds: gcore, kernel, live, gdb (the gdb command on a gcore core, against the CLI), lldb (likewise);
+every core is also checked (`check`): no greenlet finding on a healthy process. patched (3.12): a gcore
+core with two saved fields rewritten at the addresses gdb gives through greenlet's DWARF (one
+greenlet's saved frame set to another thread's live frame, another's frame object set to a greenlet
+object): each must be found, on the right greenlet and thread, and nothing else.
 """
 import argparse
 import fcntl
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -138,6 +143,49 @@ def debugger_json(kind, args, exe, core):
     return json.loads(out[start:out.rindex("}") + 1])
 
 
+def gdb_value(python, core, expression):
+    """The address gdb prints for an expression on the core (through the modules' DWARF)."""
+    out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "set language c++", "-ex", "print " + expression, python, core], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120).stdout.decode(errors="replace")
+    values = re.findall(r"^\$1 = \([^)]*\) (0x[0-9a-f]+)", out, re.M)
+    if not values:
+        raise AssertionError("gdb printed no address for %s:\n%s" % (expression, out[-2000:]))
+    return int(values[0], 16)
+
+
+def check_patched(args, python, core, report, facts, problems):
+    """Two suspended greenlets of one worker with a saved field each rewritten in the core."""
+    sys.path.insert(0, os.path.join(TOP, "tests", "findings"))
+    from bad_input import patch  # noqa: E402 (the findings tests' core patcher)
+    tstates = [ts for ts in report["runtimes"][0]["interpreters"][0]["tstates"] if len(ts.get("greenlets", [])) > 10]
+    a, b = tstates[0], tstates[1]
+    x, y = [g for g in a["greenlets"] if g["state"] == "suspended" and not g["main"]][:2]
+    impl = "((greenlet::Greenlet*)((PyGreenlet*)%s)->pimpl)->python_state" % x["address"]
+    slot = gdb_value(python, core, "&" + impl + ".current_frame")
+    live = gdb_value(python, core, "((PyThreadState*)%s)->cframe->current_frame" % b["address"])
+    patch(core, slot, live)
+    impl = "((greenlet::Greenlet*)((PyGreenlet*)%s)->pimpl)->python_state" % y["address"]
+    patch(core, gdb_value(python, core, "&" + impl + "._top_frame.p"), int(y["address"], 16))
+    status, checked, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+    found = [f for f in checked["findings"] if f["code"].startswith("greenlet-")]
+    expect(status == 1, "the patched core has error findings (exit %d)" % status, problems)
+    on = [f for f in found if f["code"] == "greenlet-frame-on-thread"]
+    bad = [f for f in found if f["code"] == "greenlet-bad-frame"]
+    expect(len(found) == 2 and len(on) == 1 and len(bad) == 1, "two greenlet findings, one of each: %s" % found, problems)
+    if on:
+        f = on[0]
+        expect(f["lwp"] == a["lwp"] and f["tstate"] == b["address"] and x["address"] in f["message"] and
+               hex(live) in f["message"] and "LWP %d" % b["lwp"] in f["message"],
+               "greenlet-frame-on-thread names %s of LWP %d, frame %#x on LWP %d's stack: %s" % (
+                   x["address"], a["lwp"], live, b["lwp"], f), problems)
+    if bad:
+        f = bad[0]
+        expect(f["lwp"] == a["lwp"] and y["address"] in f["message"] and
+               "saved frame object %s holds a Python 'greenlet.greenlet' object, not a frame" % y["address"] in f["message"],
+               "greenlet-bad-frame names %s and what its frame object holds: %s" % (y["address"], f), problems)
+    print("patched core: " + "\n".join(f["code"] + ": " + f["message"] for f in found))
+
+
 def greenlet_parts(report):
     parts = {"greenlet": [rt.get("greenlet") for rt in report["runtimes"]], "tstates": []}
     for rt in report["runtimes"]:
@@ -156,7 +204,7 @@ def main():
     p.add_argument("--no-dwarf", action="store_true")
     p.add_argument("--python314-dir", help="where scripts/debian-python unpacked python3.14")
     p.add_argument("greenlet", choices=["debian", "3.10", "3.12", "3.13", "3.14", "unknown"])
-    p.add_argument("kind", choices=["gcore", "kernel", "live", "gdb", "lldb"])
+    p.add_argument("kind", choices=["gcore", "kernel", "live", "gdb", "lldb", "patched"])
     args = p.parse_args()
 
     env = scenario.offline_env()
@@ -195,6 +243,10 @@ def main():
             expect(proc.poll() is None, "the process still runs after two reads", problems)
     else:
         facts, core = scenario.take_core(argv, "kernel" if args.kind == "kernel" else "gcore", env=env)
+        if args.kind != "patched":
+            _, checked, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"] + sysroot)
+            expect(not [f for f in checked["findings"] if f["code"].startswith("greenlet-")],
+                   "no greenlet finding on a healthy process: %s" % checked["findings"], problems)
         started = time.monotonic()
         _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core] + flags, expect_status=0)
         took = time.monotonic() - started
@@ -208,6 +260,8 @@ def main():
         else:
             check_report(report, facts, layout, problems)
             check_text(text, facts, problems)
+            if args.kind == "patched":
+                check_patched(args, python, core, report, facts, problems)
             if args.kind in ("gdb", "lldb"):
                 ours = debugger_json(args.kind, args, python, core)
                 expect(greenlet_parts(ours) == greenlet_parts(report),
