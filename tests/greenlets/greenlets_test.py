@@ -15,6 +15,9 @@ Greenlets:
   3.13     frame); --no-dwarf reads it through the built-in table
   3.14     Debian unstable's own python3-greenlet 3.3.2 binary (stripped: the built-in table) on
            unstable's python3.14 (scripts/debian-python), its kernel core read with --sysroot
+  gevent   a gevent 22.10 service on Debian's python3.11 (tests/scenarios/greenlets/gevent_server.py):
+           40 gevent Greenlets (a Cython subclass) parked on an Event, in sleep, on a Queue and in a
+           socket read, the Hub running, each greenlet's type name checked too
   unknown  3.3.2 built for 3.12 without DWARF but calling itself 3.9.9: no layout may be guessed
 Kinds: gcore, kernel, live, gdb (the gdb command on a gcore core, against the CLI), lldb (likewise);
 every core is also checked (`check`): no greenlet finding on a healthy process. patched (3.12): a gcore
@@ -39,6 +42,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import scenario  # noqa: E402
 
 SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "parked.py")
+GEVENT_SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "gevent_server.py")
 PYENV = {"3.10": "3.10.13", "3.12": "3.12.1", "3.13": "3.13.0"}
 
 
@@ -118,6 +122,8 @@ def check_report(report, facts, layout, problems):
         expect(g["parent"] == fact["parent"], "%s: parent %r, expected %r" % (where, g["parent"], fact["parent"]), problems)
         got = [{"function": f["function"], "file": os.path.basename(f["file"]), "line": f["line"]} for f in g["frames"]]
         expect(got == fact["frames"], "%s: frames %s, expected %s" % (where, got, fact["frames"]), problems)
+        if "type" in fact:
+            expect(g["type"] == fact["type"], "%s: type %r, expected %r" % (where, g["type"], fact["type"]), problems)
 
 
 def check_text(text, facts, problems):
@@ -203,7 +209,7 @@ def main():
     p.add_argument("--lldb-plugin")
     p.add_argument("--no-dwarf", action="store_true")
     p.add_argument("--python314-dir", help="where scripts/debian-python unpacked python3.14")
-    p.add_argument("greenlet", choices=["debian", "3.10", "3.12", "3.13", "3.14", "unknown"])
+    p.add_argument("greenlet", choices=["debian", "gevent", "3.10", "3.12", "3.13", "3.14", "unknown"])
     p.add_argument("kind", choices=["gcore", "kernel", "live", "gdb", "lldb", "patched"])
     args = p.parse_args()
 
@@ -219,10 +225,11 @@ def main():
         python = [os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), "--library-path",
                   os.path.join(root, "lib", "x86_64-linux-gnu"), os.path.join(root, "usr", "bin", "python3.14")]
         layout, sysroot = "table", ["--sysroot", root]
-    elif args.greenlet == "debian":
+    elif args.greenlet in ("debian", "gevent"):
         python, layout = "/usr/bin/python3.11", "table"
-        if not os.path.exists("/usr/lib/python3/dist-packages/greenlet/__init__.py"):
-            raise SystemExit("Debian's python3-greenlet is not installed (scripts/setup installs it)")
+        package = "greenlet" if args.greenlet == "debian" else "gevent"
+        if not os.path.exists("/usr/lib/python3/dist-packages/%s/__init__.py" % package):
+            raise SystemExit("Debian's python3-%s is not installed (scripts/setup installs it)" % package)
     else:
         python = pyenv_python("3.12" if args.greenlet == "unknown" else args.greenlet)
         if not os.path.exists(python):
@@ -230,7 +237,7 @@ def main():
         debug = args.greenlet != "unknown" and not args.no_dwarf
         env["PYTHONPATH"] = build_greenlet(python, args.work, debug, "3.9.9" if args.greenlet == "unknown" else None)
         layout = "dwarf" if debug else "table"
-    argv = (python if isinstance(python, list) else [python]) + [SCRIPT]
+    argv = (python if isinstance(python, list) else [python]) + [GEVENT_SCRIPT if args.greenlet == "gevent" else SCRIPT]
     flags = ["--json", "--greenlets", "--frames", "10"] + (["--no-dwarf"] if args.no_dwarf else []) + sysroot
     problems = []
     core = None
