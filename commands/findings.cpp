@@ -353,21 +353,26 @@ private:
                 std::string who = std::string("suspended ") + (g.main ? "main " : "") + "greenlet " + hexAddress(g.address) + " (" + lwpWords(lwp) + ")";
                 std::string source = "greenlet " + hexAddress(g.address) + "'s saved Python state";
                 const std::string likely = " Likely cause: the frame was released while the greenlet still held it (a reference-count bug in C code around a switch), or memory corruption.";
-                if (!g.savedFrameProblem.empty())
-                    add("greenlet-bad-frame", "error", lwp, 0,
-                        who + ": " + g.savedFrameProblem + ". Switching back to it makes that pointer its thread state's current frame." + likely,
-                        {source});
-                if (!g.savedFrameObjectProblem.empty())
-                    add("greenlet-bad-frame", "error", lwp, 0,
-                        who + ": " + g.savedFrameObjectProblem + ". greenlet keeps it as the frame object of the frame it will resume." + likely,
-                        {source});
+                if (!g.savedFrameProblem.empty()) {
+                    std::string msg = who + ": ";
+                    msg += g.savedFrameProblem;
+                    msg += ". Switching back to it makes that pointer its thread state's current frame.";
+                    add("greenlet-bad-frame", "error", lwp, 0, msg + likely, {source});
+                }
+                if (!g.savedFrameObjectProblem.empty()) {
+                    std::string msg = who + ": ";
+                    msg += g.savedFrameObjectProblem;
+                    msg += ". greenlet keeps it as the frame object of the frame it will resume.";
+                    add("greenlet-bad-frame", "error", lwp, 0, msg + likely, {source});
+                }
                 if (g.savedFrameOnTstate) {
                     auto owner = r_.lwpFor(g.savedFrameOnTstate);
-                    std::string function = g.frames.empty() ? "" : " (" + g.frames.front().function + ")";
-                    add("greenlet-frame-on-thread", "error", lwp, g.savedFrameOnTstate,
-                        who + " will resume in frame " + hexAddress(g.savedFrame) + function +
-                            ", which is also on the live frame stack of thread state " + hexAddress(g.savedFrameOnTstate) + " (" + lwpWords(owner) +
-                            "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread state's frame pointer (C code switching stacks behind greenlet's back), or a greenlet resumed on another thread.",
+                    std::string msg = who + " will resume in frame " + hexAddress(g.savedFrame);
+                    if (!g.frames.empty()) msg += " (" + g.frames.front().function + ")";
+                    msg += ", which is also on the live frame stack of thread state " + hexAddress(g.savedFrameOnTstate);
+                    msg += " (" + lwpWords(owner) + "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread "
+                           "state's frame pointer (C code switching stacks behind greenlet's back), or a greenlet resumed on another thread.";
+                    add("greenlet-frame-on-thread", "error", lwp, g.savedFrameOnTstate, msg,
                         {source, "thread state " + hexAddress(g.savedFrameOnTstate) + "'s current frame stack"});
                 }
             }
