@@ -1,5 +1,6 @@
 #include "symbols/greenlet/greenlets.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <unordered_map>
 

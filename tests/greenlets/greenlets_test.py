@@ -10,9 +10,10 @@ parent and, for suspended ones, the frames traceback.extract_stack(g.gr_frame) g
 
 Greenlets:
   debian   Debian 12's python3-greenlet 2.0.2 on /usr/bin/python3.11 (stripped: the built-in table)
-  3.10     greenlet 3.3.2 (unstable's python3-greenlet, scripts/greenlet-source) built with -g for
-  3.12     pyenv's CPython (3.10: the saved frame object is walked; 3.11+: the saved interpreter
-  3.13     frame); --no-dwarf reads it through the built-in table
+  3.8 ...  greenlet 3.3.2 (unstable's python3-greenlet, scripts/greenlet-source) built with -g for
+  3.13     pyenv's CPython 3.8, 3.9, 3.10, 3.12, 3.13 (3.8: the collector's lists in _PyRuntime; <= 3.10:
+           the saved frame object is walked; 3.11+: the saved interpreter frame); --no-dwarf reads
+           it through the built-in table
   3.14     Debian unstable's own python3-greenlet 3.3.2 binary (stripped: the built-in table) on
            unstable's python3.14 (scripts/debian-python), its kernel core read with --sysroot
   gevent   a gevent 22.10 service on Debian's python3.11 (tests/scenarios/greenlets/gevent_server.py):
@@ -43,7 +44,7 @@ import scenario  # noqa: E402
 
 SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "parked.py")
 GEVENT_SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "gevent_server.py")
-PYENV = {"3.10": "3.10.13", "3.12": "3.12.1", "3.13": "3.13.0"}
+PYENV = {"3.8": "3.8.18", "3.9": "3.9.18", "3.10": "3.10.13", "3.12": "3.12.1", "3.13": "3.13.0"}
 
 
 def pyenv_python(minor):
@@ -209,7 +210,7 @@ def main():
     p.add_argument("--lldb-plugin")
     p.add_argument("--no-dwarf", action="store_true")
     p.add_argument("--python314-dir", help="where scripts/debian-python unpacked python3.14")
-    p.add_argument("greenlet", choices=["debian", "gevent", "3.10", "3.12", "3.13", "3.14", "unknown"])
+    p.add_argument("greenlet", choices=["debian", "gevent", "3.8", "3.9", "3.10", "3.12", "3.13", "3.14", "unknown"])
     p.add_argument("kind", choices=["gcore", "kernel", "live", "gdb", "lldb", "patched"])
     args = p.parse_args()
 
