@@ -70,8 +70,8 @@ json greenletJson(const GreenletInfo& g) {
     return out;
 }
 
-// The runtime's greenlet module: what was read, how, and the greenlets no living thread owns.
-json greenletScanJson(const GreenletScan& scan) {
+// The runtime's greenlet module: what was read, how, and the greenlets under no thread state.
+json greenletScanJson(const Report& report, const GreenletScan& scan) {
     json threads = json::array();
     for (const auto& t : scan.threads)
         threads.push_back({{"lwp", t.lwp},
@@ -79,15 +79,18 @@ json greenletScanJson(const GreenletScan& scan) {
                            {"main_greenlet", hexAddress(t.mainGreenlet)},
                            {"current_greenlet", addressOrNull(t.currentGreenlet)}});
     json unowned = json::array();
-    for (const auto& g : scan.greenlets)
-        if (!g.lwp) unowned.push_back(greenletJson(g));
+    for (const auto* g : report.greenletsWithoutTstate(scan)) {
+        json one = greenletJson(*g);
+        one["lwp"] = g->lwp ? json(g->lwp) : json(nullptr);
+        unowned.push_back(one);
+    }
     json out = {{"module", scan.module},
                 {"version", scan.version.empty() ? json(nullptr) : json(scan.version)},
                 {"layout", scan.layoutSource.empty() ? json(nullptr) : json(scan.layoutSource)},
                 {"count", scan.greenlets.size()},
                 {"gc_objects", scan.gcObjects},
                 {"threads", threads},
-                {"without_thread", unowned}};
+                {"without_tstate", unowned}};
     if (scan.rejected) out["rejected"] = scan.rejected;
     if (!scan.problem.empty()) out["problem"] = scan.problem;
     return out;
@@ -209,7 +212,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                   {"layout_sources", rt.layout.sources},
                   {"interpreters", interps}};
         if (!rt.notes.empty()) r["notes"] = rt.notes;
-        if (const GreenletScan* scan = report.greenletScanOf(rt)) r["greenlet"] = greenletScanJson(*scan);
+        if (const GreenletScan* scan = report.greenletScanOf(rt)) r["greenlet"] = greenletScanJson(report, *scan);
         runtimes.push_back(r);
     }
     out["runtimes"] = runtimes;

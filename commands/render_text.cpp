@@ -256,9 +256,11 @@ std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
     return line.str();
 }
 
-void renderGreenletList(std::ostringstream& out, const std::vector<const GreenletInfo*>& greenlets, const std::string& indent) {
+void renderGreenletList(std::ostringstream& out, const std::vector<const GreenletInfo*>& greenlets, const std::string& indent,
+                        bool withThread = false) {
     for (const auto* g : greenlets) {
         out << indent << hexAddress(g->address) << "  " << (g->state == "unstarted" ? "not started" : g->state) << (g->main ? "  main" : "");
+        if (withThread) out << "  " << (g->lwp ? "LWP " + std::to_string(g->lwp) : std::string("no living thread"));
         if (g->parent) out << "  parent " << hexAddress(g->parent);
         if (g->typeName != "greenlet.greenlet") out << "  [" << shown(g->typeName) << "]";
         if (g->state == "running") out << "  (its frames are the thread state's)";
@@ -271,7 +273,7 @@ void renderGreenletList(std::ostringstream& out, const std::vector<const Greenle
     }
 }
 
-void renderGreenletModule(std::ostringstream& out, const GreenletScan& scan, const RenderOptions& options) {
+void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, const RenderOptions& options) {
     std::set<int> lwps;
     for (const auto& t : scan.threads) lwps.insert(t.lwp);
     out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(basename(scan.module)) << ", "
@@ -281,12 +283,10 @@ void renderGreenletModule(std::ostringstream& out, const GreenletScan& scan, con
     if (!scan.problem.empty()) out << "  note: " << shown(scan.problem) << "\n";
     if (scan.rejected)
         out << "  note: " << scan.rejected << " objects of greenlet's type did not point back from their implementation\n";
-    std::vector<const GreenletInfo*> unowned;
-    for (const auto& g : scan.greenlets)
-        if (!g.lwp) unowned.push_back(&g);
+    auto unowned = report.greenletsWithoutTstate(scan);
     if (unowned.empty()) return;
-    out << "  without a living thread: " << greenletCounts(unowned) << "\n";
-    if (options.greenlets) renderGreenletList(out, unowned, "    ");
+    out << "  under no thread state: " << greenletCounts(unowned) << "\n";
+    if (options.greenlets) renderGreenletList(out, unowned, "    ", true);
 }
 
 void renderRuntimes(std::ostringstream& out, const Report& report, const RenderOptions& options) {
@@ -296,7 +296,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source) << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
-        if (greenlets) renderGreenletModule(out, *greenlets, options);
+        if (greenlets) renderGreenletModule(out, report, *greenlets, options);
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
             if (interp.gilDisabled) {

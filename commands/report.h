@@ -120,6 +120,19 @@ struct Report {
             if (scan.runtimeIndex < runtimes.size() && &runtimes[scan.runtimeIndex] == &rt) return &scan;
         return nullptr;
     }
+    // The greenlets shown under no thread state: their thread has ended, is unknown, or has no
+    // thread state in the greenlet's interpreter.
+    std::vector<const GreenletInfo*> greenletsWithoutTstate(const GreenletScan& scan) const {
+        std::set<std::pair<uint64_t, int>> placed;  // (interpreter, LWP) of every thread state
+        for (const auto& rt : runtimes)
+            for (const auto& interp : rt.interpreters)
+                for (const auto& ts : interp.tstates)
+                    if (auto lwp = lwpFor(ts.address)) placed.emplace(interp.address, *lwp);
+        std::vector<const GreenletInfo*> out;
+        for (const auto& g : scan.greenlets)
+            if (!g.lwp || !placed.count({g.interp, g.lwp})) out.push_back(&g);
+        return out;
+    }
     bool hasError() const {
         for (const auto& f : findings)
             if (f.severity == "error") return true;

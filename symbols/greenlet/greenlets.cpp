@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 #include "symbols/cpython/gc_objects.h"
@@ -119,6 +120,23 @@ public:
         return is;
     }
 
+    // Main greenlets are told by their class's vtable, learnt from those whose stack_stop still
+    // says "main" ((char*)-1): greenlet zeroes the stack state of a main greenlet whose thread
+    // ended once anything asks whether it is dead.
+    void learnMainClass(const std::vector<uint64_t>& greenlets, const GreenletScan& scan) {
+        for (const auto& t : scan.threads) mainVtables_.insert(read(read(t.mainGreenlet + g_.pimpl)));
+        for (uint64_t object : greenlets) {
+            uint64_t impl = read(object + g_.pimpl);
+            if (impl && read(impl + g_.stackStop) == kMainStackStop) mainVtables_.insert(read(impl));
+        }
+        mainVtables_.erase(0);
+    }
+
+    bool isMain(uint64_t impl) const {
+        if (mainVtables_.empty()) return read(impl + g_.stackStop) == kMainStackStop;
+        return mainVtables_.count(read(impl)) != 0;
+    }
+
     void describe(uint64_t object, uint64_t type, uint64_t interp, size_t maxFrames, GreenletScan* scan) {
         uint64_t impl = read(object + g_.pimpl);
         if (!impl || read(impl + g_.selfPointer) != object) {
@@ -131,23 +149,28 @@ public:
         uint64_t name = read(type + rt_.layout.typeName);
         info.typeName = name ? target_.readCString(name, 128).value_or("?") : "?";
         uint64_t stackStart = read(impl + g_.stackStart), stackStop = read(impl + g_.stackStop);
-        info.main = stackStop == kMainStackStop;
+        info.main = isMain(impl);
         const GreenletThread* thread = nullptr;
+        // greenlet's was_running_in_dead_thread(): the main greenlet's thread state is gone.
+        bool threadEnded = false;
         if (info.main) {
             uint64_t ts = read(impl + g_.mainThreadState);
             for (const auto& t : scan->threads)
                 if (t.threadState == ts && t.mainGreenlet == object) thread = &t;
-            if (!ts) info.note = "its thread has ended";
+            threadEnded = !ts;
         } else {
             uint64_t main = read(impl + g_.userMainGreenlet);
             info.parent = read(impl + g_.userParent);
             for (const auto& t : scan->threads)
                 if (main && t.mainGreenlet == main) thread = &t;
+            uint64_t mainImpl = main ? read(main + g_.pimpl) : 0;
+            threadEnded = !thread && mainImpl && isMain(mainImpl) && !read(mainImpl + g_.mainThreadState);
         }
         if (thread) info.lwp = thread->lwp;
+        if (threadEnded) info.note = "its thread has ended";
         if (thread && thread->currentGreenlet == object) info.state = "running";
-        else if (info.main) info.state = read(impl + g_.mainThreadState) ? "suspended" : "dead";
-        else if (stackStart) info.state = "suspended";
+        else if (threadEnded) info.state = "dead";  // as greenlet says of it (greenlet.dead)
+        else if (info.main || stackStart) info.state = "suspended";
         else if (stackStop) info.state = "dead";
         else info.state = "unstarted";
         if (info.state == "suspended") {
@@ -191,6 +214,7 @@ private:
     FrameReader frames_;  // one for all greenlets: it remembers which types are code objects
     std::unordered_map<uint64_t, bool> typeCache_;
     std::unordered_map<uint64_t, uint64_t> liveFrames_;  // frame -> thread state whose live stack holds it
+    std::set<uint64_t> mainVtables_;                     // MainGreenlet's vtable (one per loaded module)
 };
 
 // A greenlet not started yet has no main greenlet: greenlet ties it to its parent's thread (a
@@ -260,15 +284,24 @@ std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys*
     Scanner scanner(target, rt, module, *layout);
     scanner.findThreads(glibc, &scan);
     scanner.findLiveFrames();
+    struct Found {
+        uint64_t object, type, interp;
+    };
+    std::vector<Found> found;
     for (const auto& interp : rt.interpreters) {
         uint64_t gcState = rt.layout.gcInRuntime ? rt.address : interp.address;
         GcWalk walk = walkGcObjects(target, rt.layout, gcState, [&](uint64_t object, uint64_t type) {
-            if (type && scanner.isGreenletType(type)) scanner.describe(object, type, interp.address, maxFrames, &scan);
+            if (type && scanner.isGreenletType(type)) found.push_back({object, type, interp.address});
         });
         scan.gcObjects += walk.objects;
         if (!walk.problem.empty() && scan.problem.empty()) scan.problem = walk.problem;
         if (rt.layout.gcInRuntime) break;  // 3.8: one collector for the whole runtime
     }
+    std::vector<uint64_t> objects;
+    objects.reserve(found.size());
+    for (const auto& f : found) objects.push_back(f.object);
+    scanner.learnMainClass(objects, scan);
+    for (const auto& f : found) scanner.describe(f.object, f.type, f.interp, maxFrames, &scan);
     inheritThreads(&scan);
     if (scan.greenlets.empty() && scan.rejected) {
         scan.problem = "the greenlet " + scan.version + " layout (" + scan.layoutSource + ") does not fit: none of " +

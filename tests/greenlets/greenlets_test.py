@@ -3,7 +3,7 @@
 
 tests/scenarios/greenlets/parked.py (3 worker threads x 50 greenlets parked in different
 functions, nested switches, a dead and a never-started greenlet per thread, the main thread inside
-a greenlet of its own) runs until it prints FACTS and READY; a core is taken (gdb's gcore or the
+a greenlet of its own, 4 greenlets left by a thread that ended) runs until it prints FACTS and READY; a core is taken (gdb's gcore or the
 kernel's) or the live process is read, and `pytstates tstates --json --greenlets` must list every
 greenlet the program described, under the thread state of its thread, with its state, main flag,
 parent and, for suspended ones, the frames traceback.extract_stack(g.gr_frame) gave.
@@ -54,8 +54,9 @@ def pyenv_python(minor):
 
 
 def build_greenlet(python, work, debug, version=None):
-    """greenlet 3.3.2's _greenlet built for `python` (with -g when debug) beside its Python package,
-    in a directory to put on PYTHONPATH. Built once per variant (flock: tests run in parallel)."""
+    """greenlet 3.3.2's _greenlet built for `python` as setup.py builds it (-O2 -DNDEBUG; -g when
+    debug) beside its Python package, in a directory to put on PYTHONPATH. Built once per variant
+    (flock: tests run in parallel)."""
     info = json.loads(subprocess.run([python, "-c", "import json, sysconfig; print(json.dumps("
                                       "[sysconfig.get_paths()['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"],
                                      stdout=subprocess.PIPE, check=True).stdout)
@@ -81,7 +82,7 @@ def build_greenlet(python, work, debug, version=None):
             with open(init, "w") as f:
                 f.write(text.replace("__version__ = '3.3.2'", "__version__ = '%s'" % version))
         so = os.path.join(package, "_greenlet" + info[1])
-        subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-std=c++17"] + (["-g"] if debug else ["-s"]) +
+        subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-DNDEBUG", "-std=c++17"] + (["-g"] if debug else ["-s"]) +
                        ["-I" + info[0], os.path.join(src, "greenlet", "greenlet.cpp"), "-o", so], check=True)
         open(os.path.join(out, ".complete"), "w").close()
         return out
@@ -107,12 +108,12 @@ def check_report(report, facts, layout, problems):
         for ts in interp["tstates"]:
             for g in ts.get("greenlets", []):
                 listed[g["address"]] = (ts["lwp"], g)
-    for g in scan["without_thread"]:
-        listed[g["address"]] = (None, g)
+    for g in scan["without_tstate"]:
+        listed[g["address"]] = (g["lwp"], g)
     expect(scan["count"] == len(facts["greenlets"]),
            "%d greenlets found, the program made %d" % (scan["count"], len(facts["greenlets"])), problems)
     for fact in facts["greenlets"]:
-        where = "greenlet %s (LWP %d, %s)" % (fact["address"], fact["lwp"], fact["state"])
+        where = "greenlet %s (LWP %s, %s)" % (fact["address"], fact["lwp"], fact["state"])
         if fact["address"] not in listed:
             problems.append(where + " is not listed")
             continue

@@ -8,7 +8,9 @@ to the thread's main greenlet from different functions:
   nests                 starts a child greenlet (its parent is the nesting one) that parks; the
                         nesting greenlet stays suspended in child.switch()
 plus one greenlet that ran to its end (dead) and one never started. The main thread runs in a user
-greenlet of its own ("runner"), so its main greenlet is suspended and the runner is running.
+greenlet of its own ("runner"), so its main greenlet is suspended and the runner is running. A
+fourth thread parks three greenlets and ends: they and its main greenlet stay (referenced), dead
+in greenlet's terms, of no living thread (their LWP is given as null).
 
 Every greenlet is described by the program itself: id(), its thread's LWP, state (running,
 suspended, dead, unstarted), parent, and for suspended ones its frames, innermost first, from
@@ -19,6 +21,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 
 import greenlet
@@ -122,7 +125,31 @@ def worker():
     never_released.acquire()
 
 
+def ends():
+    hub = greenlet.getcurrent()
+    for _ in range(3):
+        g = greenlet.greenlet(parks_in_alpha)
+        g.switch(hub)
+        keep.append(g)
+    keep.append(hub)
+
+
 def runner():
+    ended = threading.Thread(target=ends, name="ends")
+    ended.start()
+    ended.join()
+    # greenlet forgets an ended thread's state later, in a pending call this thread runs.
+    deadline = time.monotonic() + 30
+    while not keep[-1].dead and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for i, g in enumerate(keep[-4:]):
+        # greenlet calls every greenlet of an ended thread dead; asking (g.dead) zeroes its stack
+        # state, so it is asked of one user greenlet and of the main greenlet (the last) only: the
+        # core holds both forms.
+        if i in (0, 3):
+            assert g.dead
+        facts["greenlets"].append({"address": "0x%x" % id(g), "lwp": None, "state": "dead", "main": g.parent is None,
+                                   "parent": "0x%x" % id(g.parent) if g.parent is not None else None, "frames": []})
     workers = [threading.Thread(target=worker, name="worker-%d" % i) for i in range(THREADS)]
     for t in workers:
         t.start()
