@@ -1,5 +1,6 @@
 // The one-screen text view: runtimes, interpreters and thread states with their stacks, then one
 // row per OS thread with every per-thread pointer side by side.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -256,8 +257,13 @@ std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
     return line.str();
 }
 
-void renderGreenletList(std::ostringstream& out, const std::vector<const GreenletInfo*>& greenlets, const std::string& indent,
+// Running first, then suspended, dead, not started; in the collector's order within each.
+void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*> greenlets, const std::string& indent,
                         bool withThread = false) {
+    auto rank = [](const GreenletInfo* g) {
+        return g->state == "running" ? 0 : g->state == "suspended" ? 1 : g->state == "dead" ? 2 : 3;
+    };
+    std::stable_sort(greenlets.begin(), greenlets.end(), [&](const GreenletInfo* a, const GreenletInfo* b) { return rank(a) < rank(b); });
     for (const auto* g : greenlets) {
         out << indent << hexAddress(g->address) << "  " << (g->state == "unstarted" ? "not started" : g->state) << (g->main ? "  main" : "");
         if (withThread) out << "  " << (g->lwp ? "LWP " + std::to_string(g->lwp) : std::string("no living thread"));
