@@ -6,7 +6,6 @@
 #include "symbols/glibc/malloc_chunk.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -135,10 +134,8 @@ private:
             look = {Look::Kind::StillValid, "its memory still reads as a thread state of interpreter " + hexAddress(owner->address) +
                                                 forThread + ", unlinked from the list but not freed"};
         } else {
-            auto type = readTypeName(target_, l, p);
-            bool object = type && !type->empty() && type->size() < 64 &&
-                          std::all_of(type->begin(), type->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; });
-            look = {Look::Kind::Reused, object ? "its memory now holds a Python '" + *type + "' object: it was freed and reused"
+            auto type = readPlausibleTypeName(target_, l, p);
+            look = {Look::Kind::Reused, type ? "its memory now holds a Python '" + *type + "' object: it was freed and reused"
                                                : "its memory no longer reads as a thread state: it was reused"};
         }
         return look;

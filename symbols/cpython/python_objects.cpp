@@ -1,5 +1,7 @@
 #include "symbols/cpython/python_objects.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 
 namespace pytstates {
@@ -115,6 +117,14 @@ std::optional<std::string> readTypeName(const Memory& memory, const CPythonLayou
     auto name = memory.readPointer(*type + layout.typeName);
     if (!name || !*name) return std::nullopt;
     return memory.readCString(*name, 256);
+}
+
+std::optional<std::string> readPlausibleTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object) {
+    auto type = readTypeName(memory, layout, object);
+    bool plausible = type && !type->empty() && type->size() < 64 &&
+                     std::all_of(type->begin(), type->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; });
+    if (!plausible) return std::nullopt;
+    return type;
 }
 
 }  // namespace pytstates

@@ -26,5 +26,8 @@ std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPy
 std::optional<uint64_t> lookupPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict, const std::string& key);
 // tp_name of the object's type.
 std::optional<std::string> readTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object);
+// The same, only when it reads as a type name (a short dotted identifier): what memory that is not
+// an object gives is not named as if it were one.
+std::optional<std::string> readPlausibleTypeName(const Memory& memory, const CPythonLayout& layout, uint64_t object);
 
 }  // namespace pytstates

@@ -192,8 +192,7 @@ private:
         if (!target_.readPointer(p)) return "is unreadable";
         if (looksLikeFreedTcacheEntry(target_, p)) return "reads as a glibc tcache free-list entry: it was freed";
         if (looksLikeFreedBinChunk(target_, p)) return "lies in a free malloc chunk: it was freed";
-        auto type = readTypeName(target_, rt_.layout, p);
-        if (type && !type->empty() && type->size() < 64) return "holds a Python '" + *type + "' object, not a frame";
+        if (auto type = readPlausibleTypeName(target_, rt_.layout, p)) return "holds a Python '" + *type + "' object, not a frame";
         return "holds no frame";
     }
 
