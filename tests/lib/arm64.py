@@ -26,7 +26,6 @@ pybind11 modules); compile_flags() gives the flags for the latter. scripts/arm64
 only apt-get, dpkg and the network to Debian's mirror.
 """
 import glob
-import json
 import os
 import resource
 import shutil
@@ -34,6 +33,8 @@ import signal
 import subprocess
 import tempfile
 import time
+
+import scenario  # noqa: E402 (tests/lib, beside this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECT = os.path.dirname(os.path.dirname(HERE))
@@ -99,24 +100,6 @@ def run(argv, env=None, timeout=300, **kwargs):
                           stderr=subprocess.PIPE, timeout=timeout, **kwargs)
 
 
-def _read_facts(proc, deadline):
-    facts = None
-    lines = []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        line = line.decode(errors="replace").rstrip("\n")
-        lines.append(line)
-        if line.startswith("FACTS "):
-            facts = json.loads(line[len("FACTS "):])
-        elif line == "READY":
-            if facts is None:
-                raise Arm64Error("READY before FACTS")
-            return facts
-    raise Arm64Error("the guest did not become READY; it printed:\n" + "\n".join(lines))
-
-
 def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIGABRT, after_ready=None):
     """Runs argv (argv[0] an arm64 program, in the root or not) under qemu in a fresh working
     directory with RLIMIT_CORE unlimited, waits for READY, tells it "abort" (unless it has died by
@@ -140,7 +123,7 @@ def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIG
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=guest_env(env),
                             preexec_fn=limits)
     try:
-        facts = _read_facts(proc, time.monotonic() + READY_TIMEOUT)
+        facts = scenario.read_facts(proc, time.monotonic() + READY_TIMEOUT, Arm64Error, "the guest")
         if after_ready:  # a look at the running process (qemu's own /proc/PID), before it aborts
             after_ready(proc)
         try:
@@ -186,7 +169,7 @@ def gdb_multiarch(tree, exe, core, commands, solib_dirs=(), timeout=300):
     The cores hold no tpidr_el0: `p $tpidr` is void; gdb names threads by their pthread_t anyway,
     through libthread_db walking glibc's thread list in memory (the host's libthread_db serves an
     arm64 target). solib_dirs: directories of shared objects outside the root (a cross-compiled
-    extension module: with a sysroot, gdb looks for /tmp/x/m.so as ROOT/tmp/x/m.so only).
+    extension module: with a sysroot, gdb looks for DIR/m.so as ROOT/DIR/m.so only).
     A program outside the root must be linked -no-pie: qemu does not dump the first page of
     read-only file mappings (the kernel does), so the program headers at AT_PHDR are not in the
     core and gdb cannot relocate a PIE (no link map, no shared libraries, no threads' pthread_t).

@@ -21,7 +21,10 @@ class ScenarioError(Exception):
     pass
 
 
-def _read_facts(proc, deadline):
+def read_facts(proc, deadline, error=None, who="the scenario"):
+    """The FACTS a program prints before READY (error: the exception class to raise, ScenarioError
+    by default; who: how the message names the program)."""
+    error = error or ScenarioError
     facts = None
     lines = []
     while time.monotonic() < deadline:
@@ -34,9 +37,9 @@ def _read_facts(proc, deadline):
             facts = json.loads(line[len("FACTS "):])
         elif line == "READY":
             if facts is None:
-                raise ScenarioError("READY before FACTS")
+                raise error("READY before FACTS")
             return facts
-    raise ScenarioError("the scenario did not become READY; it printed:\n" + "\n".join(lines))
+    raise error(who + " did not become READY; it printed:\n" + "\n".join(lines))
 
 
 def kernel_core_pattern_ok():
@@ -60,7 +63,7 @@ def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
     proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, env=env, preexec_fn=limits)
     try:
-        facts = _read_facts(proc, time.monotonic() + READY_TIMEOUT)
+        facts = read_facts(proc, time.monotonic() + READY_TIMEOUT)
         if after_ready:
             after_ready(proc, facts)
         if kind == "gcore":
@@ -101,7 +104,7 @@ def start(argv, workdir=None, env=None):
     proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, env=env)
     try:
-        return proc, _read_facts(proc, time.monotonic() + READY_TIMEOUT)
+        return proc, read_facts(proc, time.monotonic() + READY_TIMEOUT)
     except Exception:
         proc.kill()
         proc.wait()

@@ -129,12 +129,12 @@ for d in "$tree"/*; do
   n=$(basename "$d")
   if [ -L "$d" ]; then cp -P "$d" "$root/$n"; else mkdir "$root/$n"; mount --bind "$d" "$root/$n"; fi
 done
-mkdir "$root/tmp" "$root/out"
+mkdir "$root/scenario" "$root/out"
 mount --bind "$out" "$root/out"
-cp "$@" "$root/tmp/"
+cp "$@" "$root/scenario/"
 ulimit -c unlimited
 # Not exec'd: the namespace's init (this shell) ignores signals it has no handler for, SIGABRT too.
-unshare --root="$root" --wd=/out /usr/bin/python3.14 /tmp/many_threads.py 3
+unshare --root="$root" --wd=/out /usr/bin/python3.14 /scenario/many_threads.py 3
 '''
 
 
