@@ -1,5 +1,6 @@
 #include "symbols/cpython/frames.h"
 
+#include <cstdio>
 #include <set>
 
 #include "symbols/cpython/line_table.h"
@@ -60,15 +61,21 @@ bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
     return true;
 }
 
+std::optional<uint64_t> FrameReader::codeOf(uint64_t frame) const {
+    auto code = memory_.readPointer(frame + layout_.frameCode);
+    if (code && layout_.minor >= 14) *code &= ~uint64_t(3);  // _PyStackRef tag bits
+    return code;
+}
+
+bool FrameReader::isShim(uint64_t frame) const {
+    return layout_.frameOwner != kAbsent && layout_.minor >= 12 &&
+           memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0) >= kFirstShimOwner;
+}
+
 bool FrameReader::looksLikeFrame(uint64_t frame) {
-    auto codeField = memory_.readPointer(frame + layout_.frameCode);
-    if (!codeField || !memory_.readPointer(frame + layout_.framePrevious)) return false;
-    uint64_t code = *codeField;
-    if (layout_.minor >= 14) code &= ~uint64_t(3);  // _PyStackRef tag bits
-    if (layout_.frameOwner != kAbsent && layout_.minor >= 12 &&
-        memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0) >= kFirstShimOwner)
-        return true;
-    return code && isCodeObject(code);
+    auto code = codeOf(frame);
+    if (!code || !memory_.readPointer(frame + layout_.framePrevious)) return false;
+    return isShim(frame) || (*code && isCodeObject(*code));
 }
 
 std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::string* note) {
@@ -83,19 +90,18 @@ std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std
             if (note) *note = "the frame chain is cyclic or too long";
             break;
         }
-        auto codeField = memory_.readPointer(frame + layout_.frameCode);
+        auto codeField = codeOf(frame);
         auto previous = memory_.readPointer(frame + layout_.framePrevious);
         if (!codeField || !previous) {
-            if (note) *note = "frame at " + std::to_string(frame) + " is unreadable";
+            if (note) {
+                char where[24];
+                std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(frame));
+                *note = std::string("the frame at ") + where + " is unreadable";
+            }
             break;
         }
         uint64_t code = *codeField;
-        if (layout_.minor >= 14) code &= ~uint64_t(3);  // _PyStackRef tag bits
-        bool shim = false;
-        if (layout_.frameOwner != kAbsent) {
-            int owner = memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0);
-            shim = layout_.minor >= 12 && owner >= kFirstShimOwner;
-        }
+        bool shim = isShim(frame);
         if (shim && !frames.empty()) frames.back().entry = true;  // the eval call that pushed the shim ends here
         if (!shim && code && isCodeObject(code)) {
             PyFrame f;

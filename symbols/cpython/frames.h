@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ public:
 
 private:
     uint64_t topFrame(uint64_t tstate) const;
+    std::optional<uint64_t> codeOf(uint64_t frame) const;  // its code pointer, 3.14's tag bits cleared
+    bool isShim(uint64_t frame) const;                      // 3.12+: a frame the eval loop pushes, no code
     bool isCodeObject(uint64_t code);
     bool describe(uint64_t frame, uint64_t code, PyFrame* out);
 
