@@ -190,8 +190,8 @@ private:
     // What memory shows at a pointer that should be a frame and is not: only what is seen.
     std::string whatIsAt(uint64_t p) const {
         if (!target_.readPointer(p)) return "is unreadable";
-        if (looksLikeFreedTcacheEntry(target_, p)) return "reads as a glibc tcache free-list entry: it was freed";
-        if (looksLikeFreedBinChunk(target_, p)) return "lies in a free malloc chunk: it was freed";
+        if (looksLikeFreedTcacheEntry(target_, p)) return "reads as a glibc tcache free-list entry: likely freed";
+        if (looksLikeFreedBinChunk(target_, p)) return "lies in a malloc chunk marked free: likely freed";
         if (auto type = readPlausibleTypeName(target_, rt_.layout, p)) return "holds a Python '" + *type + "' object, not a frame";
         return "holds no frame";
     }
