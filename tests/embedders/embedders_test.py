@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Real programs that embed CPython, nobody here wrote, started by the test: uWSGI with three
+mounted apps (one sub-interpreter each, or --single-interpreter), Apache mod_wsgi (daemon and
+embedded mode, each thread serving several application groups), PostgreSQL's plpython3u, gdb's
+own Python and vim's :py3. Requests park in known functions and record which OS thread and
+interpreter run them; pytstates (live, gcore, kernel core) must say the same, with no error."""
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import agree  # noqa: E402
+import scenario  # noqa: E402
+import servers  # noqa: E402
+from agree import expect  # noqa: E402
+
+
+class Requests:
+    """Requests sent each from its own thread; wait() returns their (status, body)."""
+
+    def __init__(self, port):
+        self.port, self.threads, self.results = port, [], {}
+
+    def send(self, path):
+        def run():
+            try:
+                self.results[path, t.name] = servers.get(self.port, path, timeout=600)
+            except OSError as e:
+                self.results[path, t.name] = (None, str(e))
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def wait(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, deadline - time.monotonic()))
+        return list(self.results.values())
+
+
+def pytstates(args, target, extra=()):
+    status, out, err = scenario.run_pytstates(args.pytstates, ["check"] + target + list(extra))
+    expect(status in (0, 1), "pytstates check %s exited %d: %s" % (" ".join(target), status, err))
+    return status, out
+
+
+def examine(args, target, facts, where, exe=None, core=None, gil=True, show=False):
+    """pytstates check on a live process or a core, in JSON, --native and text."""
+    status, report = pytstates(args, target, ["--json"])
+    agree.check_report(report, facts, where, gil=gil)
+    expect(status == 0, "%s: exit status %d with no error finding" % (where, status), report)
+    _, native = pytstates(args, target, ["--json", "--native"])
+    if core:  # the same bytes twice: both snapshots alike
+        agree.check_report(native, facts, where + " --native", gil=gil)
+    agree.check_native(native, native, where)
+    _, text = pytstates(args, target)
+    for fact in facts:
+        expect(fact["function"] in text, "%s text: %s is named" % (where, fact["function"]))
+    if show:
+        print("---- pytstates check %s (%s)\n%s----" % (" ".join(target), where, text))
+    if core:
+        agree.check_gdb_walk(exe or report["target"]["executable"], core, report, where)
+    print("%s: %d recorded calls agree (%d thread states, %d threads, findings: %s)" % (
+        where, len(facts), sum(len(i["tstates"]) for _, i in agree.interpreters(report)), len(report["threads"]),
+        [f["code"] for f in report["findings"]] or "none"))
+    return report
+
+
+def park(port, state, plan, busy_plan=()):
+    """Sends ?do=park to each mount in plan, then ?do=spin to each in busy_plan; returns the
+    pending requests and the facts once every call is parked or spinning."""
+    servers.clear_facts(state)
+    reqs = Requests(port)
+    for mount in plan:
+        reqs.send("/%s/?do=park" % mount)
+        time.sleep(0.1)
+    for mount in busy_plan:
+        reqs.send("/%s/?do=spin" % mount)
+    return reqs, servers.wait_parked(state, len(plan), len(busy_plan))
+
+
+def served(reqs, state, n):
+    servers.release(state)
+    results = reqs.wait()
+    ok = [r for r in results if r[0] == 200]
+    expect(len(ok) == n, "all %d parked and busy requests answered 200 after pytstates: %s" % (n, results))
+    print("%d/%d parked and busy requests served after pytstates" % (len(ok), n))
+
+
+# ---------------------------------------------------------------------------------------- uWSGI
+PLAN = ["alpha", "beta", "gamma", "beta"]  # four parked requests, two of them in one interpreter
+BUSY = ["gamma"]                           # one busy
+
+
+def uwsgi(args, single):
+    with servers.workdir("uwsgi") as work:
+        port = servers.free_port()
+        state = os.path.join(work, "state")
+        app = os.path.join(work, "wsgi_app.py")
+        argv = ["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--master",
+                "--processes", "1", "--threads", "6", "--manage-script-name", "--die-on-term",
+                "--pidfile", os.path.join(work, "uwsgi.pid")]
+        for mount in ("alpha", "beta", "gamma"):
+            argv += ["--mount", "/%s=%s" % (mount, app)]
+        if single:
+            argv.append("--single-interpreter")
+        log = os.path.join(work, "uwsgi.log")
+        with servers.process_group(argv, work, log) as proc:
+            for mount in ("alpha", "beta", "gamma"):
+                hello = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)
+                print("uWSGI /%s: interpreter %d in worker %d" % (mount, hello["interp"], hello["pid"]))
+                # uWSGI keeps the first mount in the main interpreter and gives the others one each
+                expect(hello["interp"] == (0 if single else ("alpha", "beta", "gamma").index(mount)),
+                       "/%s runs in interpreter %d" % (mount, hello["interp"]))
+            name = "uwsgi-single" if single else "uwsgi-mount"
+            reqs, facts = park(port, state, PLAN, BUSY)
+            worker = facts[0]["pid"]
+            expect(worker != proc.pid, "the requests run in the worker, not the master")
+            examine(args, ["--pid", str(worker)], facts, name + " live", show=True)
+            core = servers.gcore(worker, work)
+            examine(args, ["--core", core], facts, name + " gcore", core=core, show=True)
+            os.unlink(core)
+            served(reqs, state, len(PLAN) + len(BUSY))
+            reqs, facts = park(port, state, PLAN, BUSY)
+            core = servers.kernel_core(facts[0]["pid"], work)
+            examine(args, ["--core", core], facts, name + " kernel core", core=core)
+            servers.release(state)
+            reqs.wait()
+    print("uWSGI stopped")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("case")
+    args = p.parse_args()
+    cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True)}
+    if args.case not in cases:
+        raise SystemExit("unknown case " + args.case)
+    cases[args.case]()
+    print("PASS embedders " + args.case)
+
+
+if __name__ == "__main__":
+    main()
