@@ -134,12 +134,73 @@ def uwsgi(args, single):
     print("uWSGI stopped")
 
 
+# ------------------------------------------------------------------------------ Apache mod_wsgi
+def warm_up(port, rounds=4, threads=6):
+    """Mixed traffic: `threads` concurrent requests to each mount in turn, held long enough that
+    every request thread serves one, until each thread has served every application group.
+    Returns {native id: interpreters it served}."""
+    seen = {}
+    for _ in range(rounds):
+        for mount in ("alpha", "beta", "gamma"):
+            reqs = Requests(port)
+            for _ in range(threads):
+                reqs.send("/%s/?do=hold&s=0.3" % mount)
+            for status, body in reqs.wait():
+                expect(status == 200, "warm-up request to /%s: %s %s" % (mount, status, body))
+                seen.setdefault(body["native_id"], set()).add(body["interp"])
+        if len(seen) >= threads and all(len(v) == 3 for v in seen.values()):
+            break
+    return seen
+
+
+def mod_wsgi(args, mode):
+    with servers.workdir("apache-" + mode, world_writable=("cores", "run")) as work:
+        port = servers.free_port()
+        state = os.path.join(work, "state")
+        with open(os.path.join(servers.SCENARIOS, "httpd.conf.in")) as f:
+            conf = f.read().replace("@ROOT@", work).replace("@PORT@", str(port))
+        with open(os.path.join(work, "httpd.conf"), "w") as f:
+            f.write(conf)
+        argv = ["/usr/sbin/apache2", "-d", work, "-f", os.path.join(work, "httpd.conf"), "-DFOREGROUND"]
+        if mode == "daemon":
+            argv.append("-Ddaemon")
+        log = os.path.join(work, "error.log")
+        name = "mod_wsgi-" + mode
+        with servers.process_group(argv, work, os.path.join(work, "stdout.log")) as proc:
+            for mount in ("alpha", "beta", "gamma"):
+                hello = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)
+                print("mod_wsgi %s /%s: interpreter %d in process %d" % (mode, mount, hello["interp"], hello["pid"]))
+                expect(hello["pid"] != proc.pid, "requests run in a child, not in Apache's parent")
+            seen = warm_up(port)
+            print("%s warm-up: interpreters each request thread served: %s" % (
+                name, {lwp: sorted(v) for lwp, v in sorted(seen.items())}))
+            reqs, facts = park(port, state, PLAN, BUSY)
+            busy = next(f for f in facts if f["function"].startswith("spin"))
+            # the case that raised a false tls-mismatch: a thread holding the GIL in a
+            # sub-interpreter, PyGILState's slot still naming its main-interpreter thread state
+            expect(0 in seen.get(busy["native_id"], ()), "%s: the busy thread %d served the main interpreter before (%s)"
+                   % (name, busy["native_id"], seen))
+            worker = facts[0]["pid"]
+            examine(args, ["--pid", str(worker)], facts, name + " live", show=True)
+            core = servers.gcore(worker, work)
+            examine(args, ["--core", core], facts, name + " gcore", core=core)
+            os.unlink(core)
+            served(reqs, state, len(PLAN) + len(BUSY))
+            reqs, facts = park(port, state, PLAN, BUSY)
+            core = servers.kernel_core(facts[0]["pid"], os.path.join(work, "cores"))
+            examine(args, ["--core", core], facts, name + " kernel core", core=core)
+            servers.release(state)
+            reqs.wait()
+    print("Apache stopped")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
     p.add_argument("case")
     args = p.parse_args()
-    cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True)}
+    cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True),
+             "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded")}
     if args.case not in cases:
         raise SystemExit("unknown case " + args.case)
     cases[args.case]()
