@@ -194,13 +194,67 @@ def mod_wsgi(args, mode):
     print("Apache stopped")
 
 
+# --------------------------------------------------------------------------- PostgreSQL plpython3u
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+def postgres(args):
+    import shutil
+    import signal
+    with servers.workdir("postgres", world_writable=("run",)) as work:
+        port = servers.free_port()
+        data = os.path.join(work, "data")
+        os.mkdir(data, 0o700)
+        shutil.chown(data, "postgres", "postgres")
+        log = os.path.join(work, "postgres.log")
+        out = subprocess.run(["runuser", "-u", "postgres", "--", PG_BIN + "/initdb", "-D", data, "-A", "trust", "-U", "postgres"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        expect(out.returncode == 0, "initdb: " + out.stdout.decode(errors="replace")[-2000:])
+        argv = [PG_BIN + "/postgres", "-D", data, "-k", os.path.join(work, "run"), "-p", str(port),
+                "-c", "listen_addresses=127.0.0.1"]
+        # SIGQUIT: immediate shutdown, the backends parked in Python cannot finish a smart one
+        with servers.process_group(argv, work, log, user="postgres", stop_signal=signal.SIGQUIT) as proc:
+            psql = ["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1"]
+            deadline = time.monotonic() + 60
+            while subprocess.run(psql + ["-c", "SELECT 1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
+                expect(time.monotonic() < deadline and proc.poll() is None, "PostgreSQL answers: " + servers.tail(log))
+                time.sleep(0.3)
+            out = subprocess.run(psql + ["-f", os.path.join(servers.SCENARIOS, "plpython.sql")], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=60)
+            expect(out.returncode == 0, "plpython.sql: " + out.stdout.decode(errors="replace"))
+            sessions = [subprocess.Popen(psql + ["-c", "SELECT %s('%s')" % (fn, work)], stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT) for fn in ("park_released", "park_holding")]
+            try:
+                facts = servers.wait_parked(os.path.join(work, "state"), 2, 0)
+                for fact in facts:
+                    backend = fact["pid"]
+                    expect(fact["native_id"] == backend, "a backend runs Python on its only thread")
+                    name = "postgres %s" % fact["function"]
+                    examine(args, ["--pid", str(backend)], [fact], name + " live", show=True)
+                    core = servers.gcore(backend, work)
+                    examine(args, ["--core", core], [fact], name + " gcore", core=core)
+                    os.unlink(core)
+                # the backend holding the GIL, by the kernel (the postmaster then ends every backend)
+                fact = next(f for f in facts if f["function"] == "park_in_plpy")
+                core = servers.kernel_core(fact["pid"], data)
+                examine(args, ["--core", core], [fact], "postgres park_in_plpy kernel core", core=core)
+            finally:
+                servers.release(os.path.join(work, "state"))
+                for s in sessions:
+                    if s.poll() is None:
+                        s.kill()
+                    s.wait()
+    print("PostgreSQL stopped")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
     p.add_argument("case")
     args = p.parse_args()
     cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True),
-             "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded")}
+             "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded"),
+             "postgres": lambda: postgres(args)}
     if args.case not in cases:
         raise SystemExit("unknown case " + args.case)
     cases[args.case]()

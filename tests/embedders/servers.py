@@ -55,11 +55,17 @@ def workdir(prefix, world_writable=()):
 def process_group(argv, cwd, log, user=None, stop_signal=signal.SIGTERM, env=None):
     """Starts argv as the leader of a new process group; at the end sends stop_signal to the
     leader, waits, and kills whatever is left of the group."""
-    if user:
-        argv = ["runuser", "-u", user, "--"] + argv
+    def child():
+        allow_cores()
+        if user:  # not runuser: its PAM session would set the core limit back to 0
+            import pwd
+            entry = pwd.getpwnam(user)
+            os.initgroups(user, entry.pw_gid)
+            os.setgid(entry.pw_gid)
+            os.setuid(entry.pw_uid)
     out = open(log, "ab")
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=allow_cores, env=env)
+                            start_new_session=True, preexec_fn=child, env=env)
     try:
         yield proc
     finally:
@@ -166,7 +172,8 @@ OPENAT = 257  # x86_64: where truth.wait_for_release blocks
 
 def wait_parked(state_dir, parked, busy, timeout=60):
     """Waits until `parked` calls recorded themselves and block in openat(2) on the release FIFO
-    and `busy` recorded themselves; returns their facts."""
+    (or the system call their fact names in blocks_in; None: any) and `busy` recorded themselves;
+    returns their facts."""
     deadline = time.monotonic() + timeout
     facts = []
     while time.monotonic() < deadline:
@@ -174,8 +181,9 @@ def wait_parked(state_dir, parked, busy, timeout=60):
         spinning = [f for f in facts if f["function"].startswith("spin")]
         waiting = [f for f in facts if not f["function"].startswith("spin")]
         if len(spinning) == busy and len(waiting) == parked and \
-                all(thread_syscall(f["pid"], f["native_id"]) == OPENAT for f in waiting):
-            time.sleep(0.2)  # the spinner is past its record and in its loop
+                all(thread_syscall(f["pid"], f["native_id"]) == f.get("blocks_in", OPENAT)
+                    for f in waiting if f.get("blocks_in", OPENAT) is not None):
+            time.sleep(0.5)  # the spinner is past its record and in its loop; plpy in pg_sleep
             return facts
         time.sleep(0.1)
     raise ServerError("expected %d parked and %d busy calls, have: %s" % (parked, busy, facts))
