@@ -56,7 +56,7 @@ def running(report, where):
         for ts in interp["tstates"]:
             if ts["lwp"] is None:
                 expect(not ts["frames"], "%s: thread state %s has Python frames (%s) but runs on no thread"
-                       % (where, ts["address"], ts["frames"][0]["function"]), report)
+                       % (where, ts["address"], [f["function"] for f in ts["frames"]]), report)
                 expect(ts.get("parked") is True, "%s: thread state %s runs nowhere and is not parked" % (where, ts["address"]), report)
                 continue
             expect(ts["lwp"] not in runs, "%s: LWP %d runs two thread states, %s and %s"

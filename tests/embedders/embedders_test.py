@@ -337,6 +337,36 @@ def gdb_python(args):
     print("gdb ended")
 
 
+# ------------------------------------------------------------------------------------ vim's :py3
+def vim_python(args):
+    import signal
+    with servers.workdir("vim") as work:
+        state = os.path.join(work, "state")
+        env = dict(os.environ, PYTSTATES_EMBEDDERS_DIR=work)
+        argv = ["vim.nox", "-u", "NONE", "-i", "NONE", "-N", "-n", "-es",
+                "-c", "py3file " + os.path.join(servers.SCENARIOS, "vim_park.py"), "-c", "qa!"]
+        log = os.path.join(work, "vim.log")
+        with servers.process_group(argv, work, log, stop_signal=signal.SIGKILL, env=env) as proc:
+            facts = servers.wait_parked(state, 1, 0)
+            expect(facts[0]["pid"] == proc.pid and facts[0]["native_id"] == proc.pid, "vim runs Python on its main thread")
+            examine(args, ["--pid", str(proc.pid)], facts, "vim live", show=True)
+            core = servers.gcore(proc.pid, work)
+            examine(args, ["--core", core], facts, "vim gcore", core=core)
+            os.unlink(core)
+            # vim's deadly-signal handler ends Python (its exit path) before it dies by the signal:
+            # the kernel's core holds a runtime with no interpreter, as gdb reads it too
+            core = servers.kernel_core(proc.pid, work, signal.SIGABRT)
+            status, out, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
+            expect(status == 2 and err.count("\n") == 1 and "not initialised (no interpreter)" in err and not out,
+                   "vim kernel core: one line, exit 2: %r" % err)
+            gdb = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
+                                  "-ex", "print/x (unsigned long) _PyRuntime.interpreters.head", "/usr/bin/vim.nox"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+            expect("$1 = 0x0" in gdb, "vim kernel core: gdb reads no interpreter either:\n" + gdb[-1500:])
+            print("vim kernel core: Python already ended; pytstates: %s" % err.strip())
+    print("vim ended")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -345,7 +375,7 @@ def main():
     cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True),
              "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded"),
              "postgres": lambda: postgres(args), "gdb": lambda: gdb_python(args),
-             "load": lambda: load(args)}
+             "load": lambda: load(args), "vim": lambda: vim_python(args)}
     if args.case not in cases:
         raise SystemExit("unknown case " + args.case)
     cases[args.case]()
