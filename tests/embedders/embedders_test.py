@@ -262,12 +262,18 @@ def load(args, attaches=30, clients=4):
 
 
 # --------------------------------------------------------------------------- PostgreSQL plpython3u
-PG_BIN = "/usr/lib/postgresql/15/bin"
+def postgres_bin():
+    """The newest PostgreSQL's programs (Debian installs each major version in its own directory)."""
+    import glob
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    expect(found, "no PostgreSQL server is installed (scripts/setup installs it)")
+    return os.path.dirname(found[-1])
 
 
 def postgres(args):
     import shutil
     import signal
+    PG_BIN = postgres_bin()
     with servers.workdir("postgres", world_writable=("run",)) as work:
         port = servers.free_port()
         data = os.path.join(work, "data")
