@@ -55,6 +55,11 @@ def examine(args, target, facts, where, exe=None, core=None, gil=True, show=Fals
     status, report = pytstates(args, target, ["--json"])
     agree.check_report(report, facts, where, gil=gil)
     expect(status == 0, "%s: exit status %d with no error finding" % (where, status), report)
+    # without DWARF: layouts from _Py_DebugOffsets or the built-in tables, no eval-loop arguments
+    _, bare = pytstates(args, target, ["--json", "--no-dwarf"])
+    agree.check_report(bare, facts, where + " --no-dwarf", gil=gil)
+    if core:
+        expect(agree.attribution(bare) == agree.attribution(report), "%s: --no-dwarf attributes alike" % where)
     _, native = pytstates(args, target, ["--json", "--native"])
     if core:  # the same bytes twice: both snapshots alike
         agree.check_report(native, facts, where + " --native", gil=gil)
