@@ -48,20 +48,34 @@ def interpreters(report):
     return [(rt, i) for rt in report["runtimes"] for i in rt["interpreters"]]
 
 
-def check_report(report, facts, where, gil=True):
-    """facts: the recorded calls (function, native_id, interp); spin_* calls are the busy ones.
-    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python)."""
+def running(report, where):
+    """{LWP: (interpreter, thread state)} of the thread states that run on a thread; fails when a
+    thread runs two, or a thread state with Python frames runs nowhere or is not called parked."""
     runs = {}
     for rt, interp in interpreters(report):
         for ts in interp["tstates"]:
             if ts["lwp"] is None:
                 expect(not ts["frames"], "%s: thread state %s has Python frames (%s) but runs on no thread"
-                       % (where, ts["address"], ts["frames"][0]["function"]), report)
+                       % (where, ts["address"], [f["function"] for f in ts["frames"]]), report)
                 expect(ts.get("parked") is True, "%s: thread state %s runs nowhere and is not parked" % (where, ts["address"]), report)
                 continue
             expect(ts["lwp"] not in runs, "%s: LWP %d runs two thread states, %s and %s"
                    % (where, ts["lwp"], runs.get(ts["lwp"], ({}, {}))[1].get("address"), ts["address"]), report)
             runs[ts["lwp"]] = (interp, ts)
+    return runs
+
+
+def no_error(report, where):
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    expect(not errors, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in errors]), report)
+    for f in report["findings"]:
+        expect("sources" in f, "%s: finding %s lists no sources" % (where, f["code"]), report)
+
+
+def check_report(report, facts, where, gil=True):
+    """facts: the recorded calls (function, native_id, interp); spin_* calls are the busy ones.
+    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python)."""
+    runs = running(report, where)
     lwps = {t["lwp"] for t in report["threads"]}
     for fact in facts:
         lwp = fact["native_id"]
@@ -86,10 +100,7 @@ def check_report(report, facts, where, gil=True):
     want = sorted(runs[f["native_id"]][1]["address"] for f in facts if f["function"].startswith("spin") or f.get("gil"))
     if gil and want:
         expect(holders == want, "%s: GIL held by %s, expected %s" % (where, holders, want), report)
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    expect(not errors, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in errors]), report)
-    for f in report["findings"]:
-        expect("sources" in f, "%s: finding %s lists no sources" % (where, f["code"]), report)
+    no_error(report, where)
     return runs
 
 

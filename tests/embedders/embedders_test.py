@@ -194,13 +194,86 @@ def mod_wsgi(args, mode):
     print("Apache stopped")
 
 
+def load(args, attaches=30, clients=4):
+    """`attaches` live `check --pid` against the mod_wsgi daemon while `clients` threads send
+    requests to its three application groups without pause: every request served, no error
+    finding, no thread running two thread states; the stops printed."""
+    with servers.workdir("apache-load", world_writable=("cores", "run")) as work:
+        port = servers.free_port()
+        with open(os.path.join(servers.SCENARIOS, "httpd.conf.in")) as f:
+            conf = f.read().replace("@ROOT@", work).replace("@PORT@", str(port))
+        with open(os.path.join(work, "httpd.conf"), "w") as f:
+            f.write(conf)
+        argv = ["/usr/sbin/apache2", "-d", work, "-f", os.path.join(work, "httpd.conf"), "-DFOREGROUND", "-Ddaemon"]
+        log = os.path.join(work, "error.log")
+        with servers.process_group(argv, work, os.path.join(work, "stdout.log")) as proc:
+            worker = None
+            for mount in ("alpha", "beta", "gamma"):
+                worker = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)["pid"]
+            done = threading.Event()
+            counts = {"ok": 0, "failed": []}
+            interps = {}  # mount: {interpreter id: requests}, as the requests saw it
+            lock = threading.Lock()
+
+            def client(i):
+                n = i
+                while not done.is_set():
+                    mount = ("alpha", "beta", "gamma")[n % 3]
+                    n += 1
+                    try:
+                        status, body = servers.get(port, "/%s/?do=hello" % mount)
+                        good = status == 200 and body["mount"] == mount
+                    except (OSError, ValueError, TypeError, KeyError) as e:
+                        good, status, body = False, str(e), None
+                    with lock:
+                        if good:
+                            counts["ok"] += 1
+                            seen = interps.setdefault(mount, {})
+                            seen[body["interp"]] = seen.get(body["interp"], 0) + 1
+                        else:
+                            counts["failed"].append((mount, status, body))
+            workers = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+            for t in workers:
+                t.start()
+            stops = []
+            try:
+                for i in range(attaches):
+                    status, report = pytstates(args, ["--pid", str(worker)], ["--json"])
+                    where = "attach %d under load" % (i + 1)
+                    agree.running(report, where)
+                    agree.no_error(report, where)
+                    expect(status == 0, where + ": exit status %d" % status)
+                    stops.append(report["target"]["stopped_ms"])
+            finally:
+                done.set()
+                for t in workers:
+                    t.join(60)
+            expect(not counts["failed"], "every request served: %d failed %s" % (len(counts["failed"]), counts["failed"][:5]))
+            expect(counts["ok"] > attaches, "requests ran during the attaches (%d)" % counts["ok"])
+            stops.sort()
+            print("%d live attaches to mod_wsgi daemon %d under load: %d/%d requests served, 0 error findings, "
+                  "stopped_ms min %.1f median %.1f max %.1f" % (attaches, worker, counts["ok"], counts["ok"] + len(counts["failed"]),
+                                                                 stops[0], stops[len(stops) // 2], stops[-1]))
+            # mod_wsgi enters %{GLOBAL} through PyGILState_Ensure, and CPython files only the first
+            # thread state a thread makes in PyGILState's slot: on a thread whose first request was
+            # /beta, /alpha runs on beta's thread state, in interpreter 1
+            print("interpreters the requests ran in, by mount: %s" % {m: dict(sorted(v.items())) for m, v in sorted(interps.items())})
+    print("Apache stopped")
+
+
 # --------------------------------------------------------------------------- PostgreSQL plpython3u
-PG_BIN = "/usr/lib/postgresql/15/bin"
+def postgres_bin():
+    """The newest PostgreSQL's programs (Debian installs each major version in its own directory)."""
+    import glob
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    expect(found, "no PostgreSQL server is installed (scripts/setup installs it)")
+    return os.path.dirname(found[-1])
 
 
 def postgres(args):
     import shutil
     import signal
+    PG_BIN = postgres_bin()
     with servers.workdir("postgres", world_writable=("run",)) as work:
         port = servers.free_port()
         data = os.path.join(work, "data")
@@ -247,6 +320,59 @@ def postgres(args):
     print("PostgreSQL stopped")
 
 
+# ------------------------------------------------------------------------------ gdb's own Python
+def gdb_python(args):
+    import signal
+    with servers.workdir("gdb") as work:
+        state = os.path.join(work, "state")
+        env = dict(os.environ, PYTSTATES_EMBEDDERS_DIR=work)
+        argv = ["gdb", "-nx", "-q", "-batch", "-x", os.path.join(servers.SCENARIOS, "gdb_park.py")]
+        log = os.path.join(work, "gdb.log")
+        with servers.process_group(argv, work, log, stop_signal=signal.SIGKILL, env=env) as proc:
+            facts = servers.wait_parked(state, 1, 0)
+            expect(facts[0]["pid"] == proc.pid and facts[0]["native_id"] == proc.pid, "gdb runs Python on its main thread")
+            examine(args, ["--pid", str(proc.pid)], facts, "gdb live", show=True)
+            core = servers.gcore(proc.pid, work)
+            examine(args, ["--core", core], facts, "gdb gcore", core=core)
+            os.unlink(core)
+            # gdb's own SIGSEGV handler prints its backtrace, then dies by the signal: the kernel's core
+            core = servers.kernel_core(proc.pid, work, signal.SIGSEGV)
+            report = examine(args, ["--core", core], facts, "gdb kernel core", core=core)
+            crash = report["target"].get("crash") or {}
+            expect(crash.get("signal") == 11 and crash.get("lwp") == proc.pid, "the core's crash: SIGSEGV on gdb's main thread (%s)" % crash)
+    print("gdb ended")
+
+
+# ------------------------------------------------------------------------------------ vim's :py3
+def vim_python(args):
+    import signal
+    with servers.workdir("vim") as work:
+        state = os.path.join(work, "state")
+        env = dict(os.environ, PYTSTATES_EMBEDDERS_DIR=work)
+        argv = ["vim.nox", "-u", "NONE", "-i", "NONE", "-N", "-n", "-es",
+                "-c", "py3file " + os.path.join(servers.SCENARIOS, "vim_park.py"), "-c", "qa!"]
+        log = os.path.join(work, "vim.log")
+        with servers.process_group(argv, work, log, stop_signal=signal.SIGKILL, env=env) as proc:
+            facts = servers.wait_parked(state, 1, 0)
+            expect(facts[0]["pid"] == proc.pid and facts[0]["native_id"] == proc.pid, "vim runs Python on its main thread")
+            examine(args, ["--pid", str(proc.pid)], facts, "vim live", show=True)
+            core = servers.gcore(proc.pid, work)
+            examine(args, ["--core", core], facts, "vim gcore", core=core)
+            os.unlink(core)
+            # vim's deadly-signal handler ends Python (its exit path) before it dies by the signal:
+            # the kernel's core holds a runtime with no interpreter, as gdb reads it too
+            core = servers.kernel_core(proc.pid, work, signal.SIGABRT)
+            status, out, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
+            expect(status == 2 and err.count("\n") == 1 and "not initialised (no interpreter)" in err and not out,
+                   "vim kernel core: one line, exit 2: %r" % err)
+            gdb = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
+                                  "-ex", "print/x (unsigned long) _PyRuntime.interpreters.head", "/usr/bin/vim.nox"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+            expect("$1 = 0x0" in gdb, "vim kernel core: gdb reads no interpreter either:\n" + gdb[-1500:])
+            print("vim kernel core: Python already ended; pytstates: %s" % err.strip())
+    print("vim ended")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -254,7 +380,8 @@ def main():
     args = p.parse_args()
     cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True),
              "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded"),
-             "postgres": lambda: postgres(args)}
+             "postgres": lambda: postgres(args), "gdb": lambda: gdb_python(args),
+             "load": lambda: load(args), "vim": lambda: vim_python(args)}
     if args.case not in cases:
         raise SystemExit("unknown case " + args.case)
     cases[args.case]()
