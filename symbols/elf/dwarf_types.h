@@ -1,5 +1,5 @@
-// Struct layouts from DWARF, looked up per type name (libdw). Only the compile units needed
-// to find a name are visited; nothing is loaded whole.
+// Struct layouts from DWARF, looked up per type name (libdw). The units' top-level type names are
+// indexed in one pass, on the first lookup: each later name costs a hash lookup, not a walk.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "symbols/elf/elf_file.h"
 
@@ -36,12 +39,17 @@ private:
     DwarfTypes(std::shared_ptr<ElfFile> file, ::Dwarf* dwarf, std::string path, bool owned)
         : file_(std::move(file)), dwarf_(dwarf), path_(std::move(path)), owned_(owned) {}
     bool findType(const std::string& name, void* dieOut);
+    void buildIndex();
 
     std::shared_ptr<ElfFile> file_;
     ::Dwarf* dwarf_;
     std::string path_;
     bool owned_;
     std::map<std::string, std::shared_ptr<void>> cache_;  // name -> Dwarf_Die (or empty when absent)
+    // Top-level namespace/struct/class/union/typedef DIEs by name, in unit order (the names point
+    // into the Dwarf's own sections, which live as long as it).
+    std::unordered_map<std::string_view, std::vector<uint64_t>> index_;
+    bool indexed_ = false;
 };
 
 }  // namespace pytstates
