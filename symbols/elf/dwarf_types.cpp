@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -79,8 +80,43 @@ std::unique_ptr<DwarfTypes> DwarfTypes::borrow(::Dwarf* dwarf, const std::string
     return std::unique_ptr<DwarfTypes>(new DwarfTypes(nullptr, dwarf, path, false));
 }
 
+std::unique_ptr<DwarfTypes> DwarfTypes::cached(const std::function<::Dwarf*()>& open, const ElfFile& debugFile) {
+    auto answers = loadTypeAnswers(debugFile.buildId(), debugFile.fileSize());
+    ::Dwarf* dwarf = answers ? nullptr : open();
+    if (!answers && !dwarf) return nullptr;
+    std::unique_ptr<DwarfTypes> types(new DwarfTypes(nullptr, dwarf, debugFile.path(), false));
+    types->buildId_ = debugFile.buildId();
+    types->fileSize_ = debugFile.fileSize();
+    types->open_ = open;
+    if (answers) {
+        types->answers_ = std::move(*answers);
+        types->loaded_ = true;
+    }
+    return types;
+}
+
 DwarfTypes::~DwarfTypes() {
+    if (dirty_ && !buildId_.empty()) storeTypeAnswers(buildId_, fileSize_, answers_);
     if (dwarf_ && owned_) dwarf_end(dwarf_);
+}
+
+std::optional<int64_t> DwarfTypes::answer(const std::string& question, const std::function<std::optional<int64_t>()>& compute) {
+    auto it = answers_.find(question);
+    if (it != answers_.end()) {
+        if (it->second == "-") return std::nullopt;
+        char* end = nullptr;
+        long long value = std::strtoll(it->second.c_str(), &end, 10);
+        if (end && *end == 0 && !it->second.empty()) return value;
+    }
+    missed_ = true;
+    if (!dwarf_ && open_) dwarf_ = open_();
+    if (!dwarf_) return std::nullopt;  // no DWARF to ask: not an answer to keep
+    std::optional<int64_t> value = compute();
+    if (!buildId_.empty()) {
+        answers_[question] = value ? std::to_string(*value) : "-";
+        dirty_ = true;
+    }
+    return value;
 }
 
 namespace {
@@ -173,11 +209,27 @@ bool DwarfTypes::findType(const std::string& name, void* dieOut) {
 }
 
 bool DwarfTypes::hasType(const std::string& typeName) {
-    Dwarf_Die die;
-    return findType(typeName, &die);
+    return answer("type\t" + typeName, [&]() -> std::optional<int64_t> {
+               Dwarf_Die die;
+               return findType(typeName, &die) ? std::optional<int64_t>(1) : std::nullopt;
+           }).has_value();
 }
 
 std::optional<int64_t> DwarfTypes::memberOffset(const std::string& typeName, const std::string& memberPath) {
+    return answer("member\t" + typeName + "\t" + memberPath, [&] { return computeMemberOffset(typeName, memberPath); });
+}
+
+std::optional<uint64_t> DwarfTypes::sizeOf(const std::string& typeName) {
+    auto size = answer("size\t" + typeName, [&]() -> std::optional<int64_t> {
+        auto s = computeSizeOf(typeName);
+        if (s) return static_cast<int64_t>(*s);
+        return std::nullopt;
+    });
+    if (size) return static_cast<uint64_t>(*size);
+    return std::nullopt;
+}
+
+std::optional<int64_t> DwarfTypes::computeMemberOffset(const std::string& typeName, const std::string& memberPath) {
     Dwarf_Die current;
     if (!findType(typeName, &current)) return std::nullopt;
     int64_t offset = 0;
@@ -201,7 +253,7 @@ std::optional<int64_t> DwarfTypes::memberOffset(const std::string& typeName, con
     return offset;
 }
 
-std::optional<uint64_t> DwarfTypes::sizeOf(const std::string& typeName) {
+std::optional<uint64_t> DwarfTypes::computeSizeOf(const std::string& typeName) {
     Dwarf_Die die;
     if (!findType(typeName, &die)) return std::nullopt;
     Dwarf_Word size;
