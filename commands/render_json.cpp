@@ -217,6 +217,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                   {"module", rt.modulePath},
                   {"version", rt.version},
                   {"layout", rt.layout.source},
+                  {"layout_cached", rt.layout.dwarfCached},
                   {"free_threaded", rt.layout.freeThreaded},
                   {"layout_sources", rt.layout.sources},
                   {"interpreters", interps}};
