@@ -470,6 +470,14 @@ std::vector<NativeFrame> NativeStacks::top(const OsThread& thread) {
     return out;
 }
 
+std::vector<NativeFrame> NativeStacks::at(uint64_t pc, bool activation) {
+    std::vector<NativeFrame> out;
+    if (!pc) return out;
+    const Symbolization& s = impl_->symbolize(activation ? pc : pc - 1);
+    for (const auto& f : s.chain) out.push_back(frameOf(s, f, pc, activation));
+    return out;
+}
+
 NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth) {
     NativeStack stack;
     stack.lwp = thread.lwp;
