@@ -114,9 +114,13 @@ std::vector<HistoryEvent> HistoryLog::lastLife(uint64_t tstate) const {
         all.insert(all.end(), it->second.uses.begin(), it->second.uses.end());
     }
     std::sort(all.begin(), all.end(), [](const HistoryEvent& a, const HistoryEvent& b) { return a.seq < b.seq; });
-    size_t start = 0;
+    // The last life begins after the deletion before its last creation: what its creation did
+    // before returning it (PyGILState's caching inside PyThreadState_New) belongs to it.
+    size_t created = all.size(), start = 0;
     for (size_t i = 0; i < all.size(); ++i)
-        if (all[i].event == LifecycleEvent::Created) start = i;
+        if (all[i].event == LifecycleEvent::Created) created = i;
+    for (size_t i = 0; i < created && created < all.size(); ++i)
+        if (all[i].event == LifecycleEvent::Deleted) start = i + 1;
     return std::vector<HistoryEvent>(all.begin() + static_cast<long>(start), all.end());
 }
 

@@ -46,8 +46,8 @@ public:
             return named(last) + " (" + baseName(last.module) + ")" + via;
         }
         std::string out = named(*culprit) + " (" + (culprit->module.empty() ? "no known module" : baseName(culprit->module));
-        auto ids = recordsUsedBy(culprit->module);
-        if (!ids.empty()) out += ", pybind11 " + ids;
+        auto records = recordsUsedBy(culprit->module);
+        if (!records.empty()) out += ": " + records;
         return out + ")" + via;
     }
 
@@ -58,14 +58,20 @@ public:
         return buf;
     }
 
+    // "pybind11 key 1, cxxabi1002": the records a module uses, by their key (the report names
+    // each key's full ID) and what sets their IDs apart.
     std::string recordsUsedBy(const std::string& module) const {
-        std::string ids;
+        std::string out;
         std::set<std::string> seen;
         for (const auto& view : r_.internals)
-            for (const auto& use : view.record.modules)
-                if (use.path == module && !view.record.id.moduleLocal && seen.insert(view.record.id.raw).second)
-                    ids += (ids.empty() ? "" : ", ") + view.record.id.raw;
-        return ids;
+            for (const auto& use : view.record.modules) {
+                const auto& id = view.record.id;
+                if (use.path != module || id.moduleLocal || !seen.insert(id.raw).second) continue;
+                std::string label = view.record.tlsKey ? "pybind11 key " + std::to_string(*view.record.tlsKey) : "pybind11";
+                label += ", " + (id.abi.empty() ? id.raw : id.abi);
+                out += (out.empty() ? "" : "; ") + label;
+            }
+        return out;
     }
 
     void attach(Finding& f, const HistoryLog& log) const {
@@ -89,18 +95,17 @@ public:
         std::string line1 = "history: ";
         line1 += created ? "created by LWP " + std::to_string(created->lwp) + " in " + who(*created)
                          : "its creation was not recorded (before recording began)";
-        // The slots that cached it, each once, the finding's own thread first.
+        // The slots among the finding's sources that cached it (the ones that still name it), each once.
         std::set<std::pair<int, std::string>> told;
         std::string cachedWords;
-        for (int pass = 0; pass < 2; ++pass)
-            for (const auto* e : cached) {
-                bool own = f.lwp && e->lwp == *f.lwp;
-                if ((pass == 0) != own) continue;
-                std::string slot = slotOf(e->key);
-                if (!told.insert({e->lwp, slot}).second) continue;
-                cachedWords += std::string(cachedWords.empty() ? "" : ", ") + "in " + slot + " by " + who(*e);
-                if (!f.lwp || e->lwp != *f.lwp) cachedWords += " on LWP " + std::to_string(e->lwp);
-            }
+        for (const auto* e : cached) {
+            std::string slot = slotOf(e->key);
+            bool source = false;
+            for (const auto& s : f.sources) source = source || s == slot || (s.size() > slot.size() && s.compare(s.size() - slot.size(), slot.size(), slot) == 0);
+            if (!source || !told.insert({e->lwp, slot}).second) continue;
+            cachedWords += std::string(cachedWords.empty() ? "" : ", ") + "in " + slot.substr(0, slot.find(" (")) + " by " + who(*e);
+            if (!f.lwp || e->lwp != *f.lwp) cachedWords += " on LWP " + std::to_string(e->lwp);
+        }
         if (!cachedWords.empty()) line1 += "; cached " + cachedWords;
         std::string line2;
         if (deleted)
