@@ -106,10 +106,11 @@ def gdb_argv(args, program, after_stop):
 
 
 def lldb_argv(args, program, after_stop):
-    argv = ["lldb-14", "-b", "-o", "plugin load " + args.plugin, "-o", "breakpoint set -n main", "-o", "run",
-            "-o", "py-tstates-record on", "-o", "continue"]
-    for c in after_stop + ["kill"]:
-        argv += ["-k", c]
+    # Not -b: in batch mode lldb-14 drops the commands after one that stops on a signal, and runs
+    # its -k commands only for some crashes; without it every -o runs in turn, then `quit`.
+    argv = ["lldb-14"]
+    for c in ["plugin load " + args.plugin, "breakpoint set -n main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
+        argv += ["-o", c]
     return argv + ["--"] + program
 
 
