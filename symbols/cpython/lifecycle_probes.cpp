@@ -2,7 +2,11 @@
 
 #include <capstone/capstone.h>
 #include <elf.h>
+#include <gelf.h>
+#include <libelf.h>
 
+#include <cstdio>
+#include <set>
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
@@ -38,13 +42,14 @@ struct Spec {
 // Read from each version's own DWARF (pyenv 3.8.18 ... 3.13.0, Debian's 3.11): the signatures
 // differ where the table differs. Creation returns the new thread state; every creation path ends
 // in PyThreadState_New, _PyThreadState_New (3.12+) or _PyThreadState_Prealloc (Py_NewInterpreter,
-// threading), so their returns see every new thread state, new_threadstate's too where it has a
-// symbol. Deletion: PyThreadState_DeleteCurrent() takes no argument; the function it calls with
+// threading) or, 3.13 on, _PyThreadState_NewBound, so their returns see every new thread state,
+// new_threadstate's too where it has a symbol. Deletion: PyThreadState_DeleteCurrent() takes no argument; the function it calls with
 // the thread state (_PyThreadState_DeleteCurrent 3.9+, tstate_delete_common in 3.8) is watched.
 const Spec kSpecs[] = {
     {"PyThreadState_New", LifecycleEvent::Created, -1, 8, 99, false},
     {"_PyThreadState_New", LifecycleEvent::Created, -1, 12, 99, false},
     {"_PyThreadState_Prealloc", LifecycleEvent::Created, -1, 8, 99, false},
+    {"_PyThreadState_NewBound", LifecycleEvent::Created, -1, 13, 99, true},  // PyThreadState_New's tail call (3.13)
     {"new_threadstate", LifecycleEvent::Created, -1, 8, 99, true},
     {"PyThreadState_Clear", LifecycleEvent::Cleared, 0, 8, 99, false},
     {"PyThreadState_Delete", LifecycleEvent::Deleted, 0, 8, 99, false},
@@ -75,18 +80,66 @@ std::optional<std::pair<std::string, ElfSymbol>> functionSymbol(const LoadedModu
     return std::nullopt;
 }
 
+std::string hexAddress(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
 std::string baseName(const std::string& path) {
     auto slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// The function a PLT stub jumps to: the stub's `jmp *slot(%rip)` (x86_64) names a GOT slot, and
+// the module's .rela.plt names the symbol bound there. Empty when that cannot be told.
+std::string pltTarget(const ElfFile& elf, const Arch& arch, uint64_t stub) {
+    if (arch.machine != Machine::X86_64) return "";
+    unsigned char code[16];
+    if (elf.readVaddr(stub, code, sizeof code) != sizeof code) return "";
+    csh handle;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) return "";
+    cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
+    cs_insn* insn = nullptr;
+    size_t n = cs_disasm(handle, code, sizeof code, stub, 2, &insn);
+    uint64_t slot = 0;
+    for (size_t i = 0; i < n && !slot; ++i) {
+        const cs_x86& x = insn[i].detail->x86;
+        if (insn[i].id == X86_INS_JMP && x.op_count == 1 && x.operands[0].type == X86_OP_MEM && x.operands[0].mem.base == X86_REG_RIP)
+            slot = insn[i].address + insn[i].size + static_cast<uint64_t>(x.operands[0].mem.disp);
+    }
+    if (n) cs_free(insn, n);
+    cs_close(&handle);
+    if (!slot) return "";
+    ::Elf* e = elf.handle();
+    for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0) continue;
+        Elf_Scn* symScn = elf_getscn(e, sh.sh_link);
+        GElf_Shdr symSh;
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        Elf_Data* syms = symScn ? elf_getdata(symScn, nullptr) : nullptr;
+        if (!data || !syms || !gelf_getshdr(symScn, &symSh)) continue;
+        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
+            GElf_Rela rela;
+            if (!gelf_getrela(data, static_cast<int>(i), &rela) || rela.r_offset != slot) continue;
+            GElf_Sym sym;
+            if (!gelf_getsym(syms, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym)) return "";
+            const char* name = elf_strptr(e, symSh.sh_link, sym.st_name);
+            return name ? name : "";
+        }
+    }
+    return "";
+}
+
 }  // namespace
 
-std::vector<uint64_t> returnInstructions(const Arch& arch, const unsigned char* code, size_t size) {
-    std::vector<uint64_t> out;
+FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t size) {
+    FunctionExits out;
     csh handle;
     bool arm = arch.machine == Machine::AArch64;
     if (cs_open(arm ? CS_ARCH_ARM64 : CS_ARCH_X86, arm ? CS_MODE_ARM : CS_MODE_64, &handle) != CS_ERR_OK) return out;
+    cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
     // Instruction by instruction, so that bytes capstone cannot decode (data in text, padding) are
     // stepped over rather than ending the walk.
     cs_insn* insn = cs_malloc(handle);
@@ -102,8 +155,15 @@ std::vector<uint64_t> returnInstructions(const Arch& arch, const unsigned char* 
             address += step;
             continue;
         }
-        bool ret = arm ? insn->id == ARM64_INS_RET : insn->id == X86_INS_RET;
-        if (ret) out.push_back(insn->address);
+        if (arm ? insn->id == ARM64_INS_RET : insn->id == X86_INS_RET) out.returns.push_back(insn->address);
+        // A direct jump out of the function's bytes is a tail call.
+        std::optional<int64_t> target;
+        if (!arm && insn->id == X86_INS_JMP && insn->detail->x86.op_count == 1 && insn->detail->x86.operands[0].type == X86_OP_IMM)
+            target = insn->detail->x86.operands[0].imm;
+        if (arm && insn->id == ARM64_INS_B && insn->detail->arm64.cc == ARM64_CC_INVALID && insn->detail->arm64.op_count == 1 &&
+            insn->detail->arm64.operands[0].type == ARM64_OP_IMM)
+            target = insn->detail->arm64.operands[0].imm;
+        if (target && (*target < 0 || static_cast<uint64_t>(*target) >= size)) out.tailCalls.push_back(*target);
     }
     cs_free(insn, 1);
     cs_close(&handle);
@@ -119,7 +179,14 @@ ProbePlan planLifecycleProbes(const Target& target) {
         int minor = static_cast<int>((rt.versionHex >> 16) & 0xff);
         std::string name = baseName(module.path);
         plan.modules.push_back(module.path + " (CPython " + rt.version + ")");
-        std::vector<std::string> watched;
+        std::set<uint64_t> creators;         // entries of the creation functions watched here
+        std::set<std::string> creatorNames;  // and their names, for calls through the PLT
+        for (const Spec& spec : kSpecs)
+            if (spec.event == LifecycleEvent::Created && minor >= spec.minMinor && minor <= spec.maxMinor)
+                if (auto sym = functionSymbol(module, spec.function)) {
+                    creators.insert(module.bias + sym->second.value);
+                    creatorNames.insert(spec.function);
+                }
         for (const Spec& spec : kSpecs) {
             if (minor < spec.minMinor || minor > spec.maxMinor) continue;
             auto sym = functionSymbol(module, spec.function);
@@ -153,15 +220,19 @@ ProbePlan planLifecycleProbes(const Target& target) {
                                       "): the thread states it creates are not recorded");
                 continue;
             }
-            auto rets = returnInstructions(arch, code.data(), code.size());
-            if (rets.empty()) {
-                // A function that only tail-calls another (jmp) returns through the callee.
-                plan.cannot.push_back(name + ": " + spec.function + " has no return instruction of its own (it ends in a tail call): " +
-                                      "the thread states it creates are recorded only where the function it jumps to is watched");
-                continue;
+            auto exits = functionExits(arch, code.data(), code.size());
+            // A tail call returns through the callee: when that is a creation function watched
+            // too, its return sees the thread state; else this path is not recorded.
+            for (int64_t target : exits.tailCalls) {
+                uint64_t callee = entry + static_cast<uint64_t>(target);
+                if (creators.count(callee) || creatorNames.count(pltTarget(*module.elf, arch, callee - module.bias))) continue;
+                plan.cannot.push_back(name + ": " + spec.function + " ends in a tail call to " + hexAddress(callee) +
+                                      ", which is not watched: the thread states it returns from there are not recorded");
             }
+            if (exits.returns.empty() && exits.tailCalls.empty())
+                plan.cannot.push_back(name + ": " + spec.function + " has no return instruction that capstone finds: the thread states it creates are not recorded");
             probe.atReturn = true;
-            for (uint64_t offset : rets) {
+            for (uint64_t offset : exits.returns) {
                 probe.address = entry + offset;
                 plan.probes.push_back(probe);
             }

@@ -38,7 +38,15 @@ struct ProbePlan {
 // Every CPython copy loaded in the target (a module defining _PyRuntime with a known version).
 ProbePlan planLifecycleProbes(const Target& target);
 
-// Offsets of the return instructions in code (x86_64: ret; aarch64: ret), relative to its start.
-std::vector<uint64_t> returnInstructions(const Arch& arch, const unsigned char* code, size_t size);
+// The exits of a function's code: its return instructions (x86_64: ret; aarch64: ret) and the
+// targets of its direct jumps out of it (tail calls), as offsets from its start.
+struct FunctionExits {
+    std::vector<uint64_t> returns;
+    std::vector<int64_t> tailCalls;
+};
+FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t size);
+inline std::vector<uint64_t> returnInstructions(const Arch& arch, const unsigned char* code, size_t size) {
+    return functionExits(arch, code, size).returns;
+}
 
 }  // namespace pytstates

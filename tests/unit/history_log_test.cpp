@@ -101,6 +101,14 @@ TEST(ReturnInstructions, X86_64) {
     EXPECT_EQ(rets, (std::vector<uint64_t>{8, 10}));
 }
 
+TEST(ReturnInstructions, TailCall) {
+    // test edi,edi; je +1; ret; jmp -0x20 (out of the function: a tail call); jmp +0 (inside)
+    const unsigned char code[] = {0x85, 0xff, 0x74, 0x01, 0xc3, 0xe9, 0xdb, 0xff, 0xff, 0xff, 0xeb, 0x00};
+    auto exits = functionExits(*archForElfMachine(62), code, sizeof code);
+    EXPECT_EQ(exits.returns, (std::vector<uint64_t>{4}));
+    EXPECT_EQ(exits.tailCalls, (std::vector<int64_t>{-0x20}));
+}
+
 TEST(ReturnInstructions, AArch64) {
     // stp x29, x30, [sp, #-16]!; ldp x29, x30, [sp], #16; ret
     const unsigned char code[] = {0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x7b, 0xc1, 0xa8, 0xc0, 0x03, 0x5f, 0xd6};
