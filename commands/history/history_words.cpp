@@ -79,10 +79,15 @@ public:
         if (life.empty()) return;
         const HistoryEvent *created = nullptr, *deleted = nullptr, *used = nullptr;
         std::vector<const HistoryEvent*> cached;
+        const HistoryEvent* cleared = nullptr;
         for (const auto& e : life) {
-            // A clear that no delete followed is no lifecycle step the contract names: shown by
-            // py-tstates-record show, left out here.
-            if (e.event == LifecycleEvent::Cleared) continue;
+            // A clear that no recorded delete followed is no lifecycle step the contract names: left
+            // out of the events, told in the words (its deletion may have gone through a function
+            // without a symbol).
+            if (e.event == LifecycleEvent::Cleared) {
+                cleared = &e;
+                continue;
+            }
             f.history.push_back({e, e.event == LifecycleEvent::Cached ? slotOf(e.key) : ""});
         }
         for (const auto& h : f.history) {
@@ -110,6 +115,8 @@ public:
         std::string line2;
         if (deleted)
             line2 = "deleted by LWP " + std::to_string(deleted->lwp) + " in " + who(*deleted);
+        else if (cleared)
+            line2 = "cleared by LWP " + std::to_string(cleared->lwp) + " in " + who(*cleared) + " (no deletion recorded after it)";
         else
             line2 = "no deletion recorded";
         if (used) {
