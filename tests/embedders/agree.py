@@ -65,6 +65,13 @@ def running(report, where):
     return runs
 
 
+def attribution(report):
+    """(interpreter id, thread state, running LWP, holds the GIL) of every thread state, and the
+    findings' codes, severities and threads: what the front ends must agree on."""
+    return (sorted((i["id"], ts["address"], ts["lwp"], ts["holds_gil"]) for _, i in interpreters(report) for ts in i["tstates"]),
+            sorted((f["code"], f["severity"], f["lwp"] or 0) for f in report["findings"]))
+
+
 def no_error(report, where):
     errors = [f for f in report["findings"] if f["severity"] == "error"]
     expect(not errors, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in errors]), report)

@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import agree  # noqa: E402
+import debuggers  # noqa: E402
 import scenario  # noqa: E402
 import servers  # noqa: E402
 from agree import expect  # noqa: E402
@@ -54,6 +55,11 @@ def examine(args, target, facts, where, exe=None, core=None, gil=True, show=Fals
     status, report = pytstates(args, target, ["--json"])
     agree.check_report(report, facts, where, gil=gil)
     expect(status == 0, "%s: exit status %d with no error finding" % (where, status), report)
+    # without DWARF: layouts from _Py_DebugOffsets or the built-in tables, no eval-loop arguments
+    _, bare = pytstates(args, target, ["--json", "--no-dwarf"])
+    agree.check_report(bare, facts, where + " --no-dwarf", gil=gil)
+    if core:
+        expect(agree.attribution(bare) == agree.attribution(report), "%s: --no-dwarf attributes alike" % where)
     _, native = pytstates(args, target, ["--json", "--native"])
     if core:  # the same bytes twice: both snapshots alike
         agree.check_report(native, facts, where + " --native", gil=gil)
@@ -64,7 +70,15 @@ def examine(args, target, facts, where, exe=None, core=None, gil=True, show=Fals
     if show:
         print("---- pytstates check %s (%s)\n%s----" % (" ".join(target), where, text))
     if core:
-        agree.check_gdb_walk(exe or report["target"]["executable"], core, report, where)
+        exe = exe or report["target"]["executable"]
+        agree.check_gdb_walk(exe, core, report, where)
+        # the same rule inside gdb and lldb, and the same facts as the CLI's
+        for name, got in (("gdb", debuggers.gdb_check(args.gdb_script, exe, core)),
+                          ("lldb", debuggers.lldb_check(args.lldb_plugin, exe, core))):
+            agree.check_report(got, facts, "%s in %s" % (where, name), gil=gil)
+            expect(agree.attribution(got) == agree.attribution(report),
+                   "%s: %s and the CLI attribute the thread states alike" % (where, name))
+        print("%s: py-tstates-check --json in gdb and in lldb: the same thread on every thread state, the same findings" % where)
     print("%s: %d recorded calls agree (%d thread states, %d threads, findings: %s)" % (
         where, len(facts), sum(len(i["tstates"]) for _, i in agree.interpreters(report)), len(report["threads"]),
         [f["code"] for f in report["findings"]] or "none"))
@@ -376,6 +390,8 @@ def vim_python(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
+    p.add_argument("--gdb-script", required=True, help="build/plugin/gdb/pytstates.gdb")
+    p.add_argument("--lldb-plugin", required=True, help="the pytstates-lldb plugin")
     p.add_argument("case")
     args = p.parse_args()
     cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True),
