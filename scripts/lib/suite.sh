@@ -5,9 +5,19 @@
 #
 #   suite_packages            array: every package the build and the suite use
 #   suite_demo_packages       array: the subset scripts/demo needs (the CLI and the seed's scenario)
+#   suite_plpython_package    [SUITE]: the PL/Python package of the suite's default PostgreSQL
 #   suite_python_version      the suite's python3 as X.Y (3.11, 3.13)
 #   suite_llvm_version        the major version of the installed lldb (14, 19), from /usr/bin/lldb
 #   suite_missing PKG...      prints the packages of PKG... that are not installed
+
+# PL/Python has only versioned package names: each suite's default PostgreSQL's.
+suite_plpython_package() {  # [SUITE]: bookworm, trixie; this machine's by default
+  local suite=${1:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
+  case $suite in
+    bookworm) echo postgresql-plpython3-15 ;;
+    *) echo postgresql-plpython3-17 ;;
+  esac
+}
 
 suite_demo_packages=(
   build-essential cmake pkg-config          # the toolchain
@@ -36,6 +46,11 @@ suite_packages=(
   gdb-multiarch g++-aarch64-linux-gnu       # tests: arm64 cores (read by gdb-multiarch; programs cross-compiled)
   lintian man-db                            # tests: the .deb checked by Debian's lintian; man -l renders the page
   file dpkg-dev                             # scripts/package: dpkg-shlibdeps
+  # tests/embedders: real programs that embed Python, started by the tests on 127.0.0.1
+  uwsgi-core uwsgi-plugin-python3           # uWSGI, its apps mounted one per sub-interpreter
+  apache2 libapache2-mod-wsgi-py3           # Apache mod_wsgi, daemon and embedded mode
+  postgresql "$(suite_plpython_package)"    # PostgreSQL's plpython3u
+  vim-nox                                   # vim's :py3
 )
 
 suite_python_version() {

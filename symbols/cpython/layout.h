@@ -18,6 +18,7 @@ struct CPythonLayout {
     int minor = 0;        // 3.<minor>
     bool freeThreaded = false;  // a PEP 703 build (Py_GIL_DISABLED): _Py_DebugOffsets.free_threaded, or DWARF
     std::string source;   // the best source that gave the thread-state fields: "dwarf", "debug_offsets", "table"
+    bool dwarfCached = false;  // DWARF's answers came from the cache (type_cache.h), no DWARF was read
     std::vector<std::string> disagreements;  // where a better source contradicted a worse one
     std::map<std::string, std::string> sources;  // field label (layoutFields) -> "dwarf", "debug_offsets", "table"
 

@@ -122,8 +122,10 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
     }
     bool dwarf = false;
     if (useDwarf && module.debugElf)
-        if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(module), module.debugElf->path()))
+        if (auto types = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(module); }, *module.debugElf)) {
             dwarf = applyDwarfLayout(*types, &layout);
+            layout.dwarfCached = dwarf && types->answeredFromCache();
+        }
     for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
     if (!known && !dwarf && layout.source != "debug_offsets") {
         std::string build = "CPython 3." + std::to_string(minor) + (freeThreaded ? " (free-threaded)" : "");
