@@ -108,7 +108,7 @@ def gdb_argv(args, program, after_stop):
 def lldb_argv(args, program, after_stop):
     # Not -b: in batch mode lldb-14 drops the commands after one that stops on a signal, and runs
     # its -k commands only for some crashes; without it every -o runs in turn, then `quit`.
-    argv = ["lldb-14"]
+    argv = [scenario.LLDB]
     for c in ["plugin load " + args.plugin, "breakpoint set -n main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
         argv += ["-o", c]
     return argv + ["--"] + program
@@ -311,7 +311,7 @@ def errors(args):
            "gdb: one line each\n" + out)
     out = ""
     for command in ("py-tstates-record on", "py-tstates-record show"):  # lldb stops at a command's error
-        out += subprocess.run(["lldb-14", "-b", "-o", "plugin load " + args.plugin, "-o", command], stdin=subprocess.DEVNULL,
+        out += subprocess.run([scenario.LLDB, "-b", "-o", "plugin load " + args.plugin, "-o", command], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60).stdout.decode()
     expect("no running process" in out and "nothing recorded" in out, "lldb: one line each\n" + out)
     work = tempfile.mkdtemp(prefix="pytstates-history-")
