@@ -25,6 +25,7 @@ suite_demo_packages=(
   nlohmann-json3-dev                        # --json output
   libzstd-dev liblz4-dev liblzma-dev        # compressed cores (systemd-coredump)
   libdebuginfod-dev                         # files fetched by build-id (DEBUGINFOD_URLS)
+  libcapstone-dev                           # py-tstates-record: the return instructions of CPython's thread-state creators
   libcli11-dev                              # command-line parsing
   pybind11-dev python3-dev libpython3-dev   # scenario programs that embed the suite's Python
   python3-dbg                               # DWARF for the suite's python3.X and libpython3.X
