@@ -25,10 +25,12 @@ suite_demo_packages=(
   nlohmann-json3-dev                        # --json output
   libzstd-dev liblz4-dev liblzma-dev        # compressed cores (systemd-coredump)
   libdebuginfod-dev                         # files fetched by build-id (DEBUGINFOD_URLS)
+  libcapstone-dev                           # py-tstates-record: the return instructions of CPython's thread-state creators
   libcli11-dev                              # command-line parsing
   pybind11-dev python3-dev libpython3-dev   # scenario programs that embed the suite's Python
   python3-dbg                               # DWARF for the suite's python3.X and libpython3.X
   gdb                                       # gcore, when the kernel's cores go to a pipe
+  python3-torch                             # the demo's second scenario and the tests' real torch (libtorch_python.so's own pybind11)
 )
 suite_packages=(
   "${suite_demo_packages[@]}"
@@ -37,7 +39,6 @@ suite_packages=(
   clang libclang-rt-dev                     # libFuzzer (scripts/fuzz): the suite's default clang
   gdbserver                                 # the gdb commands against a remote target
   lldb liblldb-dev                          # the lldb plugin (SB API) of the suite's default lldb
-  python3-torch                             # the real-torch scenario (libtorch_python.so's own pybind11)
   python3-greenlet python3-gevent           # the greenlet scenarios (stacks switched in and out of a tstate; gevent's Greenlet)
   libc6-dbg                                 # glibc's struct pthread in gdb, for tests that patch a key slot in a core
   zstd lz4 xz-utils                         # tests: cores compressed by the real tools

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <thread>
 
+#include "internals_key.h"
 #include "pause.h"
 
 namespace py = pybind11;
@@ -25,7 +26,7 @@ namespace py = pybind11;
 int main(int argc, char** argv) {
     bool crash = argc > 1 && std::strcmp(argv[1], "crash") == 0;
     py::scoped_interpreter interpreter;
-    unsigned hostKey = py::detail::get_internals().tstate->_key;
+    unsigned hostKey = internalsTstateKey();
     py::gil_scoped_release release;
     std::thread worker([&] {
         for (int file = 1; file <= 3; ++file) {
