@@ -371,7 +371,7 @@ def layout_cache(args):
         _, first, _ = scenario.run_pytstates(args.pytstates, cmd, expect_status=1, env=env)
         expect(first["runtimes"][0]["layout"] == "dwarf" and not first["runtimes"][0]["layout_cached"],
                "a first run reads DWARF", first["runtimes"][0])
-        debug = files_by_module(first)[LIBPYTHON]["debug_file"]
+        debug = files_by_module(first)[first["runtimes"][0]["module"]]["debug_file"]
         bid = build_id(debug)
         entry = os.path.join(cache, "pytstates", "dwarf", bid)
         expect(os.path.exists(entry), "an entry named by libpython's debug build-id: %s" % entry)
