@@ -1,4 +1,5 @@
 #include "symbols/core/compressed_core.h"
+#include "symbols/progress.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -118,6 +119,8 @@ public:
         p += n;
         len -= n;
         outBytes_ += n;
+        if ((outBytes_ & ((64 << 20) - 1)) < n && progressWanted())
+            tellProgress("pytstates: decompressing " + name_ + ": " + sizeWords(outBytes_));
         if (tell_ && outBytes_ / kGiB != told_) {
             told_ = outBytes_ / kGiB;
             progress_("pytstates: " + name_ + ": " + sizeWords(outBytes_) + " decompressed");

@@ -16,6 +16,9 @@
   layout-cache the DWARF answers cached per build-id: a second run says the cache answered and
                reports the same facts; a planted wrong entry for another file size, --no-cache and
                PYTSTATES_NO_CACHE=1 are not believed;
+  progress     the progress line: on a terminal (stderr a pty; PYTSTATES_PROGRESS_AFTER_MS=0
+               instead of a second) it tells the decompression and is cleared before the end;
+               stdout's JSON is the plain core's; with stderr a pipe there is none;
   compressed-trailing  a zstd stream holding a core followed by 20 GiB of zeros (frames
                concatenated, as a stream): the plain core's report, and a warning that names the
                core's end as where decoding stopped.
@@ -432,9 +435,51 @@ def compressed_trailing(args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def run_with_pty_stderr(argv, env):
+    """Runs argv with stderr on a pseudo-terminal and stdout on a pipe: (status, stdout, stderr bytes)."""
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        err += chunk
+    out = proc.stdout.read()
+    proc.wait(timeout=300)
+    os.close(master)
+    return proc.returncode, out, err
+
+
+def progress(args):
+    argv = [os.path.join(args.scenarios, "scenario_seed_host"), "svr2", "pause"]
+    facts, core = scenario.take_core(argv, "gcore")
+    try:
+        _, plain, _ = scenario.run_pytstates(args.pytstates, ["check", "--json", "--core", core], expect_status=1)
+        subprocess.run(["zstd", "-q", "-f", core, "-o", core + ".zst"], check=True)
+        env = dict(scenario.offline_env(), PYTSTATES_PROGRESS_AFTER_MS="0")
+        status, out, err = run_with_pty_stderr([args.pytstates, "check", "--json", "--core", core + ".zst"], env)
+        expect(status == 1, "exit 1 like the plain core: %r" % err)
+        expect_same(plain, json.loads(out), "stdout holds the plain core's JSON, nothing else")
+        expect(err.startswith(b"\rpytstates: decompressing " + (core + ".zst").encode()) and err.endswith(b"\r\x1b[K"),
+               "on a terminal: the progress line, then cleared: %r" % err[:300])
+        print("stderr on a terminal: %r" % err[:200])
+        piped = subprocess.run([args.pytstates, "check", "--json", "--core", core + ".zst"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+        expect(piped.returncode == 1 and b"\r" not in piped.stderr and b"\x1b" not in piped.stderr,
+               "stderr a pipe: no progress line: %r" % piped.stderr[:300])
+    finally:
+        scenario.cleanup(core)
+
+
 CASES = {"replaced": replaced, "namespace": namespace, "compressed": compressed, "debuginfod": debuginfod,
          "debuginfod-inside": debuginfod_inside, "no-runtime": no_runtime, "layout-cache": layout_cache,
-         "compressed-trailing": compressed_trailing}
+         "compressed-trailing": compressed_trailing, "progress": progress}
 
 
 def main():
