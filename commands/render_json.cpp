@@ -14,6 +14,22 @@ using nlohmann::json;
 
 json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
 
+// findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
+json historyJson(const Finding& f) {
+    json out = json::array();
+    for (const auto& h : f.history) {
+        const HistoryEvent& e = h.event;
+        json frames = json::array();
+        for (const auto& fr : e.frames)
+            frames.push_back({{"function", fr.function}, {"module", fr.module}, {"pc", hexAddress(fr.pc)}});
+        json event = {{"event", lifecycleEventName(e.event)}, {"seq", e.seq}, {"lwp", e.lwp}, {"tstate", hexAddress(e.tstate)},
+                      {"key", e.key ? json(*e.key) : json(nullptr)}, {"source", h.source.empty() ? json(nullptr) : json(h.source)},
+                      {"function", e.function}, {"ms", e.ms}, {"frames", frames}};
+        out.push_back(event);
+    }
+    return out;
+}
+
 // Strings from the target need not be UTF-8. Such a string is given with U+FFFD in place of each
 // ill-formed sequence, and a companion field "<name>_bytes" holds its exact bytes in hex (for an
 // array of strings: an array with the hex of each string that needed it, null for the others).
@@ -180,6 +196,15 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                           {"native_thread_id", ts.nativeThreadId ? json(*ts.nativeThreadId) : json(nullptr)},
                           {"lwp", lwp ? json(*lwp) : json(nullptr)},
                           {"holds_gil", interp.gilKnown && interp.gilHolder == ts.address}};
+                auto place = report.places.find(ts.address);
+                if (place != report.places.end()) {
+                    const TstatePlace& p = place->second;
+                    t["parked"] = !p.lwp;
+                    if (p.lwp) t["lwp_evidence"] = p.evidence;
+                    // made_by_lwp only where the maker is not the runner; null: no such thread.
+                    if (p.madeBy != p.lwp || (!p.madeBy && !p.lwp)) t["made_by_lwp"] = p.madeBy ? json(*p.madeBy) : json(nullptr);
+                    if (p.madeBeforeFork) t["made_before_fork"] = true;
+                }
                 if (!ts.note.empty()) t["note"] = ts.note;
                 if (ts.state) t["state"] = threadStateWords(*ts.state);
                 if (withFrames) {
@@ -224,6 +249,9 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                     {"pthread", hexAddress(t.pthread)},
                     {"current_tstate", addressOrNull(t.currentTstate)},
                     {"autotss_tstate", addressOrNull(t.autotssTstate)}};
+        json runs = json::array();  // the thread states running on it, innermost first
+        for (uint64_t ts : report.tstatesOn(t.lwp)) runs.push_back(hexAddress(ts));
+        row["tstates"] = runs;
         if (t.namespaceLwp) row["namespace_lwp"] = t.namespaceLwp;
         if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
         if (t.autotssThreadLocal) row["autotss_source"] = "_Py_tss_gilstate";
@@ -287,13 +315,16 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
         out["nanobind"] = nanobind;
     }
     json findings = json::array();
-    for (const auto& f : report.findings)
-        findings.push_back({{"code", f.code},
-                            {"severity", f.severity},
-                            {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
-                            {"tstate", addressOrNull(f.tstate)},
-                            {"message", f.message},
-                            {"sources", f.sources}});
+    for (const auto& f : report.findings) {
+        json finding = {{"code", f.code},
+                        {"severity", f.severity},
+                        {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
+                        {"tstate", addressOrNull(f.tstate)},
+                        {"message", f.message},
+                        {"sources", f.sources}};
+        if (!f.history.empty()) finding["history"] = historyJson(f);
+        findings.push_back(finding);
+    }
     out["findings"] = findings;
     if (!report.warnings.empty()) out["warnings"] = report.warnings;
     makeUtf8(out);

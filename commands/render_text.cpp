@@ -155,6 +155,7 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
         out << "\n" << wrap(shown(f.message), 96, "      ");
+        for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
     }
     out << "\n";
 }
@@ -190,7 +191,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
                 auto owner = report.lwpFor(v.tstate);
                 out << "        LWP " << pad(std::to_string(v.lwp), 8) << hexAddress(v.tstate);
                 if (!report.listed(v.tstate)) out << "  NOT IN ANY THREAD LIST";
-                else if (owner && *owner != v.lwp) out << "  belongs to LWP " << *owner;
+                else if (owner && *owner != v.lwp) out << "  runs on LWP " << *owner;
                 if (v.status != "set") out << "  (" << v.status << ")";
                 out << "\n";
             }
@@ -295,6 +296,20 @@ void renderGreenletModule(std::ostringstream& out, const Report& report, const G
     if (options.greenlets) renderGreenletList(out, unowned, "    ", true);
 }
 
+// Who made a thread state, said only where it is not the thread that runs it.
+std::string madeByWords(const Report& report, const ThreadState& ts) {
+    auto it = report.places.find(ts.address);
+    if (it == report.places.end()) return "pthread " + hexAddress(ts.threadId);
+    const TstatePlace& p = it->second;
+    if (p.madeBeforeFork)
+        return "made before a fork (thread_id " + hexAddress(ts.threadId) + " is the forking thread's; native_thread_id " +
+               std::to_string(ts.nativeThreadId.value_or(0)) + " is no thread of this process)";
+    if (p.madeBy && p.madeBy == p.lwp) return "pthread " + hexAddress(ts.threadId);
+    if (p.madeBy) return "made by LWP " + std::to_string(*p.madeBy);
+    if (!ts.threadId) return "made for no thread (pthread 0)";
+    return "made by pthread " + hexAddress(ts.threadId) + " (no such thread)";
+}
+
 void renderRuntimes(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     bool frames = options.command != Command::Internals;
     for (const auto& rt : report.runtimes) {
@@ -320,9 +335,8 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
-                out << "    tstate " << hexAddress(ts.address) << "  id " << (ts.id ? std::to_string(*ts.id) : std::string("?")) << "  LWP "
-                    << (lwp ? std::to_string(*lwp) : std::string("-")) << "  pthread " << hexAddress(ts.threadId);
-                if (!lwp) out << " (no such thread)";
+                out << "    tstate " << hexAddress(ts.address) << "  id " << (ts.id ? std::to_string(*ts.id) : std::string("?")) << "  "
+                    << (lwp ? "LWP " + std::to_string(*lwp) : std::string("parked")) << "  " << madeByWords(report, ts);
                 // Without a GIL, whether each thread state is attached is what says who runs Python.
                 if (rt.layout.freeThreaded && ts.state) out << "  " << threadStateWords(*ts.state);
                 if (interp.gilKnown && interp.gilHolder == ts.address) out << "  [holds GIL]";
@@ -356,10 +370,11 @@ std::string pointerCell(const Report& report, uint64_t value) {
 void renderThreads(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     out << "OS THREADS (" << report.threads.size() << ")";
     bool pybind = !report.internals.empty();
-    if (pybind || !report.threads.empty()) out << "   (! = names no listed thread state)";
+    if (pybind || !report.threads.empty())
+        out << "   (PYTHREADSTATE: the thread state the thread runs, +N: N more beneath it; ! = names no listed thread state)";
     out << "\n  ";
     if (options.showDebuggerThreads) out << pad("THR", 5);
-    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 17) << pad("CURRENT", 17);
+    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 20) << pad("CURRENT", 17);
     std::string autotss = "AUTOTSS";
     for (const auto& t : report.threads) {
         if (t.autotssKey) autotss = "AUTOTSS(k" + std::to_string(*t.autotssKey) + ")";
@@ -369,15 +384,15 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     for (const auto& view : report.internals)
         if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
     out << "NATIVE (innermost frame)\n";
-    std::multimap<int, uint64_t> ownedBy;  // LWP -> its thread states, in address order
-    for (const auto& [tstate, lwp] : report.lwpOfTstate) ownedBy.emplace(lwp, tstate);
     for (const auto& t : report.threads) {
-        std::string owned = "-";
-        auto [first, last] = ownedBy.equal_range(t.lwp);
-        for (auto it = first; it != last; ++it) owned = owned == "-" ? hexAddress(it->second) : owned.append("+");
+        // The state it runs now; "+N": N more run beneath it on the same stack (a state swapped in
+        // inside another's call).
+        auto runs = report.tstatesOn(t.lwp);
+        std::string owned = runs.empty() ? "-" : hexAddress(runs.front());
+        if (runs.size() > 1) owned += " +" + std::to_string(runs.size() - 1);
         out << "  ";
         if (options.showDebuggerThreads) out << pad(t.debuggerThread ? std::to_string(t.debuggerThread) : "-", 5);
-        out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 17)
+        out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 20)
             << pad(t.currentStatus.empty() ? pointerCell(report, t.currentTstate) : "n/a", 17)
             << pad(pointerCell(report, t.autotssTstate), 18);
         for (const auto& view : report.internals) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -42,6 +44,7 @@ struct Arguments {
     bool offline = false;
     bool noCache = false;
     int frames = 5;
+    std::string history;  // check: a history saved by py-tstates-record save
 };
 
 // The progress line: shown on a terminal only, once a run has taken a second
@@ -113,6 +116,17 @@ int run(pytstates::Command command, Arguments a) {
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
     request.greenlets = a.greenlets;
+    if (!a.history.empty()) {
+        std::ifstream in(a.history);
+        if (!in) throw std::runtime_error("cannot read the history file " + a.history);
+        std::stringstream text;
+        text << in.rdbuf();
+        try {
+            request.history = HistoryLog::fromJson(text.str());
+        } catch (const std::exception& e) {
+            throw std::runtime_error(a.history + ": " + e.what());
+        }
+    }
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;
@@ -175,6 +189,7 @@ int main(int argc, char** argv) try {
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_option("--history", args.history, "a thread-state history saved by py-tstates-record save (gdb, lldb)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

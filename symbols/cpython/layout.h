@@ -122,8 +122,9 @@ const char* layoutFieldLabel(int64_t CPythonLayout::*member);
 
 // The built-in table for a release (non-debug) build of 3.<minor> on a machine, with the GIL or
 // free-threaded; false when there is none for that build: a table is never used for a build it
-// was not measured on.
-bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* out);
+// was not measured on. micro: 3.<minor>.<micro> when known (_Py_DebugOffsets' version), -1 if not;
+// a field that moved within a series has a row per measured release.
+bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* out, int micro = -1);
 
 class DwarfTypes;
 // Overwrites table values with what DWARF says, recording disagreements; returns true when the

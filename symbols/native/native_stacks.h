@@ -46,6 +46,14 @@ struct NativeStack {
     std::string end;                  // why the unwind stopped early; empty when it reached the end
 };
 
+// One physical frame as the unwinder left it: where its stack frame starts, for telling which
+// thread's live stack an address lies on.
+struct StackSpan {
+    uint64_t pc = 0;
+    uint64_t sp = 0;         // 0 when unknown
+    std::string function;    // from the symbol tables (the outermost function at pc); empty when unknown
+};
+
 class NativeStacks {
 public:
     // Reports the target's modules (those with a matching file) to libdwfl. useDwarf=false:
@@ -61,8 +69,13 @@ public:
     // The thread's stack, at most maxFrames frames. For the first valuesDepth physical frames,
     // the values each holds (FrameValue).
     NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0);
+    // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
+    std::vector<StackSpan> spans(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
+    // The frames at one address, named with DWARF when there is some (inlined calls first):
+    // activation false for a return address (looked up one byte before it, in the call).
+    std::vector<NativeFrame> at(uint64_t pc, bool activation);
 
     struct Impl;
 

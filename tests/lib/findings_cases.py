@@ -116,9 +116,15 @@ def check_orphan(facts, check, kind):
     status, r = check(["--json"])
     expect(status == 0, "no error finding", r)
     ts = all_tstates(r)
-    expect(facts["orphan_tstate"] in ts and ts[facts["orphan_tstate"]]["lwp"] is None, "orphan listed, no LWP", r)
-    expect(ts[facts["orphan_tstate"]]["thread_id"] == facts["orphan_pthread"], "orphan's thread_id", r)
-    expect(ts[facts["main_tstate"]]["lwp"] == facts["main_lwp"], "main tstate on main LWP", r)
+    orphan = ts.get(facts["orphan_tstate"])
+    expect(orphan and orphan["lwp"] is None and orphan["parked"] and orphan["made_by_lwp"] is None,
+           "orphan listed, running nowhere, its maker gone", r)
+    expect(orphan["thread_id"] == facts["orphan_pthread"], "orphan's thread_id", r)
+    # The main thread released the GIL for good (PyEval_SaveThread, its result never used): its
+    # state runs nowhere; the main thread made it.
+    main = ts[facts["main_tstate"]]
+    expect(main["parked"] and main["lwp"] is None and main["made_by_lwp"] == facts["main_lwp"],
+           "main tstate parked, made by the main LWP", r)
     hits = findings(r, "orphan-tstate", "warning")
     expect([f["tstate"] for f in hits] == [facts["orphan_tstate"]], "exactly one orphan-tstate, the orphan", r)
 
@@ -162,10 +168,21 @@ def check_dlmopen(facts, check, kind):
     expect(not [f for f in r["findings"] if f["severity"] != "info"], "a key collision is not corruption", r)
 
 
-TORCH_ID = "__pybind11_internals_v4_gcc_libstdcpp_cxxabi1017__"
+def torch_id():
+    """The pybind11 internals ID Debian's libtorch_python.so was built with (torch 2.6 of Debian 13:
+    its pybind11 2.13 and GCC 14's ABI; Debian 12's torch: 2.10 and GCC 12's), read from its bytes."""
+    import glob
+    import re
+    libs = glob.glob("/usr/lib/python3/dist-packages/torch/lib/libtorch_python.so*")
+    expect(libs, "Debian's python3-torch is not installed (no libtorch_python.so)")
+    with open(libs[0], "rb") as f:
+        ids = set(re.findall(rb"__pybind11_internals_v\d+_[A-Za-z0-9_]+?__", f.read()))
+    expect(len(ids) == 1, "one pybind11 internals ID in %s: %s" % (libs[0], ids))
+    return ids.pop().decode()
 
 
 def check_torch(facts, check, kind):
+    TORCH_ID = torch_id()
     status, r = check(["--json"])
     expect(status == 1, "exit status 1", r)
     ids = {rec["id"]: rec for rec in r["internals"]}
@@ -217,9 +234,12 @@ def check_subinterp(facts, check, kind):
     want.update({sub["interp"]: sub["id"] for sub in facts["subs"]})
     expect({a: i["id"] for a, i in interps.items()} == want, "three interpreters with their ids", r)
     expect([a for a, i in interps.items() if i["main"]] == [facts["main_interp"]], "only the main one is main", r)
-    main_ts = {t["address"]: t["lwp"] for t in interps[facts["main_interp"]]["tstates"]}
-    expect(main_ts == dict([(facts["main_tstate"], facts["main_lwp"])] + [(s["main_tstate"], s["lwp"]) for s in facts["subs"]]),
-           "the main interpreter's thread states, one per thread", r)
+    # The main thread runs its state (kept across PyEval_SaveThread in its frame); each sub thread
+    # made one of the main interpreter and runs its sub-interpreter's instead: that one is parked.
+    main_ts = {t["address"]: (t["lwp"], t.get("made_by_lwp", t["lwp"])) for t in interps[facts["main_interp"]]["tstates"]}
+    expect(main_ts == dict([(facts["main_tstate"], (facts["main_lwp"], facts["main_lwp"]))] +
+                           [(s["main_tstate"], (None, s["lwp"])) for s in facts["subs"]]),
+           "the main interpreter's thread states: the main thread's runs there, the sub threads' are parked", r)
     for sub in facts["subs"]:
         ts = interps[sub["interp"]]["tstates"]
         expect([(t["address"], t["lwp"], t["thread_id"]) for t in ts] == [(sub["tstate"], sub["lwp"], sub["pthread"])],

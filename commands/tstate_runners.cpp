@@ -1,0 +1,236 @@
+#include "commands/tstate_runners.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "symbols/cpython/frames.h"
+
+namespace pytstates {
+
+namespace {
+
+constexpr uint64_t kRedZone = 128;                  // x86_64's red zone below sp: a leaf's locals
+constexpr uint64_t kMaxStackScan = 1 << 20;         // bytes of one thread's live frames searched for words
+constexpr uint64_t kUnwoundFallback = 256 * 1024;   // the stack's extent when it cannot be unwound
+constexpr size_t kMaxFrameWalk = 4096;
+constexpr uint64_t kInsideState = 0x4000;           // root_cframe and the like lie within the state itself
+
+// The live part of one thread's stack: from below its sp to its outermost unwound frame.
+struct StackRange {
+    int lwp = 0;
+    uint64_t sp = 0;
+    uint64_t low = 0, high = 0;
+    std::vector<uint64_t> registers;
+    bool python = false;  // an eval-loop frame is on its stack
+    bool contains(uint64_t a) const { return a >= low && a < high; }
+};
+
+std::vector<StackRange> stackRanges(const Target& target, NativeStacks* stacks) {
+    std::vector<StackRange> out;
+    for (const auto& t : target.threads()) {
+        if (!t.sp) continue;
+        StackRange r;
+        r.lwp = t.lwp;
+        r.sp = t.sp;
+        r.low = t.sp > kRedZone ? t.sp - kRedZone : 0;
+        r.high = 0;
+        if (stacks)
+            for (const auto& span : stacks->spans(t)) {
+                r.high = std::max(r.high, span.sp);
+                r.python = r.python || isEvalLoopFunction(span.function);
+            }
+        if (r.high <= t.sp) r.high = t.sp + kUnwoundFallback;
+        r.registers = t.registers;
+        out.push_back(r);
+    }
+    // Without an unwound extent a range stops at the next thread's stack: stacks do not overlap.
+    for (auto& r : out)
+        for (const auto& o : out)
+            if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
+    return out;
+}
+
+bool rangeRunsPython(const std::vector<StackRange>& ranges, int lwp) {
+    for (const auto& r : ranges)
+        if (r.lwp == lwp) return r.python;
+    return false;
+}
+
+const StackRange* rangeHolding(const std::vector<StackRange>& ranges, uint64_t address) {
+    for (const auto& r : ranges)
+        if (r.contains(address)) return &r;
+    return nullptr;
+}
+
+struct Claim {
+    int lwp = 0;
+    std::string evidence;
+    uint64_t depth = 0;
+    int rank = 0;  // lower is better
+};
+
+// The thread whose stack holds the state's running structures: its cframe (3.10-3.12) or one of
+// its interpreter frames (3.12+: the entry frame is a local of the eval loop).
+std::optional<Claim> structuralClaim(const Target& target, const CPythonLayout& l, uint64_t tstate,
+                                     const std::vector<StackRange>& ranges) {
+    if (l.tstateCframe != kAbsent) {
+        uint64_t cframe = target.readPointer(tstate + l.tstateCframe).value_or(0);
+        bool inside = cframe >= tstate && cframe < tstate + kInsideState;
+        if (cframe && !inside)
+            if (const auto* r = rangeHolding(ranges, cframe)) return Claim{r->lwp, "cframe", cframe - r->low, 1};
+    }
+    if (l.minor < 12 || l.framePrevious == kAbsent) return std::nullopt;
+    uint64_t frame = 0;
+    if (l.tstateCurrentFrame != kAbsent) {
+        frame = target.readPointer(tstate + l.tstateCurrentFrame).value_or(0);
+    } else if (l.tstateCframe != kAbsent && l.cframeCurrentFrame != kAbsent) {
+        uint64_t cframe = target.readPointer(tstate + l.tstateCframe).value_or(0);
+        if (cframe) frame = target.readPointer(cframe + l.cframeCurrentFrame).value_or(0);
+    }
+    std::set<uint64_t> seen;
+    for (size_t i = 0; frame && i < kMaxFrameWalk && seen.insert(frame).second; ++i) {
+        if (const auto* r = rangeHolding(ranges, frame)) return Claim{r->lwp, "entry_frame", frame - r->low, 2};
+        frame = target.readPointer(frame + l.framePrevious).value_or(0);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string runnerEvidenceWords(const std::string& evidence) {
+    if (evidence == "current") return "CPython's current thread state of that thread";
+    if (evidence == "current_maker") return "gilstate.tstate_current, on the thread that made it (no frame of any thread names it)";
+    if (evidence == "cframe") return "its cframe is on that thread's stack";
+    if (evidence == "entry_frame") return "its interpreter frames are on that thread's stack";
+    if (evidence == "register") return "a register of that thread holds it";
+    if (evidence == "stack_word") return "a live frame of that thread holds it";
+    return evidence;
+}
+
+void attributeRunners(const Target& target, NativeStacks* stacks, Report& report) {
+    std::map<uint64_t, int> lwpOfPthread;
+    std::set<int> lwps;
+    for (const auto& t : target.threads()) {
+        lwpOfPthread[t.pthread] = t.lwp;
+        lwps.insert(t.lwp);
+    }
+    // Who made each state.
+    std::map<uint64_t, const CPythonLayout*> layoutOf;
+    for (const auto& rt : report.runtimes)
+        for (const auto& interp : rt.interpreters)
+            for (const auto& ts : interp.tstates) {
+                report.listedTstates.insert(ts.address);
+                layoutOf[ts.address] = &rt.layout;
+                TstatePlace& place = report.places[ts.address];
+                auto it = ts.threadId ? lwpOfPthread.find(ts.threadId) : lwpOfPthread.end();
+                bool nativeExists = ts.nativeThreadId && lwps.count(static_cast<int>(*ts.nativeThreadId));
+                if (it != lwpOfPthread.end()) {
+                    place.madeBy = it->second;
+                    // A child of fork keeps the forking thread's struct pthread: the same
+                    // thread_id with a native_thread_id of no thread here was made in the parent.
+                    if (ts.nativeThreadId && *ts.nativeThreadId != it->second && !nativeExists) {
+                        place.madeBy.reset();
+                        place.madeBeforeFork = true;
+                    }
+                } else if (nativeExists) {
+                    place.madeBy = static_cast<int>(*ts.nativeThreadId);
+                }
+            }
+
+    std::map<uint64_t, Claim> best;
+    auto claim = [&](uint64_t tstate, const Claim& c) {
+        auto it = best.find(tstate);
+        if (it == best.end() || c.rank < it->second.rank) best[tstate] = c;
+    };
+    // 3.12+: each thread's own current thread state.
+    for (const auto& row : report.threads)
+        if (row.currentTstate && row.currentSource == "_Py_tss_tstate" && report.listed(row.currentTstate))
+            claim(row.currentTstate, {row.lwp, "current", 0, 0});
+
+    auto ranges = stackRanges(target, stacks);
+    for (const auto& [tstate, layout] : layoutOf)
+        if (auto c = structuralClaim(target, *layout, tstate, ranges)) claim(tstate, *c);
+
+    // Words. A live frame may still hold a stale copy from an earlier, deeper call (printf's
+    // arguments, a previous request's state): a state held by one thread is that thread's; held by
+    // several, it goes to the one running Python (an eval-loop frame on its stack), else to its
+    // maker among them, else to none. A thread takes the outermost state it holds: stale copies
+    // lie nearer the stack pointer, where shorter calls reuse the space.
+    std::set<int> placed;  // threads stronger evidence placed a state on
+    for (const auto& [tstate, c] : best) placed.insert(c.lwp);
+    std::map<int, std::map<uint64_t, uint64_t>> wordsOf;  // lwp -> state -> its outermost offset
+    std::map<uint64_t, std::set<int>> holders;
+    for (const auto& r : ranges) {
+        auto& mine = wordsOf[r.lwp];
+        for (uint64_t v : r.registers)
+            if (report.listed(v)) mine.emplace(v, 0);
+        uint64_t from = r.sp, to = std::min(r.high, r.sp + kMaxStackScan);
+        std::vector<uint64_t> words(to > from ? (to - from) / 8 : 0);
+        size_t got = words.empty() ? 0 : target.read(from, words.data(), words.size() * 8) / 8;
+        for (size_t w = 0; w < got; ++w)
+            if (report.listed(words[w])) mine[words[w]] = 8 + w * 8;
+        for (const auto& [state, offset] : mine) holders[state].insert(r.lwp);
+    }
+    // On a thread running no Python, a word counts only for a state that thread made: a pointer
+    // to another thread's state left in its frames (an argument passed on, a copy) is no sign of
+    // running it.
+    auto owner = [&](uint64_t state) -> std::optional<int> {
+        const auto& h = holders[state];
+        auto maker = report.places[state].madeBy;
+        std::optional<int> lwp;
+        std::vector<int> python;
+        for (int l : h)
+            if (rangeRunsPython(ranges, l)) python.push_back(l);
+        if (h.size() == 1) lwp = *h.begin();
+        else if (python.size() == 1) lwp = python.front();
+        else if (maker && h.count(*maker)) lwp = maker;
+        if (lwp && !rangeRunsPython(ranges, *lwp) && maker != lwp) return std::nullopt;
+        return lwp;
+    };
+    // <= 3.11: the process-wide current pointer is the GIL holder's, on the thread holding it.
+    for (const auto& rt : report.runtimes) {
+        uint64_t current = rt.tstateCurrent;
+        if (!current || !report.listed(current) || best.count(current)) continue;
+        if (auto lwp = owner(current); lwp && !placed.count(*lwp)) {
+            claim(current, {*lwp, "current", 0, 3});
+            placed.insert(*lwp);
+        }
+    }
+    for (const auto& r : ranges) {
+        if (placed.count(r.lwp)) continue;
+        std::optional<std::pair<uint64_t, uint64_t>> outermost;  // (offset, state)
+        for (const auto& [state, offset] : wordsOf[r.lwp])
+            if (!best.count(state) && owner(state) == r.lwp && (!outermost || offset > outermost->first))
+                outermost = std::make_pair(offset, state);
+        if (outermost)
+            claim(outermost->second, {r.lwp, outermost->first ? "stack_word" : "register", outermost->first, 4});
+    }
+
+    // <= 3.11: the process-wide current pointer belongs to the thread that runs it.
+    for (const auto& rt : report.runtimes) {
+        if (!rt.tstateCurrent || !report.listed(rt.tstateCurrent)) continue;
+        auto it = best.find(rt.tstateCurrent);
+        std::optional<int> runner;
+        if (it != best.end()) runner = it->second.lwp;
+        else if (auto maker = report.places[rt.tstateCurrent].madeBy) {
+            runner = maker;
+            best[rt.tstateCurrent] = {*maker, "current_maker", 0, 5};
+        }
+        for (auto& row : report.threads) {
+            if (row.currentSource != "gilstate.tstate_current") continue;
+            if (runner && row.lwp == *runner) row.currentTstate = rt.tstateCurrent;
+            else if (row.currentTstate == rt.tstateCurrent) row.currentTstate = 0;
+        }
+        if (it != best.end()) it->second.depth = 0;  // the GIL holder's current state is its innermost
+    }
+
+    for (const auto& [tstate, c] : best) {
+        TstatePlace& place = report.places[tstate];
+        place.lwp = c.lwp;
+        place.evidence = c.evidence;
+        place.depth = c.depth;
+    }
+}
+
+}  // namespace pytstates
