@@ -1,4 +1,5 @@
 #include "symbols/cpython/gc_objects.h"
+#include "symbols/progress.h"
 
 #include <cstdio>
 #include <vector>
@@ -60,7 +61,8 @@ GcWalk walkGcObjects(const Memory& memory, const CPythonLayout& layout, uint64_t
             size_t typeWord = static_cast<size_t>((objectOffset + layout.objectType) / 8);
             uint64_t type = typeWord < 4 ? words[typeWord] : memory.readPointer(object + layout.objectType).value_or(0);
             visit(object, type);
-            ++walk.objects;
+            if ((++walk.objects & 0xffff) == 0 && progressWanted())
+                tellProgress("pytstates: walking the collector's lists: " + std::to_string(walk.objects / 1000) + " thousand objects");
             prev = node;
             node = words[0] & kLinkMask;
         }
