@@ -10,9 +10,10 @@ namespace {
 
 constexpr int64_t kGcGenerationSize = 24;  // struct gc_generation: PyGC_Head head; int threshold, count
 constexpr int kGenerations = 3;
-// _gc_next's low bit marks unreachable objects during a collection, _gc_prev's two low bits are
-// flags; nodes are 16-byte aligned.
-constexpr uint64_t kLinkMask = ~uint64_t(7);
+// _gc_next's low bit(s) mark unreachable objects during a collection, _gc_prev's two low bits are
+// flags (CPython masks them with ~3). Objects are 16-byte aligned but a list head need not be:
+// Debian 13's 3.13.5 keeps its generations at 4 past an 8-byte boundary (interp + 7420).
+constexpr uint64_t kLinkMask = ~uint64_t(3);
 
 std::string hex(uint64_t v) {
     char buf[24];

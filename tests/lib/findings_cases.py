@@ -3,6 +3,8 @@ scenario printed about itself. Used for cores (tests/findings) and live processe
 import json
 import os
 
+import scenario
+
 
 def all_tstates(report):
     return {ts["address"]: ts for rt in report["runtimes"] for i in rt["interpreters"] for ts in i["tstates"]}
@@ -47,6 +49,8 @@ def argv(scenarios, case, crash=False):
         return [os.path.join(scenarios, "scenario_first_repro_host"), "crash" if crash else "pause"]
     if case == "shared-gil":
         return [os.path.join(scenarios, "scenario_shared_host"), "gil"]
+    if case == "dlmopen":  # the suite's libpython, loaded twice
+        return [os.path.join(scenarios, "scenario_dlmopen_host"), scenario.LIBPYTHON]
     return [os.path.join(scenarios, "scenario_%s_host" % case)]
 
 
