@@ -97,8 +97,9 @@ def session(argv, interrupt_at_ready):
     return facts, text
 
 
-def gdb_argv(args, program, after_stop):
-    cmds = ["set pagination off", "set confirm off", "break main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill"]
+def gdb_argv(args, program, after_stop, environment=()):
+    cmds = (["set pagination off", "set confirm off"] + ["set environment " + e for e in environment] +
+            ["break main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill"])
     argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script]
     for c in cmds:
         argv += ["-ex", c]
@@ -220,11 +221,11 @@ def seed_crash(args, debugger):
 
 # --- migrate, coroutine, sub-interpreters -------------------------------------------------------
 
-def recorded_run(args, debugger, program):
+def recorded_run(args, debugger, program, environment=()):
     work = tempfile.mkdtemp(prefix="pytstates-history-")
     saved = os.path.join(work, "history.json")
     after = marked(debugger, "py-tstates-check --json", "py-tstates-check --json") + ["py-tstates-record save " + saved]
-    argv = (gdb_argv if debugger == "gdb" else lldb_argv)(args, program, after)
+    argv = gdb_argv(args, program, after, environment) if debugger == "gdb" else lldb_argv(args, program, after)
     try:
         facts, out = session(argv, interrupt_at_ready=True)
         expect(debugger == "lldb" or "Traceback" not in out, "no Python traceback in gdb:\n" + out[-3000:])
@@ -301,6 +302,34 @@ def version(args, name):
     expect(not log["cannot"], "%s: every lifecycle function has a symbol" % name, log["cannot"])
 
 
+def stripped(args, name):
+    """pyenv's libpython copied and stripped (strip -s, no debug file): what has no symbol is said
+    at `on` and kept in the saved file, and a thread's end is seen as the clear before it."""
+    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    prefix = os.path.join(root, "versions", name)
+    minor = ".".join(name.split(".")[:2])
+    lib = os.path.join(prefix, "lib", "libpython%s.so.1.0" % minor)
+    expect(os.path.exists(lib), "pyenv's CPython %s is missing: %s" % (name, lib))
+    work = tempfile.mkdtemp(prefix="pytstates-stripped-")
+    try:
+        copy = os.path.join(work, os.path.basename(lib))
+        shutil.copy(lib, copy)
+        subprocess.run(["strip", "-s", copy], check=True)
+        script = os.path.join(args.source_dir, "tests", "scenarios", "history", "lifecycle.py")
+        facts, _, log, out = recorded_run(args, "gdb", [os.path.join(prefix, "bin", "python3"), script],
+                                          ["LD_LIBRARY_PATH=" + work])
+        expect(any(copy in w for w in log["watched"]), "the stripped copy is the one watched", log["watched"])
+        missing = "_PyThreadState_DeleteCurrent has no symbol"
+        expect(any(missing in c for c in log["cannot"]) and "not recorded: libpython%s.so.1.0: %s" % (minor, missing) in out,
+               "`on` says what cannot be recorded", log["cannot"])
+        ended = [t for t in facts["threads"] if t["ended"]][0]
+        lives = [e for e in log["events"] if e["tstate"] == ended["tstate"]]
+        expect([e["event"] for e in lives if e["lwp"] == ended["lwp"] and e["event"] in ("cleared", "deleted")][-1:] == ["cleared"],
+               "the ended thread's state: its clear seen, its deletion not", lives)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 def errors(args):
@@ -351,7 +380,9 @@ def main():
              "gdb.coroutine": lambda: coroutine(args, "gdb"), "lldb.coroutine": lambda: coroutine(args, "lldb"),
              "gdb.subinterpreters": lambda: subinterpreters(args, "gdb"), "lldb.subinterpreters": lambda: subinterpreters(args, "lldb"),
              "errors": lambda: errors(args)}
-    if args.case.startswith("version-"):
+    if args.case.startswith("stripped-"):
+        stripped(args, args.case[len("stripped-"):])
+    elif args.case.startswith("version-"):
         version(args, args.case[len("version-"):])
     else:
         cases[args.case]()

@@ -102,8 +102,8 @@ TEST(ReturnInstructions, X86_64) {
 }
 
 TEST(ReturnInstructions, TailCall) {
-    // test edi,edi; je +1; ret; jmp -0x20 (out of the function: a tail call); jmp +0 (inside)
-    const unsigned char code[] = {0x85, 0xff, 0x74, 0x01, 0xc3, 0xe9, 0xdb, 0xff, 0xff, 0xff, 0xeb, 0x00};
+    // test edi,edi; je +1; ret; jmp to -0x20 (out of the function: a tail call); jmp to itself (inside)
+    const unsigned char code[] = {0x85, 0xff, 0x74, 0x01, 0xc3, 0xe9, 0xd6, 0xff, 0xff, 0xff, 0xeb, 0xfe};
     auto exits = functionExits(*archForElfMachine(62), code, sizeof code);
     EXPECT_EQ(exits.returns, (std::vector<uint64_t>{4}));
     EXPECT_EQ(exits.tailCalls, (std::vector<int64_t>{-0x20}));

@@ -255,7 +255,10 @@ class _RecordCommand(gdb.Command):
                 self._fail(error)
             for index, (address, _event, tstate_register, key_register, key_offset) in enumerate(probes):
                 self._probes.append(_Probe(address, index, tstate_register, key_register, key_offset, frames))
-            self._probes.append(_ExitHook())
+            try:
+                self._probes.append(_ExitHook())
+            except gdb.error:  # no _exit yet: the frames are named at show, save or check instead
+                pass
             gdb.write(text)
         elif what == "off":
             self._remove()
