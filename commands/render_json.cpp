@@ -14,6 +14,22 @@ using nlohmann::json;
 
 json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
 
+// findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
+json historyJson(const Finding& f) {
+    json out = json::array();
+    for (const auto& h : f.history) {
+        const HistoryEvent& e = h.event;
+        json frames = json::array();
+        for (const auto& fr : e.frames)
+            frames.push_back({{"function", fr.function}, {"module", fr.module}, {"pc", hexAddress(fr.pc)}});
+        json event = {{"event", lifecycleEventName(e.event)}, {"seq", e.seq}, {"lwp", e.lwp}, {"tstate", hexAddress(e.tstate)},
+                      {"key", e.key ? json(*e.key) : json(nullptr)}, {"source", h.source.empty() ? json(nullptr) : json(h.source)},
+                      {"function", e.function}, {"ms", e.ms}, {"frames", frames}};
+        out.push_back(event);
+    }
+    return out;
+}
+
 // Strings from the target need not be UTF-8. Such a string is given with U+FFFD in place of each
 // ill-formed sequence, and a companion field "<name>_bytes" holds its exact bytes in hex (for an
 // array of strings: an array with the hex of each string that needed it, null for the others).
@@ -217,6 +233,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                   {"module", rt.modulePath},
                   {"version", rt.version},
                   {"layout", rt.layout.source},
+                  {"layout_cached", rt.layout.dwarfCached},
                   {"free_threaded", rt.layout.freeThreaded},
                   {"layout_sources", rt.layout.sources},
                   {"interpreters", interps}};
@@ -298,13 +315,16 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
         out["nanobind"] = nanobind;
     }
     json findings = json::array();
-    for (const auto& f : report.findings)
-        findings.push_back({{"code", f.code},
-                            {"severity", f.severity},
-                            {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
-                            {"tstate", addressOrNull(f.tstate)},
-                            {"message", f.message},
-                            {"sources", f.sources}});
+    for (const auto& f : report.findings) {
+        json finding = {{"code", f.code},
+                        {"severity", f.severity},
+                        {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
+                        {"tstate", addressOrNull(f.tstate)},
+                        {"message", f.message},
+                        {"sources", f.sources}};
+        if (!f.history.empty()) finding["history"] = historyJson(f);
+        findings.push_back(finding);
+    }
     out["findings"] = findings;
     if (!report.warnings.empty()) out["warnings"] = report.warnings;
     makeUtf8(out);

@@ -155,6 +155,7 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
         out << "\n" << wrap(shown(f.message), 96, "      ");
+        for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
     }
     out << "\n";
 }
@@ -313,7 +314,8 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
     bool frames = options.command != Command::Internals;
     for (const auto& rt : report.runtimes) {
         out << "CPython " << shown(rt.version) << (rt.layout.freeThreaded ? " (free-threaded build)" : "") << "  _PyRuntime "
-            << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source) << ")\n";
+            << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source)
+            << (rt.layout.dwarfCached ? ", answered by pytstates' cache" : "") << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
         if (greenlets) renderGreenletModule(out, report, *greenlets, options);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/history/history_log.h"
 #include "symbols/cpython/runtimes.h"
 #include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
@@ -93,6 +94,14 @@ struct Finding {
     uint64_t tstate = 0;
     std::string message;
     std::vector<std::string> sources;  // every per-thread pointer or record that names `tstate`
+    // From a recorded history (py-tstates-record, --history): the events of `tstate`'s last life,
+    // each with the TLS slot it was cached in (cached events), and those events in words.
+    struct HistoryEntry {
+        HistoryEvent event;
+        std::string source;  // "pybind11 key 2 (__pybind11_internals_v4_...)"; empty when not cached
+    };
+    std::vector<HistoryEntry> history;
+    std::vector<std::string> historyWords;  // one or two lines
 };
 
 // What a core's process died of, and which finding explains it.

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "commands/history/history_log.h"
 #include "commands/render.h"
 #include "symbols/target.h"
 
@@ -20,6 +22,9 @@ struct CommandRequest {
     bool useDwarf = true;
     bool native = false;  // every thread's whole native stack
     bool greenlets = false;  // every greenlet with its frames
+    // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
+    // the findings about one thread state.
+    std::shared_ptr<HistoryLog> history;
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;

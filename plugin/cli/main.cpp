@@ -1,9 +1,14 @@
 // The pytstates command line (CONTRACT.md): tstates | internals | check, on a core or a process.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -12,6 +17,8 @@
 #include "commands/run.h"
 #include "commands/version.h"
 #include "symbols/core/core_target.h"
+#include "symbols/elf/type_cache.h"
+#include "symbols/progress.h"
 #include "symbols/live/live_target.h"
 
 namespace {
@@ -35,10 +42,42 @@ struct Arguments {
     bool native = false;
     bool greenlets = false;
     bool offline = false;
+    bool noCache = false;
     int frames = 5;
+    std::string history;  // check: a history saved by py-tstates-record save
 };
 
-void tellStderr(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+// The progress line: shown on a terminal only, once a run has taken a second
+// (PYTSTATES_PROGRESS_AFTER_MS), overwritten in place and cleared before anything else is written.
+struct TerminalProgress {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::chrono::milliseconds after{1000};
+    bool shown = false;
+
+    void install() {
+        if (!isatty(STDERR_FILENO)) return;
+        if (const char* ms = std::getenv("PYTSTATES_PROGRESS_AFTER_MS")) after = std::chrono::milliseconds(std::atol(ms));
+        pytstates::setProgressSink([this](const std::string& line) {
+            if (std::chrono::steady_clock::now() - start < after) return;
+            std::string shownLine = line.size() > 100 ? line.substr(0, 97) + "..." : line;
+            std::fprintf(stderr, "\r%s\033[K", shownLine.c_str());
+            std::fflush(stderr);
+            shown = true;
+        });
+    }
+    void clear() {
+        if (!shown) return;
+        std::fprintf(stderr, "\r\033[K");
+        std::fflush(stderr);
+        shown = false;
+    }
+};
+TerminalProgress progressLine;
+
+void tellStderr(const std::string& line) {
+    progressLine.clear();
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 void addTargetOptions(CLI::App* cmd, Arguments& a) {
     auto* core = cmd->add_option("--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump)");
@@ -51,6 +90,7 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
+    cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
 }
 
 // Paths the user typed are relative to the working directory, like every tool's.
@@ -66,6 +106,7 @@ int run(pytstates::Command command, Arguments a) {
     a.exe = absolute(a.exe);
     a.sysroot = absolute(a.sysroot);
     for (auto& d : a.debugDirs) d = absolute(d);
+    if (a.noCache) disableTypeCache();
     if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
     CommandRequest request;
     request.command = command;
@@ -75,6 +116,17 @@ int run(pytstates::Command command, Arguments a) {
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
     request.greenlets = a.greenlets;
+    if (!a.history.empty()) {
+        std::ifstream in(a.history);
+        if (!in) throw std::runtime_error("cannot read the history file " + a.history);
+        std::stringstream text;
+        text << in.rdbuf();
+        try {
+            request.history = HistoryLog::fromJson(text.str());
+        } catch (const std::exception& e) {
+            throw std::runtime_error(a.history + ": " + e.what());
+        }
+    }
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;
@@ -88,6 +140,7 @@ int run(pytstates::Command command, Arguments a) {
         }
         CommandResult result = runCommand(target, request);
         target.resume();
+        progressLine.clear();
         printReadStats(target);
         if (result.status == 2) throw std::runtime_error(result.error);
         std::fwrite(result.output.data(), 1, result.output.size(), stdout);
@@ -108,6 +161,7 @@ int run(pytstates::Command command, Arguments a) {
             if (threads[i].lwp == lwp) return static_cast<int>(i + 1);
         return 0;
     });
+    progressLine.clear();
     printReadStats(target);
     if (result.status == 2) throw std::runtime_error(result.error);
     std::fwrite(result.output.data(), 1, result.output.size(), stdout);
@@ -135,6 +189,7 @@ int main(int argc, char** argv) try {
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_option("--history", args.history, "a thread-state history saved by py-tstates-record save (gdb, lldb)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -148,8 +203,10 @@ int main(int argc, char** argv) try {
     pytstates::Command command = pytstates::Command::Tstates;
     if (internals->parsed()) command = pytstates::Command::Internals;
     if (check->parsed()) command = pytstates::Command::Check;
+    progressLine.install();
     return run(command, args);
 } catch (const std::exception& e) {
+    progressLine.clear();
     std::fprintf(stderr, "pytstates: %s\n", e.what());
     return 2;
 } catch (...) {

@@ -11,10 +11,23 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
+# The suite's own Python and lldb (Debian 12: python3.11 and lldb-14; Debian 13: python3.13 and
+# lldb-19): the drivers run under the suite's /usr/bin/python3, and the lldb plugin is built for the
+# default lldb (/usr/bin/lldb, plugin/lldb/CMakeLists.txt).
+PYTHON_VERSION = "%d.%d" % sys.version_info[:2]
+PYTHON = "/usr/bin/python" + PYTHON_VERSION
+LIBPYTHON = "libpython%s.so.1.0" % PYTHON_VERSION
+LLDB = "lldb"
+
 READY_TIMEOUT = 60
+# Every test reads DWARF itself: answers cached per build-id by an earlier test (or an earlier run)
+# would leave the DWARF readers untested and make two reports of one program differ in
+# runtimes[].layout_cached. The cache has its own test (production_test.py layout-cache).
+os.environ.setdefault("PYTSTATES_NO_CACHE", "1")
 
 
 class ScenarioError(Exception):
