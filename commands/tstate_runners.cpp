@@ -105,6 +105,7 @@ std::string runnerEvidenceWords(const std::string& evidence) {
     if (evidence == "entry_frame") return "its interpreter frames are on that thread's stack";
     if (evidence == "register") return "a register of that thread holds it";
     if (evidence == "stack_word") return "a live frame of that thread holds it";
+    if (evidence == "maker_unverified") return "the thread that made it; its stack could not be read to verify";
     return evidence;
 }
 
@@ -223,6 +224,16 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             else if (row.currentTstate == rt.tstateCurrent) row.currentTstate = 0;
         }
         if (it != best.end()) it->second.depth = 0;  // the GIL holder's current state is its innermost
+    }
+
+    // A thread whose stack cannot be read (--no-stop: no registers) gives no evidence either way:
+    // its maker is taken for a state none placed, and said to be unverified.
+    std::set<int> unreadable;
+    for (const auto& t : target.threads())
+        if (!t.sp) unreadable.insert(t.lwp);
+    for (const auto& [tstate, layout] : layoutOf) {
+        auto maker = report.places[tstate].madeBy;
+        if (!best.count(tstate) && maker && unreadable.count(*maker)) best[tstate] = {*maker, "maker_unverified", 1 << 30, 6};
     }
 
     for (const auto& [tstate, c] : best) {
