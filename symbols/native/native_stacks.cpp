@@ -3,9 +3,12 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <unordered_map>
+#include <vector>
 
 #include "symbols/cpython/frames.h"
 #include "symbols/elf/elf_file.h"
@@ -345,18 +348,34 @@ struct NativeStacks::Impl {
     }
 
     // Several function symbols at one address (glibc's clone3 and __clone3): gdb shows the one
-    // whose name sorts last, so say the same.
+    // whose name sorts last, so say the same. Each module's function symbols are sorted by address
+    // once, not walked once per pc.
     std::string aliasDebuggersShow(Dwfl_Module* mod, GElf_Addr address, const char* found) {
+        auto it = functionsByAddress.find(mod);
+        if (it == functionsByAddress.end()) {
+            std::vector<std::pair<GElf_Addr, int>> functions;
+            int count = dwfl_module_getsymtab(mod);
+            for (int i = 1; i < count; ++i) {
+                GElf_Sym sym;
+                GElf_Addr addr = 0;
+                const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
+                if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC) functions.emplace_back(addr, i);
+            }
+            std::sort(functions.begin(), functions.end());
+            it = functionsByAddress.emplace(mod, std::move(functions)).first;
+        }
         std::string best = found;
-        int count = dwfl_module_getsymtab(mod);
-        for (int i = 1; i < count; ++i) {
+        const auto& functions = it->second;
+        for (auto f = std::lower_bound(functions.begin(), functions.end(), std::make_pair(address, 0));
+             f != functions.end() && f->first == address; ++f) {
             GElf_Sym sym;
             GElf_Addr addr = 0;
-            const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
-            if (name && addr == address && GELF_ST_TYPE(sym.st_info) == STT_FUNC && best < name) best = name;
+            const char* name = dwfl_module_getsym_info(mod, f->second, &sym, &addr, nullptr, nullptr, nullptr);
+            if (name && best < name) best = name;
         }
         return best;
     }
+    std::map<Dwfl_Module*, std::vector<std::pair<GElf_Addr, int>>> functionsByAddress;
 
     // withDwarf=false: the symbol tables only (cheap: no DWARF is loaded for it).
     const Symbolization& symbolize(uint64_t lookup, bool withDwarf = true) {
