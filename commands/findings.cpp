@@ -56,7 +56,14 @@ public:
 private:
     void add(const std::string& code, const std::string& severity, std::optional<int> lwp, uint64_t tstate, const std::string& message,
              std::vector<std::string> sources = {}) {
-        r_.findings.push_back({code, severity, lwp, tstate, message, std::move(sources)});
+        Finding f;
+        f.code = code;
+        f.severity = severity;
+        f.lwp = lwp;
+        f.tstate = tstate;
+        f.message = message;
+        f.sources = std::move(sources);
+        r_.findings.push_back(std::move(f));
     }
 
     // How many pybind11 internals records the interpreter holding this record holds.

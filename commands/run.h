@@ -20,6 +20,7 @@ struct CommandRequest {
     bool useDwarf = true;
     bool native = false;  // every thread's whole native stack
     bool greenlets = false;  // every greenlet with its frames
+    bool waits = true;       // what each thread waits for, deadlock and gil-held-while-blocked (--no-waits)
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;

@@ -35,6 +35,7 @@ struct Arguments {
     bool native = false;
     bool greenlets = false;
     bool offline = false;
+    bool noWaits = false;
     int frames = 5;
 };
 
@@ -75,6 +76,7 @@ int run(pytstates::Command command, Arguments a) {
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
     request.greenlets = a.greenlets;
+    request.waits = !a.noWaits;
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;
@@ -127,6 +129,7 @@ int main(int argc, char** argv) try {
     tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
@@ -135,6 +138,7 @@ int main(int argc, char** argv) try {
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

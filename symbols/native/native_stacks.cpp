@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -158,6 +159,7 @@ struct NativeStacks::Impl {
     Dwfl* dwfl = nullptr;
     const OsThread* current = nullptr;
     size_t registersDepth = 0;
+    size_t physicalLimit = kMaxPhysicalFrames;  // unwind no deeper than the caller will look
     std::vector<RawFrame>* frames = nullptr;
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
@@ -217,7 +219,7 @@ struct NativeStacks::Impl {
             }
         }
         self->frames->push_back(std::move(f));
-        return self->frames->size() >= kMaxPhysicalFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
+        return self->frames->size() >= self->physicalLimit ? DWARF_CB_ABORT : DWARF_CB_OK;
     }
 
     // What physical frame i holds: its DWARF parameters (and those of the calls inlined at its
@@ -486,11 +488,15 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     d.current = &thread;
     d.frames = &raw;
     d.registersDepth = valuesDepth ? valuesDepth + 1 : 0;  // the caller's registers too (entry values, CFA)
+    // Every physical frame gives at least one frame: deeper ones would not be shown. One more than
+    // asked, so that the caller of the last one is known (entry values, tail calls).
+    // Whole stacks (the crash, --native) keep the 1024 bound and its word.
+    d.physicalLimit = maxFrames >= 256 ? kMaxPhysicalFrames : std::min(kMaxPhysicalFrames, std::max(maxFrames, valuesDepth + 2) + 1);
     int status = dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     std::string error = status == -1 ? dwfl_errmsg(-1) : "";
     d.current = nullptr;
     d.frames = nullptr;
-    if (raw.size() >= kMaxPhysicalFrames) stack.end = "more than " + std::to_string(kMaxPhysicalFrames) + " frames: the rest is not shown";
+    if (raw.size() >= kMaxPhysicalFrames && d.physicalLimit == kMaxPhysicalFrames) stack.end = "more than " + std::to_string(kMaxPhysicalFrames) + " frames: the rest is not shown";
     else if (!error.empty() && !raw.empty()) {
         // libdwfl reports the end of some stacks as an error: only a frame in a module without
         // a file, or an unreadable stack, is worth a word.
