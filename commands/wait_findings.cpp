@@ -91,11 +91,19 @@ void addWaitFindings(Report& report) {
             chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(lwp) + " " + waitWords(b.kind, b.object, b.call) +
                      " held by LWP " + std::to_string(*b.heldBy);
         }
-        bool gil = std::any_of(f.cycle.begin(), f.cycle.end(), [](const CycleStep& s) { return s.waitsFor == WaitKind::Gil; });
-        f.message = std::to_string(cycle.size()) + " thread" + (cycle.size() == 1 ? "" : "s") + " wait for each other for ever: " + chain +
-                    (gil ? " (a lock taken while holding the GIL, by a thread that another thread needs the GIL to let go of: release the GIL "
-                           "before taking the lock, e.g. py::gil_scoped_release, or take them in one order everywhere)"
-                         : " (locks taken in opposite orders: take them in one order everywhere)");
+        const CycleStep* holder = nullptr;
+        for (const auto& s : f.cycle)
+            if (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil) holder = &s;
+        f.message = std::to_string(cycle.size()) + " threads wait for each other for ever: " + chain + ". ";
+        if (holder) {
+            const ThreadRow* row = rows[holder->lwp];
+            f.message += "LWP " + std::to_string(holder->lwp) + " holds the GIL while it " +
+                         waitWords(holder->waitsFor, holder->object, row->blockedOn->call) +
+                         ": release the GIL before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS), or take the GIL "
+                         "and the other locks in one order everywhere";
+        } else {
+            f.message += "The locks are taken in opposite orders: take them in one order everywhere";
+        }
         report.findings.push_back(std::move(f));
     }
 

@@ -11,6 +11,8 @@ namespace {
 // variable under take_gil under PyEval_RestoreThread under gil_scoped_acquire, with inlined calls,
 // then the caller.
 constexpr size_t kWaitFrames = 28;
+// Most waits show within this many frames: unwound deeper only when they do not.
+constexpr size_t kFirstFrames = 10;
 
 bool isRuntimeModule(const std::string& module) {
     auto slash = module.rfind('/');
@@ -22,10 +24,10 @@ bool isRuntimeModule(const std::string& module) {
 
 // The first frame that waits for its own reasons, not inside the lock's machinery: outside glibc,
 // libstdc++ and libpython, not std::'s or pybind11's lock wrappers.
-std::optional<size_t> callerFrame(const std::vector<NativeFrame>& frames, size_t from) {
+std::optional<size_t> callerFrame(const std::vector<NativeFrame>& frames, size_t from, const std::set<std::string>& cpython) {
     for (size_t i = from; i < frames.size(); ++i) {
         const NativeFrame& f = frames[i];
-        if (isRuntimeModule(f.module)) continue;
+        if (isRuntimeModule(f.module) || cpython.count(f.module) || waitFunction(f.function).kind != WaitKind::None) continue;
         const std::string& fn = f.function;
         if (fn.empty() || fn.rfind("std::", 0) == 0 || fn.rfind("__gthread", 0) == 0 || fn.rfind("pybind11::", 0) == 0) continue;
         return i;
@@ -46,7 +48,7 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
         WaitFunction w = waitFunction(frames[i].function);
         // Dropping the GIL (3.x's forced switch waits for another thread to take it): no owner.
-        if (frames[i].function == "drop_gil") return Classified{{WaitKind::Condition, true, {}}, i};
+        if (bareFunctionName(frames[i].function) == "drop_gil") return Classified{{WaitKind::Condition, true, {}}, i};
         if (w.kind == WaitKind::None) {
             // take_gil inlined with no DWARF to show it: the function that takes the GIL for us.
             if (weak && takesGil(frames[i].function)) return Classified{{WaitKind::Gil, false, {}}, i};
@@ -106,6 +108,26 @@ public:
             lwpOfPthread_[t.pthread] = t.lwp;
             lwps_.insert(t.lwp);
         }
+        // CPython's own module (libpython, or the executable it is linked into): its frames are
+        // the interpreter's, not the code that waits.
+        // Per thread state, once: a thousand threads must not each walk every list.
+        for (const auto& rt : report.runtimes)
+            for (const auto& interp : rt.interpreters) {
+                if (!mainInterp_ && interp.main) mainInterp_ = &interp;
+                for (const auto& ts : interp.tstates) {
+                    interpOfTstate_[ts.address] = &interp;
+                    auto lwp = report.lwpFor(ts.address);
+                    if (!lwp) continue;
+                    runtimeOfLwp_.emplace(*lwp, &rt);
+                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, ts.frames.front());
+                }
+            }
+        for (const auto& rt : report.runtimes) {
+            cpythonModules_.insert(rt.modulePath);
+            for (const auto& interp : rt.interpreters)
+                if (interp.gilKnown && interp.gilHolder)
+                    if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders_.insert(*lwp);
+        }
     }
 
     void run() {
@@ -121,27 +143,53 @@ public:
 private:
     BlockedOn readOne(const OsThread& thread, const ThreadRow& row) {
         BlockedOn b;
-        // The innermost frame first, from the symbol tables: a thread running its own code
-        // (not in glibc, not waiting) needs no unwind.
+        // The innermost frame first, from the symbol tables: a thread whose innermost function
+        // is no wait function runs (its own code, or the interpreter's) and needs no unwind.
         auto top = stacks_.top(thread);
-        if (!top.empty() && !isRuntimeModule(top.back().module) && waitFunction(top.back().function).kind == WaitKind::None &&
-            !top.back().module.empty())
+        if (!top.empty() && !top.front().function.empty() && waitFunction(top.front().function).kind == WaitKind::None)
             return b;
-        NativeStack stack = stacks_.unwind(thread, kWaitFrames);
+        // Named from the symbol tables first (cheap for a thousand threads), as deep as the wait shows.
+        size_t depth = kFirstFrames;
+        NativeStack stack = stacks_.unwind(thread, depth, 0, false);
         auto found = classify(stack.frames);
+        if (stack.frames.size() >= depth && (!found || found->wait.weak)) {
+            depth = kWaitFrames;
+            stack = stacks_.unwind(thread, depth, 0, false);
+            found = classify(stack.frames);
+        }
         if (!found) return b;
+        // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
+        // The symbol tables' stack has one frame per physical frame: the wait function's values
+        // (its parameters) come from that many physical frames, and the next (its caller's).
+        size_t valuesFrame = found->frame;
+        bool rlock = false;
+        for (size_t i = 0; i < stack.frames.size(); ++i)
+            if (bareFunctionName(stack.frames[i].function) == "rlock_acquire") {
+                rlock = true;
+                valuesFrame = i;
+                break;
+            }
+        bool owned = found->wait.kind == WaitKind::Mutex || found->wait.kind == WaitKind::Rwlock ||
+                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && rlock);
+        // The threads a hang is made of (an owner to find, the GIL's holder) or --native: again with
+        // DWARF, for inlined calls, source lines and the wait function's parameters; the frame
+        // indexes are then those of --native.
+        // A condition variable waited on from CPython's own code may be take_gil inlined out of
+        // the symbol tables' sight.
+        bool inCpython = found->wait.weak && found->frame + 1 < stack.frames.size() &&
+                         cpythonModules_.count(stack.frames[found->frame + 1].module);
+        if (owned || inCpython || found->wait.kind == WaitKind::Gil || gilHolders_.count(row.lwp) || options_.native) {
+            NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
+            if (auto again = classify(detailed.frames)) {
+                stack = std::move(detailed);
+                found = again;
+            }
+        }
         b.kind = found->wait.kind;
         b.function = stack.frames[found->frame].function;
         b.frame = found->frame;
         b.call = found->wait.call;
-        if (b.kind == WaitKind::Mutex || b.kind == WaitKind::Rwlock || b.kind == WaitKind::Join || b.kind == WaitKind::PythonLock) {
-            // The values of the frames down to the wait function's: its parameters.
-            size_t physical = 0;
-            for (size_t i = 0; i <= found->frame && i < stack.frames.size(); ++i)
-                if (!stack.frames[i].inlined) ++physical;
-            stack = stacks_.unwind(thread, kWaitFrames, physical + 1);
-        }
-        if (auto caller = callerFrame(stack.frames, found->frame + 1)) b.at = stack.frames[*caller];
+        if (auto caller = callerFrame(stack.frames, found->frame + 1, cpythonModules_)) b.at = stack.frames[*caller];
         b.pythonAt = pythonFrameOf(row.lwp);
         switch (b.kind) {
             case WaitKind::Gil: gil(row, b); break;
@@ -155,23 +203,18 @@ private:
     }
 
     std::optional<PyFrame> pythonFrameOf(int lwp) const {
-        for (const auto& rt : r_.runtimes)
-            for (const auto& interp : rt.interpreters)
-                for (const auto& ts : interp.tstates)
-                    if (!ts.frames.empty() && r_.lwpFor(ts.address) == lwp) return ts.frames.front();
-        return std::nullopt;
+        auto it = pythonTop_.find(lwp);
+        if (it == pythonTop_.end()) return std::nullopt;
+        return it->second;
     }
 
     // The interpreter this thread runs in: its current thread state's, else the main one.
     const Interpreter* interpreterOf(const ThreadRow& row) const {
-        const Interpreter* main = nullptr;
-        for (const auto& rt : r_.runtimes)
-            for (const auto& interp : rt.interpreters) {
-                if (!main && interp.main) main = &interp;
-                for (const auto& ts : interp.tstates)
-                    if (ts.address == row.currentTstate || ts.address == row.autotssTstate) return &interp;
-            }
-        return main;
+        for (uint64_t ts : {row.currentTstate, row.autotssTstate}) {
+            auto it = interpOfTstate_.find(ts);
+            if (ts && it != interpOfTstate_.end()) return it->second;
+        }
+        return mainInterp_;
     }
 
     void gil(const ThreadRow& row, BlockedOn& b) {
@@ -256,7 +299,7 @@ private:
     void pythonLock(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, BlockedOn& b) {
         // threading.RLock: rlock_acquire's self records the owner.
         for (size_t i = index; i < frames.size(); ++i) {
-            if (frames[i].function != "rlock_acquire") continue;
+            if (bareFunctionName(frames[i].function) != "rlock_acquire") continue;
             b.function = "rlock_acquire";
             b.frame = i;
             auto self = parameter(frames[i], {"self"});
@@ -280,15 +323,12 @@ private:
             else b.note = "the RLock's owner " + hexAddress(*owner) + " is not a thread of this process";
             return;
         }
-        if (auto lock = objectOf(frames, index, {"lock"}, false, target_.arch())) b.object = *lock;
         b.note = "a Lock or PyMutex: held, its owner is not recorded";
     }
 
     const Runtime* runtimeOf(const ThreadRow& row) const {
-        for (const auto& rt : r_.runtimes)
-            for (const auto& interp : rt.interpreters)
-                for (const auto& ts : interp.tstates)
-                    if (r_.lwpFor(ts.address) == row.lwp) return &rt;
+        auto it = runtimeOfLwp_.find(row.lwp);
+        if (it != runtimeOfLwp_.end()) return it->second;
         return r_.runtimes.empty() ? nullptr : &r_.runtimes.front();
     }
 
@@ -298,6 +338,12 @@ private:
     Report& r_;
     std::map<uint64_t, int> lwpOfPthread_;
     std::set<int> lwps_;
+    std::set<std::string> cpythonModules_;
+    std::set<int> gilHolders_;
+    std::map<int, PyFrame> pythonTop_;                  // LWP -> its innermost Python frame
+    std::map<uint64_t, const Interpreter*> interpOfTstate_;
+    std::map<int, const Runtime*> runtimeOfLwp_;
+    const Interpreter* mainInterp_ = nullptr;
     std::optional<LockLayout> glibc_;
 };
 

@@ -163,6 +163,7 @@ struct NativeStacks::Impl {
     std::vector<RawFrame>* frames = nullptr;
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
+    std::unordered_map<Dwfl_Module*, std::unordered_map<GElf_Addr, std::string>> lastAlias;  // per address, the name that sorts last
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
 
     Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
@@ -345,15 +346,24 @@ struct NativeStacks::Impl {
 
     // Several function symbols at one address (glibc's clone3 and __clone3): gdb shows the one
     // whose name sorts last, so say the same.
+    // The symbol table is read once per module (a big one has 100,000 symbols).
     std::string aliasDebuggersShow(Dwfl_Module* mod, GElf_Addr address, const char* found) {
-        std::string best = found;
-        int count = dwfl_module_getsymtab(mod);
-        for (int i = 1; i < count; ++i) {
-            GElf_Sym sym;
-            GElf_Addr addr = 0;
-            const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
-            if (name && addr == address && GELF_ST_TYPE(sym.st_info) == STT_FUNC && best < name) best = name;
+        auto& last = lastAlias[mod];
+        if (last.empty()) {
+            int count = dwfl_module_getsymtab(mod);
+            for (int i = 1; i < count; ++i) {
+                GElf_Sym sym;
+                GElf_Addr addr = 0;
+                const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
+                if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+                auto& best = last[addr];
+                if (best < name) best = name;
+            }
+            last[0];  // read, even when it holds no function
         }
+        std::string best = found;
+        auto it = last.find(address);
+        if (it != last.end() && best < it->second) best = it->second;
         return best;
     }
 
@@ -472,7 +482,7 @@ std::vector<NativeFrame> NativeStacks::top(const OsThread& thread) {
     return out;
 }
 
-NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth) {
+NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf) {
     NativeStack stack;
     stack.lwp = thread.lwp;
     if (!unavailable_.empty()) {
@@ -500,7 +510,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     else if (!error.empty() && !raw.empty()) {
         // libdwfl reports the end of some stacks as an error: only a frame in a module without
         // a file, or an unreadable stack, is worth a word.
-        const Symbolization& last = d.symbolize(raw.back().activation ? raw.back().pc : raw.back().pc - 1);
+        const Symbolization& last = d.symbolize(raw.back().activation ? raw.back().pc : raw.back().pc - 1, dwarf);
         if (!last.module) stack.end = "the stack continues in memory that belongs to no known module (" + error + ")";
         else if (!last.module->elf) stack.end = "the stack continues in " + last.module->path + ", whose file is not at hand";
     } else if (raw.empty()) {
@@ -511,7 +521,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     for (size_t i = 0; i < raw.size() && stack.frames.size() < maxFrames; ++i) {
         const RawFrame& r = raw[i];
         uint64_t lookup = r.activation ? r.pc : r.pc - 1;
-        const Symbolization& s = d.symbolize(lookup);
+        const Symbolization& s = d.symbolize(lookup, dwarf);
         if (s.module && !s.module->elf && i + 1 < raw.size() && blind.empty()) blind = s.module->path;
         size_t firstOfFrame = stack.frames.size();
         for (const auto& f : s.chain) {
@@ -519,7 +529,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
             stack.frames.push_back(frameOf(s, f, r.pc, r.activation));
         }
         if (i < valuesDepth) d.addValues(raw, i, s, stack.frames, firstOfFrame);
-        if (i + 1 < raw.size())
+        if (dwarf && i + 1 < raw.size())
             for (auto& tail : d.tailCall(s, raw[i + 1]))
                 if (stack.frames.size() < maxFrames) stack.frames.push_back(tail);
     }

@@ -60,7 +60,9 @@ public:
 
     // The thread's stack, at most maxFrames frames. For the first valuesDepth physical frames,
     // the values each holds (FrameValue).
-    NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0);
+    // dwarf=false: functions named from the symbol tables only (no inlined calls, lines or tail
+    // calls): the cheap look at many threads.
+    NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0, bool dwarf = true);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
 

@@ -26,6 +26,9 @@ namespace {
 // "__poll_chk", "__clock_nanosleep_time64". The bare name: no leading underscores, no "GI_" or
 // "libc_" prefix, no "_time64" suffix.
 std::string bare(std::string name) {
+    // GCC's clones: "rlock_acquire.lto_priv.0", "__new_sem_wait_slow64.constprop.0", "f.isra.0".
+    size_t dot = name.find('.');
+    if (dot != std::string::npos && dot > 0) name.erase(dot);
     for (bool again = true; again;) {
         again = false;
         size_t u = name.find_first_not_of('_');
@@ -53,6 +56,8 @@ const std::set<std::string>& syscalls() {
 }
 
 }  // namespace
+
+std::string bareFunctionName(const std::string& function) { return bare(function); }
 
 WaitFunction waitFunction(const std::string& function) {
     WaitFunction w;

@@ -24,6 +24,10 @@ struct WaitFunction {
 // function as the unwinder gives it (glibc's internal aliases, "__GI___poll", included).
 WaitFunction waitFunction(const std::string& function);
 
+// The name without glibc's alias prefixes ("__GI___", "__libc_") and GCC's clone suffixes
+// (".lto_priv.0", ".constprop.0"): "__GI___poll" -> "poll", "rlock_acquire.lto_priv.0" -> "rlock_acquire".
+std::string bareFunctionName(const std::string& function);
+
 // A function that takes the GIL for its caller: the frame to show when take_gil itself was
 // inlined away (PyEval_RestoreThread, PyGILState_Ensure, ...).
 bool takesGil(const std::string& function);
