@@ -1,4 +1,5 @@
 #include "commands/findings.h"
+#include "commands/tstate_runners.h"
 
 #include "symbols/pybind11/internals_id.h"
 
@@ -17,7 +18,8 @@ struct KnownTstate {
     size_t runtime = 0;
     uint64_t interp = 0;
     int64_t interpId = 0;
-    std::optional<int> lwp;
+    std::optional<int> lwp;    // the thread that runs it; none: parked
+    std::optional<int> madeBy; // the thread that made it, when it exists
 };
 
 // One per-thread pointer and where it came from.
@@ -37,7 +39,7 @@ public:
     Checker(const Target& target, Report& report) : target_(target), r_(report) {
         for (size_t i = 0; i < r_.runtimes.size(); ++i)
             for (const auto& interp : r_.runtimes[i].interpreters)
-                for (const auto& ts : interp.tstates) known_[ts.address] = {i, interp.address, interp.id, r_.lwpFor(ts.address)};
+                for (const auto& ts : interp.tstates) known_[ts.address] = {i, interp.address, interp.id, r_.lwpFor(ts.address), r_.makerFor(ts.address)};
         collectPointers();
     }
 
@@ -253,15 +255,20 @@ private:
         for (const auto& [tstate, byThread] : holders) {
             const KnownTstate& known = known_.at(tstate);
             for (const auto& [lwp, sources] : byThread) {
-                if (known.lwp && *known.lwp == lwp) continue;
+                // Only a state another thread runs now is foreign: a parked one may be handed
+                // to this thread next (uWSGI swaps states made on its main thread into workers).
+                if (!known.lwp || *known.lwp == lwp) continue;
                 std::string named;
                 for (size_t i = 0; i < sources.size(); ++i)
                     named += (i == 0 ? "" : i + 1 == sources.size() ? " and " : ", ") + sources[i];
+                std::vector<std::string> all = sources;
+                all.push_back("the stack of LWP " + std::to_string(*known.lwp) + " (" + runnerEvidenceWords(r_.places.at(tstate).evidence) + ")");
                 add("foreign-tstate", "error", lwp, tstate,
                     "LWP " + std::to_string(lwp) + ": " + named + (sources.size() == 1 ? " names " : " name ") + hexAddress(tstate) +
-                        ", the thread state of " + lwpWords(known.lwp) + " (interpreter " + std::to_string(known.interpId) +
+                        ", the thread state LWP " + std::to_string(*known.lwp) + " runs (interpreter " + std::to_string(known.interpId) +
+                        "; " + runnerEvidenceWords(r_.places.at(tstate).evidence) +
                         "). Likely cause: a thread state handed between threads (a coroutine or fiber resumed on another thread, or a pointer cached across threads).",
-                    sources);
+                    all);
             }
             if (byThread.size() < 2) continue;
             std::string list;
@@ -277,6 +284,9 @@ private:
         }
     }
 
+    // Two sources of one thread disagree by mistake only about one interpreter: each interpreter
+    // has its own thread states, and PyGILState's slot keeps the state of one interpreter while
+    // the thread runs another's (mod_wsgi's application groups, uWSGI's mounted apps).
     void checkMismatch() {
         std::map<int, std::vector<const Pointer*>> byThread;
         for (const auto& p : pointers_)
@@ -284,15 +294,46 @@ private:
         for (const auto& [lwp, ptrs] : byThread) {
             std::string running = runsPython(lwp);
             if (running.empty()) continue;
-            for (size_t i = 0; i < ptrs.size(); ++i)
+            const Pointer* mismatchA = nullptr;
+            const Pointer* mismatchB = nullptr;
+            const Pointer* otherInterp = nullptr;  // PyGILState's slot naming a state of another interpreter
+            const Pointer* current = nullptr;
+            for (const auto* p : ptrs)
+                if (p->kind == Pointer::Kind::Current) current = p;
+            for (size_t i = 0; i < ptrs.size() && !mismatchA; ++i)
                 for (size_t j = i + 1; j < ptrs.size(); ++j) {
                     if (ptrs[i]->tstate == ptrs[j]->tstate) continue;
-                    add("tls-mismatch", "error", lwp, ptrs[j]->tstate,
-                        "LWP " + std::to_string(lwp) + " " + running + " but " + ptrs[i]->source + " names " + hexAddress(ptrs[i]->tstate) +
-                            " while " + ptrs[j]->source + " names " + hexAddress(ptrs[j]->tstate) +
-                            ". Likely cause: a thread-state swap (PyThreadState_Swap, a coroutine switch) that did not update every cache.");
-                    return;
+                    if (known_.at(ptrs[i]->tstate).interp != known_.at(ptrs[j]->tstate).interp) {
+                        if (current && (ptrs[i] == current || ptrs[j] == current)) {
+                            const Pointer* other = ptrs[i] == current ? ptrs[j] : ptrs[i];
+                            if (other->kind == Pointer::Kind::AutoTss) otherInterp = other;
+                        }
+                        continue;
+                    }
+                    mismatchA = ptrs[i];
+                    mismatchB = ptrs[j];
+                    break;
                 }
+            if (mismatchA) {
+                const KnownTstate& k = known_.at(mismatchA->tstate);
+                add("tls-mismatch", "error", lwp, mismatchB->tstate,
+                    "LWP " + std::to_string(lwp) + " " + running + " but " + mismatchA->source + " names " + hexAddress(mismatchA->tstate) +
+                        " while " + mismatchB->source + " names " + hexAddress(mismatchB->tstate) + ", two thread states of interpreter " +
+                        std::to_string(k.interpId) +
+                        ". Likely cause: a thread-state swap (PyThreadState_Swap, a coroutine switch) that did not update every cache.",
+                    {mismatchA->source, mismatchB->source});
+            } else if (otherInterp && current) {
+                const KnownTstate& cur = known_.at(current->tstate);
+                const KnownTstate& gil = known_.at(otherInterp->tstate);
+                add("gilstate-other-interpreter", "info", lwp, otherInterp->tstate,
+                    "LWP " + std::to_string(lwp) + " " + running + " with thread state " + hexAddress(current->tstate) + " of interpreter " +
+                        std::to_string(cur.interpId) + " while " + otherInterp->source + " names " + hexAddress(otherInterp->tstate) +
+                        ", a thread state of interpreter " + std::to_string(gil.interpId) +
+                        ": PyGILState keeps one thread state per thread, and a state of another interpreter swapped in "
+                        "(PyEval_AcquireThread, PyThreadState_Swap) leaves it as it was. Not an error; PyGILState_Ensure on this thread "
+                        "now would use interpreter " + std::to_string(gil.interpId) + ".",
+                    {current->source, otherInterp->source});
+            }
         }
     }
 
@@ -323,10 +364,10 @@ private:
                             ", which is in no thread list; " + secondLook(interp.gilHolder, i).words +
                             ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
                         sources);
-                else if (!it->second.lwp)
+                else if (!it->second.lwp && !it->second.madeBy)
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
-                            " whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
+                            " which runs on no thread and whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
                         sources);
             }
     }
@@ -335,7 +376,10 @@ private:
         for (const auto& rt : r_.runtimes)
             for (const auto& interp : rt.interpreters)
                 for (const auto& ts : interp.tstates) {
-                    if (r_.lwpFor(ts.address)) continue;
+                    // A state its maker left behind: running nowhere, its maker gone. One made
+                    // before a fork was the parent's to keep; the child may hand it out.
+                    const TstatePlace& place = r_.places.at(ts.address);
+                    if (place.lwp || place.madeBy || place.madeBeforeFork) continue;
                     std::string msg = "thread state " + hexAddress(ts.address) + " (" + (ts.id ? "id " + std::to_string(*ts.id) + ", " : "") +
                                       "interpreter " + std::to_string(interp.id) + ") ";
                     if (!ts.threadId)
@@ -343,7 +387,8 @@ private:
                     else
                         msg += "belongs to pthread " + hexAddress(ts.threadId) +
                                ", which no longer exists: the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a new thread that reuses the address gets it back through stale TLS.";
-                    add("orphan-tstate", "warning", std::nullopt, ts.address, msg);
+                    add("orphan-tstate", "warning", std::nullopt, ts.address, msg,
+                        {"the thread list of interpreter " + std::to_string(interp.id)});
                 }
     }
 
@@ -374,7 +419,7 @@ private:
                     std::string msg = who + " will resume in frame " + hexAddress(g.savedFrame);
                     if (!g.frames.empty()) msg += " (" + g.frames.front().function + ")";
                     msg += ", which is also on the live frame stack of thread state " + hexAddress(g.savedFrameOnTstate);
-                    msg += " (" + lwpWords(owner) + "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread "
+                    msg += " (" + (owner ? "run by LWP " + std::to_string(*owner) : std::string("parked: run by no thread")) + "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread "
                            "state's frame pointer (C code switching stacks behind greenlet's back), or a greenlet resumed on another thread.";
                     add("greenlet-frame-on-thread", "error", lwp, g.savedFrameOnTstate, msg,
                         {source, "thread state " + hexAddress(g.savedFrameOnTstate) + "'s current frame stack"});
@@ -392,10 +437,15 @@ private:
                 add("internals-istate-mismatch", "error", std::nullopt, 0,
                     "pybind11 internals " + rec.id.raw + " at " + hexAddress(rec.address) + " lives in the " + rec.dictName +
                         " of interpreter " + hexAddress(rec.interpreter) + " but its istate is " + hexAddress(rec.istate) +
-                        ". Likely cause: the record was created under another interpreter (a sub-interpreter sharing builtins, or a stale record after re-initialisation).");
+                        ". Likely cause: the record was created under another interpreter (a sub-interpreter sharing builtins, or a stale record after re-initialisation).",
+                    {"pybind11 internals " + rec.id.raw + " at " + hexAddress(rec.address)});
         }
         for (const auto& [interp, views] : byInterp)
-            if (views.size() >= 2) add("internals-split", "warning", std::nullopt, 0, splitMessage(interp, views));
+            if (views.size() >= 2) {
+                std::vector<std::string> sources;
+                for (const auto* v : views) sources.push_back("pybind11 internals " + v->record.id.raw);
+                add("internals-split", "warning", std::nullopt, 0, splitMessage(interp, views), sources);
+            }
     }
 
     // Every record with its key and users, then what separates each pair and what would merge
@@ -461,6 +511,7 @@ void addRuntimeFindings(Report& report) {
         f.message += " " + rt.modulePath + " (" + rt.version + ", _PyRuntime " + hexAddress(rt.address);
         if (rt.autoTssKey) f.message += ", autoTSSkey pthread key " + std::to_string(*rt.autoTssKey);
         f.message += ")";
+        f.sources.push_back("_PyRuntime " + hexAddress(rt.address) + " in " + rt.modulePath);
     }
     std::map<uint32_t, int> keyUse;
     for (const auto& rt : report.runtimes)

@@ -1,5 +1,6 @@
 #include "commands/native_report.h"
 
+#include <map>
 #include <set>
 
 #include "symbols/cpython/frames.h"
@@ -13,17 +14,19 @@ constexpr size_t kCrashValueFrames = 10;  // physical frames of the crashing thr
 constexpr size_t kExplainFrames = 12;     // frames looked at for a finding's pointer
 constexpr size_t kMaxMessage = 512;
 
-// The Python stack that runs on a thread: its thread state with frames; with several (a thread
-// that entered more than one interpreter), the one CPython holds as current.
-const std::vector<PyFrame>* pythonStackOf(const Report& report, const std::vector<Runtime>& python, const ThreadRow& row) {
-    const std::vector<PyFrame>* chosen = nullptr;
+// The Python stack that runs on a thread: the frames of every thread state it runs, innermost
+// state first (a state swapped in inside another's call runs in the inner eval-loop frames).
+std::vector<PyFrame> pythonStackOf(const Report& report, const std::vector<Runtime>& python, const ThreadRow& row) {
+    std::map<uint64_t, const std::vector<PyFrame>*> framesOf;
     for (const auto& rt : python)
         for (const auto& interp : rt.interpreters)
-            for (const auto& ts : interp.tstates) {
-                if (ts.frames.empty() || report.lwpFor(ts.address) != row.lwp) continue;
-                if (!chosen || ts.address == row.currentTstate) chosen = &ts.frames;
-            }
-    return chosen;
+            for (const auto& ts : interp.tstates) framesOf[ts.address] = &ts.frames;
+    std::vector<PyFrame> out;
+    for (uint64_t ts : report.tstatesOn(row.lwp)) {
+        auto it = framesOf.find(ts);
+        if (it != framesOf.end()) out.insert(out.end(), it->second->begin(), it->second->end());
+    }
+    return out;
 }
 
 // Gives each eval-loop frame the Python frames it runs: from the innermost Python frame outwards,
@@ -60,8 +63,8 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
         }
         NativeStack stack = stacks.unwind(*thread, kMaxNativeFrames, crashed ? kCrashValueFrames : 0);
         if (options.native)
-            if (const auto* py = pythonStackOf(report, python, row))
-                if (size_t left = mergePython(stack.frames, *py))
+            if (auto py = pythonStackOf(report, python, row); !py.empty())
+                if (size_t left = mergePython(stack.frames, py))
                     stack.end += (stack.end.empty() ? "" : "; ") + std::to_string(left) +
                                  " Python frame(s) could not be placed: no frame of this stack is named _PyEval_EvalFrameDefault"
                                  " (where the eval loop's code has no symbol at hand, its debug symbols name it)";

@@ -212,6 +212,15 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                           {"native_thread_id", ts.nativeThreadId ? json(*ts.nativeThreadId) : json(nullptr)},
                           {"lwp", lwp ? json(*lwp) : json(nullptr)},
                           {"holds_gil", interp.gilKnown && interp.gilHolder == ts.address}};
+                auto place = report.places.find(ts.address);
+                if (place != report.places.end()) {
+                    const TstatePlace& p = place->second;
+                    t["parked"] = !p.lwp;
+                    if (p.lwp) t["lwp_evidence"] = p.evidence;
+                    // made_by_lwp only where the maker is not the runner; null: no such thread.
+                    if (p.madeBy != p.lwp || (!p.madeBy && !p.lwp)) t["made_by_lwp"] = p.madeBy ? json(*p.madeBy) : json(nullptr);
+                    if (p.madeBeforeFork) t["made_before_fork"] = true;
+                }
                 if (!ts.note.empty()) t["note"] = ts.note;
                 if (ts.state) t["state"] = threadStateWords(*ts.state);
                 if (withFrames) {
@@ -240,6 +249,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                   {"module", rt.modulePath},
                   {"version", rt.version},
                   {"layout", rt.layout.source},
+                  {"layout_cached", rt.layout.dwarfCached},
                   {"free_threaded", rt.layout.freeThreaded},
                   {"layout_sources", rt.layout.sources},
                   {"interpreters", interps}};
@@ -255,6 +265,9 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                     {"pthread", hexAddress(t.pthread)},
                     {"current_tstate", addressOrNull(t.currentTstate)},
                     {"autotss_tstate", addressOrNull(t.autotssTstate)}};
+        json runs = json::array();  // the thread states running on it, innermost first
+        for (uint64_t ts : report.tstatesOn(t.lwp)) runs.push_back(hexAddress(ts));
+        row["tstates"] = runs;
         if (t.namespaceLwp) row["namespace_lwp"] = t.namespaceLwp;
         if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
         if (t.autotssThreadLocal) row["autotss_source"] = "_Py_tss_gilstate";

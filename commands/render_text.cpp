@@ -161,17 +161,23 @@ std::string heldByWords(const std::optional<int>& heldBy) {
 void renderHang(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     std::map<int, const ThreadRow*> rows;
     for (const auto& t : report.threads) rows[t.lwp] = &t;
+    std::set<int> gilHolders;
+    for (const auto& rt : report.runtimes)
+        for (const auto& interp : rt.interpreters)
+            if (interp.gilKnown && interp.gilHolder)
+                if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders.insert(*lwp);
     bool any = false;
     for (const auto& f : report.findings) {
         if (f.code == "deadlock") {
             any = true;
-            out << "HANG  deadlock: " << f.cycle.size() << " thread" << (f.cycle.size() == 1 ? "" : "s") << " wait for each other\n";
+            out << "HANG  deadlock: " << (f.cycle.size() == 1 ? std::string("1 thread waits for itself") : std::to_string(f.cycle.size()) + " threads wait for each other") << "\n";
             for (size_t i = 0; i < f.cycle.size(); ++i) {
                 const CycleStep& s = f.cycle[i];
                 const ThreadRow* row = rows.count(s.lwp) ? rows[s.lwp] : nullptr;
                 std::string call = row && row->blockedOn ? row->blockedOn->call : "";
-                out << "  " << (i ? "-> " : "   ") << threadLabel(report, s.lwp, options) << "  " << waitWords(s.waitsFor, s.object, call)
-                    << heldByWords(s.heldBy) << "\n";
+                out << "  " << (i ? "-> " : "   ") << threadLabel(report, s.lwp, options) << "  "
+                    << (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil ? "holds the GIL, " : "")
+                    << waitWords(s.waitsFor, s.object, call) << heldByWords(s.heldBy) << "\n";
                 std::string at = waitAt(s.at, s.pythonAt);
                 if (!at.empty()) out << "         " << at << "\n";
             }
@@ -256,7 +262,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
                 auto owner = report.lwpFor(v.tstate);
                 out << "        LWP " << pad(std::to_string(v.lwp), 8) << hexAddress(v.tstate);
                 if (!report.listed(v.tstate)) out << "  NOT IN ANY THREAD LIST";
-                else if (owner && *owner != v.lwp) out << "  belongs to LWP " << *owner;
+                else if (owner && *owner != v.lwp) out << "  runs on LWP " << *owner;
                 if (v.status != "set") out << "  (" << v.status << ")";
                 out << "\n";
             }
@@ -361,11 +367,26 @@ void renderGreenletModule(std::ostringstream& out, const Report& report, const G
     if (options.greenlets) renderGreenletList(out, unowned, "    ", true);
 }
 
+// Who made a thread state, said only where it is not the thread that runs it.
+std::string madeByWords(const Report& report, const ThreadState& ts) {
+    auto it = report.places.find(ts.address);
+    if (it == report.places.end()) return "pthread " + hexAddress(ts.threadId);
+    const TstatePlace& p = it->second;
+    if (p.madeBeforeFork)
+        return "made before a fork (thread_id " + hexAddress(ts.threadId) + " is the forking thread's; native_thread_id " +
+               std::to_string(ts.nativeThreadId.value_or(0)) + " is no thread of this process)";
+    if (p.madeBy && p.madeBy == p.lwp) return "pthread " + hexAddress(ts.threadId);
+    if (p.madeBy) return "made by LWP " + std::to_string(*p.madeBy);
+    if (!ts.threadId) return "made for no thread (pthread 0)";
+    return "made by pthread " + hexAddress(ts.threadId) + " (no such thread)";
+}
+
 void renderRuntimes(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     bool frames = options.command != Command::Internals;
     for (const auto& rt : report.runtimes) {
         out << "CPython " << shown(rt.version) << (rt.layout.freeThreaded ? " (free-threaded build)" : "") << "  _PyRuntime "
-            << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source) << ")\n";
+            << hexAddress(rt.address) << " in " << shown(rt.modulePath) << "  (" << layoutWords(rt.layout.source)
+            << (rt.layout.dwarfCached ? ", answered by pytstates' cache" : "") << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
         if (greenlets) renderGreenletModule(out, report, *greenlets, options);
@@ -385,9 +406,8 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
-                out << "    tstate " << hexAddress(ts.address) << "  id " << (ts.id ? std::to_string(*ts.id) : std::string("?")) << "  LWP "
-                    << (lwp ? std::to_string(*lwp) : std::string("-")) << "  pthread " << hexAddress(ts.threadId);
-                if (!lwp) out << " (no such thread)";
+                out << "    tstate " << hexAddress(ts.address) << "  id " << (ts.id ? std::to_string(*ts.id) : std::string("?")) << "  "
+                    << (lwp ? "LWP " + std::to_string(*lwp) : std::string("parked")) << "  " << madeByWords(report, ts);
                 // Without a GIL, whether each thread state is attached is what says who runs Python.
                 if (rt.layout.freeThreaded && ts.state) out << "  " << threadStateWords(*ts.state);
                 if (interp.gilKnown && interp.gilHolder == ts.address) out << "  [holds GIL]";
@@ -421,10 +441,11 @@ std::string pointerCell(const Report& report, uint64_t value) {
 void renderThreads(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     out << "OS THREADS (" << report.threads.size() << ")";
     bool pybind = !report.internals.empty();
-    if (pybind || !report.threads.empty()) out << "   (! = names no listed thread state)";
+    if (pybind || !report.threads.empty())
+        out << "   (PYTHREADSTATE: the thread state the thread runs, +N: N more beneath it; ! = names no listed thread state)";
     out << "\n  ";
     if (options.showDebuggerThreads) out << pad("THR", 5);
-    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 17) << pad("CURRENT", 17);
+    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 20) << pad("CURRENT", 17);
     std::string autotss = "AUTOTSS";
     for (const auto& t : report.threads) {
         if (t.autotssKey) autotss = "AUTOTSS(k" + std::to_string(*t.autotssKey) + ")";
@@ -434,15 +455,15 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     for (const auto& view : report.internals)
         if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
     out << "NATIVE (innermost frame)\n";
-    std::multimap<int, uint64_t> ownedBy;  // LWP -> its thread states, in address order
-    for (const auto& [tstate, lwp] : report.lwpOfTstate) ownedBy.emplace(lwp, tstate);
     for (const auto& t : report.threads) {
-        std::string owned = "-";
-        auto [first, last] = ownedBy.equal_range(t.lwp);
-        for (auto it = first; it != last; ++it) owned = owned == "-" ? hexAddress(it->second) : owned.append("+");
+        // The state it runs now; "+N": N more run beneath it on the same stack (a state swapped in
+        // inside another's call).
+        auto runs = report.tstatesOn(t.lwp);
+        std::string owned = runs.empty() ? "-" : hexAddress(runs.front());
+        if (runs.size() > 1) owned += " +" + std::to_string(runs.size() - 1);
         out << "  ";
         if (options.showDebuggerThreads) out << pad(t.debuggerThread ? std::to_string(t.debuggerThread) : "-", 5);
-        out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 17)
+        out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 20)
             << pad(t.currentStatus.empty() ? pointerCell(report, t.currentTstate) : "n/a", 17)
             << pad(pointerCell(report, t.autotssTstate), 18);
         for (const auto& view : report.internals) {

@@ -12,6 +12,7 @@
 #include "commands/no_runtime.h"
 #include "commands/wait_findings.h"
 #include "commands/waits.h"
+#include "commands/tstate_runners.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/glibc/thread_local.h"
@@ -34,27 +35,6 @@ std::string hexAddress(uint64_t value) {
 }
 
 namespace {
-
-// Which OS thread each tstate belongs to: its thread_id is the thread's struct pthread
-// (== fs_base on x86_64); native_thread_id (3.11+) is the LWP itself.
-void matchThreads(const Target& target, Report& report) {
-    std::map<uint64_t, int> lwpOfPthread;
-    std::map<int, bool> lwpExists;
-    for (const auto& t : target.threads()) {
-        lwpOfPthread[t.pthread] = t.lwp;
-        lwpExists[t.lwp] = true;
-    }
-    for (const auto& rt : report.runtimes)
-        for (const auto& interp : rt.interpreters)
-            for (const auto& ts : interp.tstates) {
-                report.listedTstates.insert(ts.address);
-                auto it = lwpOfPthread.find(ts.threadId);
-                if (it != lwpOfPthread.end())
-                    report.lwpOfTstate[ts.address] = it->second;
-                else if (ts.nativeThreadId && lwpExists.count(static_cast<int>(*ts.nativeThreadId)))
-                    report.lwpOfTstate[ts.address] = static_cast<int>(*ts.nativeThreadId);
-            }
-}
 
 const GlibcKeys* glibcFor(const std::vector<GlibcKeys>& all, const Target& target, size_t moduleIndex) {
     long ns = moduleIndex < target.modules().size() ? target.modules()[moduleIndex].linkMapNamespace : 0;
@@ -197,10 +177,10 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     }
     for (const auto& rt : report.runtimes)
         if (!rt.tssTstateNote.empty()) report.warnings.push_back(rt.modulePath + ": " + rt.tssTstateNote);
-    matchThreads(target, report);
     auto glibc = findGlibcKeys(target);
     if (glibc.empty()) report.warnings.push_back("no glibc with __pthread_keys found: thread-specific data is not read");
     fillThreadRows(target, glibc, report);
+    attributeRunners(target, preparation.native.get(), report);
     if (preparation.native) readNativeStacks(target, *preparation.native, options, report.runtimes, report);
     if (preparation.native) readWaits(target, *preparation.native, options, report);
     if (options.native) cutFrames(report.runtimes, options.maxFrames);

@@ -2,6 +2,7 @@
 // interpreter, thread state and OS thread. Built from symbols/, rendered as text or JSON.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -99,6 +100,18 @@ struct CycleStep {
     std::optional<PyFrame> pythonAt;
 };
 
+// Which OS thread runs a listed thread state now, on what evidence, and which thread made it.
+// The maker (thread_id, native_thread_id) is no evidence of running: handed between threads
+// (uWSGI swaps states made on its main thread into its worker threads), a state runs where its
+// frames are.
+struct TstatePlace {
+    std::optional<int> lwp;       // the thread that runs it; none: parked (made, running nowhere)
+    std::string evidence;         // how lwp was found: see tstateRunnerEvidenceWords()
+    uint64_t depth = 0;           // where on that thread's stack the evidence lies: 0 innermost
+    std::optional<int> madeBy;    // the thread that made it (thread_id / native_thread_id), when it exists
+    bool madeBeforeFork = false;  // thread_id names a thread of this process, native_thread_id no thread of it
+};
+
 struct Finding {
     std::string code;
     std::string severity;  // error | warning | info
@@ -146,15 +159,32 @@ struct Report {
     bool nativeStacks = false;            // --native: every thread's whole stack
     bool waitsRead = false;               // threads[].blockedOn filled (not --no-waits)
     std::vector<std::string> waitNotes;   // what the wait analysis could not know (no GIL, no layout)
-    std::map<uint64_t, int> lwpOfTstate;  // tstate address -> LWP of the OS thread it belongs to
-    std::set<uint64_t> listedTstates;     // every tstate in some interpreter's list
+    std::map<uint64_t, TstatePlace> places;  // every listed tstate: who runs it, who made it
+    std::set<uint64_t> listedTstates;        // every tstate in some interpreter's list
 
     bool listed(uint64_t tstate) const { return listedTstates.count(tstate) != 0; }
 
+    // The OS thread that runs the thread state now; none when it is parked or not listed.
     std::optional<int> lwpFor(uint64_t tstate) const {
-        auto it = lwpOfTstate.find(tstate);
-        if (it == lwpOfTstate.end()) return std::nullopt;
-        return it->second;
+        auto it = places.find(tstate);
+        if (it == places.end()) return std::nullopt;
+        return it->second.lwp;
+    }
+    // The OS thread that made it, when that thread still exists.
+    std::optional<int> makerFor(uint64_t tstate) const {
+        auto it = places.find(tstate);
+        if (it == places.end()) return std::nullopt;
+        return it->second.madeBy;
+    }
+    // The thread states running on a thread, innermost first (the one it runs now first).
+    std::vector<uint64_t> tstatesOn(int lwp) const {
+        std::vector<std::pair<uint64_t, uint64_t>> found;  // (depth, tstate)
+        for (const auto& [tstate, place] : places)
+            if (place.lwp == lwp) found.emplace_back(place.depth, tstate);
+        std::sort(found.begin(), found.end());
+        std::vector<uint64_t> out;
+        for (const auto& f : found) out.push_back(f.second);
+        return out;
     }
     const GreenletScan* greenletScanOf(const Runtime& rt) const {
         for (const auto& scan : greenlets)

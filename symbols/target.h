@@ -75,6 +75,8 @@ public:
     // What the process died of: a core written for a fatal signal. Empty for live targets and
     // for cores of running processes (gcore).
     virtual std::optional<CrashSignal> crashSignal() const { return std::nullopt; }
+    // Where the kernel mapped the vDSO (AT_SYSINFO_EHDR); nullopt when unknown.
+    virtual std::optional<uint64_t> vdsoAddress() const { return std::nullopt; }
 
     // The modules' symbols, CFI and DWARF through libdwfl, made on first use (a second call with
     // another useDwarf makes a new one).

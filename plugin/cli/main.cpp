@@ -12,6 +12,7 @@
 #include "commands/run.h"
 #include "commands/version.h"
 #include "symbols/core/core_target.h"
+#include "symbols/elf/type_cache.h"
 #include "symbols/live/live_target.h"
 
 namespace {
@@ -36,6 +37,7 @@ struct Arguments {
     bool greenlets = false;
     bool offline = false;
     bool noWaits = false;
+    bool noCache = false;
     int frames = 5;
 };
 
@@ -52,6 +54,7 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
+    cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
 }
 
 // Paths the user typed are relative to the working directory, like every tool's.
@@ -67,6 +70,7 @@ int run(pytstates::Command command, Arguments a) {
     a.exe = absolute(a.exe);
     a.sysroot = absolute(a.sysroot);
     for (auto& d : a.debugDirs) d = absolute(d);
+    if (a.noCache) disableTypeCache();
     if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
     CommandRequest request;
     request.command = command;

@@ -52,6 +52,12 @@ std::shared_ptr<ElfFile> CoreTarget::fileForMapping(const MappedFile& m) const {
     return file;
 }
 
+std::optional<uint64_t> CoreTarget::vdsoAddress() const {
+    uint64_t v = core_.auxValue(AT_SYSINFO_EHDR);
+    if (!v) return std::nullopt;
+    return v;
+}
+
 size_t CoreTarget::read(uint64_t addr, void* buf, size_t len) const {
     countRead(len);
     auto* out = static_cast<unsigned char*>(buf);

@@ -35,6 +35,7 @@ public:
     const Arch& arch() const override { return core_.arch(); }
     std::optional<CrashSignal> crashSignal() const override { return core_.crashSignal(); }
     std::string sysroot() const override { return search_.sysroot; }
+    std::optional<uint64_t> vdsoAddress() const override;
     const CoreFile& core() const { return core_; }
 
 private:

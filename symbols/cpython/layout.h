@@ -18,6 +18,7 @@ struct CPythonLayout {
     int minor = 0;        // 3.<minor>
     bool freeThreaded = false;  // a PEP 703 build (Py_GIL_DISABLED): _Py_DebugOffsets.free_threaded, or DWARF
     std::string source;   // the best source that gave the thread-state fields: "dwarf", "debug_offsets", "table"
+    bool dwarfCached = false;  // DWARF's answers came from the cache (type_cache.h), no DWARF was read
     std::vector<std::string> disagreements;  // where a better source contradicted a worse one
     std::map<std::string, std::string> sources;  // field label (layoutFields) -> "dwarf", "debug_offsets", "table"
 
@@ -121,8 +122,9 @@ const char* layoutFieldLabel(int64_t CPythonLayout::*member);
 
 // The built-in table for a release (non-debug) build of 3.<minor> on a machine, with the GIL or
 // free-threaded; false when there is none for that build: a table is never used for a build it
-// was not measured on.
-bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* out);
+// was not measured on. micro: 3.<minor>.<micro> when known (_Py_DebugOffsets' version), -1 if not;
+// a field that moved within a series has a row per measured release.
+bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* out, int micro = -1);
 
 class DwarfTypes;
 // Overwrites table values with what DWARF says, recording disagreements; returns true when the

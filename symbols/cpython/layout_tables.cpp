@@ -4,6 +4,8 @@
 // Used when neither DWARF nor _Py_DebugOffsets is available; DWARF is checked against them.
 #include "symbols/cpython/layout.h"
 
+#include <algorithm>
+
 namespace pytstates {
 
 namespace {
@@ -31,25 +33,29 @@ void frameObjectLayout(CPythonLayout* l) {
     l->dictKeysIndices = 40;
 }
 
-// Where the garbage collector's generation lists are (measured with each build's DWARF).
-void gcLists(int minor, CPythonLayout* l) {
+// Where the garbage collector's generation lists are (measured with each build's DWARF). 3.13:
+// 3.13.0 (pyenv) has them at 7424, Debian 13's 3.13.5 at 7420 (its DWARF, and the address its
+// gcstate->generation0 holds in a live process): releases before 3.13.5 take 3.13.0's row, later
+// ones 3.13.5's (micro < 0: unknown, 3.13.0's).
+void gcLists(int minor, int micro, CPythonLayout* l) {
     struct Lists {
-        int minor;
+        int minor, fromMicro;
         int64_t generations, permanent;
     };
-    static const Lists kLists[] = {{8, 368, 448},   {9, 640, 720},    {10, 640, 720},   {11, 672, 752},
-                                   {12, 136, 216},  {13, 7424, 7504}, {14, 7432, 7504}, {15, 7408, 7480}};
-    for (const auto& g : kLists)
-        if (g.minor == minor) {
+    static const Lists kLists[] = {{8, 0, 368, 448},     {9, 0, 640, 720},     {10, 0, 640, 720},
+                                   {11, 0, 672, 752},    {12, 0, 136, 216},    {13, 0, 7424, 7504},
+                                   {13, 5, 7420, 7504},  {14, 0, 7432, 7504},  {15, 0, 7408, 7480}};
+    for (const auto& g : kLists)  // the last row that fits wins
+        if (g.minor == minor && std::max(micro, 0) >= g.fromMicro) {
             l->gcGenerations = g.generations;
             l->gcPermanent = g.permanent;
             l->gcInRuntime = minor == 8;  // 3.9 moved the collector's state into the interpreter
         }
 }
 
-bool gilTable(int minor, CPythonLayout* l) {
+bool gilTable(int minor, int micro, CPythonLayout* l) {
     commonThreadStateLinks(l);
-    gcLists(minor, l);
+    gcLists(minor, micro, l);
     // PyHeapTypeObject.ht_name: sizeof(PyTypeObject) plus the five method tables after it.
     l->heapTypeName = minor == 9 ? 840 : minor <= 11 ? 848 : 856;
     switch (minor) {
@@ -277,7 +283,7 @@ bool freeThreadedTable(int minor, CPythonLayout* l) {
 // condition variables in _PyRuntime are pthread types, 48 bytes on aarch64 against 40 on x86_64:
 // what follows them moves. Other versions have no table there.
 bool aarch64Table(int minor, CPythonLayout* l) {
-    if (minor != 11 || !gilTable(minor, l)) return false;
+    if (minor != 11 || !gilTable(minor, -1, l)) return false;
     l->runtimeTstateCurrent = 592;
     l->runtimeAutoTssKey = 608;
     return true;
@@ -285,13 +291,13 @@ bool aarch64Table(int minor, CPythonLayout* l) {
 
 }  // namespace
 
-bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* l) {
+bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* l, int micro) {
     *l = CPythonLayout{};
     l->minor = minor;
     l->freeThreaded = freeThreaded;
     l->source = "table";
     bool known = machine == Machine::AArch64 ? !freeThreaded && aarch64Table(minor, l)
-                                             : freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, l);
+                                             : freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, micro, l);
     if (!known) return false;
     for (const auto& f : layoutFields())
         if (l->*f.member != kAbsent) l->sources[f.label] = "table";

@@ -100,7 +100,8 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
     auto header = minor >= 13 ? readDebugOffsetsHeader(target, runtime) : std::nullopt;
     bool freeThreaded = header && header->freeThreaded;
     CPythonLayout layout;
-    bool known = tableLayout(minor, freeThreaded, target.arch().machine, &layout);
+    int micro = header ? static_cast<int>((header->version >> 8) & 0xff) : -1;
+    bool known = tableLayout(minor, freeThreaded, target.arch().machine, &layout, micro);
     if (!known) {
         // No table fits this build: every field comes from the sources below or stays unknown,
         // but PyDictKeysObject's (unchanged from 3.11 to 3.15, free-threaded or not).
@@ -121,8 +122,10 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
     }
     bool dwarf = false;
     if (useDwarf && module.debugElf)
-        if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(module), module.debugElf->path()))
+        if (auto types = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(module); }, *module.debugElf)) {
             dwarf = applyDwarfLayout(*types, &layout);
+            layout.dwarfCached = dwarf && types->answeredFromCache();
+        }
     for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
     if (!known && !dwarf && layout.source != "debug_offsets") {
         std::string build = "CPython 3." + std::to_string(minor) + (freeThreaded ? " (free-threaded)" : "");

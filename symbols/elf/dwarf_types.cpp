@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -79,8 +80,43 @@ std::unique_ptr<DwarfTypes> DwarfTypes::borrow(::Dwarf* dwarf, const std::string
     return std::unique_ptr<DwarfTypes>(new DwarfTypes(nullptr, dwarf, path, false));
 }
 
+std::unique_ptr<DwarfTypes> DwarfTypes::cached(const std::function<::Dwarf*()>& open, const ElfFile& debugFile) {
+    auto answers = loadTypeAnswers(debugFile.buildId(), debugFile.fileSize());
+    ::Dwarf* dwarf = answers ? nullptr : open();
+    if (!answers && !dwarf) return nullptr;
+    std::unique_ptr<DwarfTypes> types(new DwarfTypes(nullptr, dwarf, debugFile.path(), false));
+    types->buildId_ = debugFile.buildId();
+    types->fileSize_ = debugFile.fileSize();
+    types->open_ = open;
+    if (answers) {
+        types->answers_ = std::move(*answers);
+        types->loaded_ = true;
+    }
+    return types;
+}
+
 DwarfTypes::~DwarfTypes() {
+    if (dirty_ && !buildId_.empty()) storeTypeAnswers(buildId_, fileSize_, answers_);
     if (dwarf_ && owned_) dwarf_end(dwarf_);
+}
+
+std::optional<int64_t> DwarfTypes::answer(const std::string& question, const std::function<std::optional<int64_t>()>& compute) {
+    auto it = answers_.find(question);
+    if (it != answers_.end()) {
+        if (it->second == "-") return std::nullopt;
+        char* end = nullptr;
+        long long value = std::strtoll(it->second.c_str(), &end, 10);
+        if (end && *end == 0 && !it->second.empty()) return value;
+    }
+    missed_ = true;
+    if (!dwarf_ && open_) dwarf_ = open_();
+    if (!dwarf_) return std::nullopt;  // no DWARF to ask: not an answer to keep
+    std::optional<int64_t> value = compute();
+    if (!buildId_.empty()) {
+        answers_[question] = value ? std::to_string(*value) : "-";
+        dirty_ = true;
+    }
+    return value;
 }
 
 namespace {
@@ -93,33 +129,58 @@ std::vector<std::string> splitScope(const std::string& name) {
     return parts;
 }
 
-// Searches the children of `parent` for scope[depth..]: namespaces for all but the last part,
-// then a complete struct/class/union/typedef with the last name.
+bool searchScope(Dwarf_Die* parent, const std::vector<std::string>& scope, size_t depth, Dwarf_Die* out);
+
+// `die`, named scope[depth]: a namespace/struct/class leading to scope[depth+1..], or, for the last
+// part, a complete struct/class/union/typedef.
+bool matchScope(Dwarf_Die* die, const std::vector<std::string>& scope, size_t depth, Dwarf_Die* out) {
+    int tag = dwarf_tag(die);
+    if (depth + 1 < scope.size())
+        return (tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type) &&
+               searchScope(die, scope, depth + 1, out);
+    if (tag != DW_TAG_structure_type && tag != DW_TAG_class_type && tag != DW_TAG_typedef && tag != DW_TAG_union_type)
+        return false;
+    Dwarf_Die resolved = *die;
+    if (!stripQualifiers(&resolved) || dwarf_hasattr(&resolved, DW_AT_declaration)) return false;
+    *out = resolved;
+    return true;
+}
+
+// Searches the children of `parent` for scope[depth..].
 bool searchScope(Dwarf_Die* parent, const std::vector<std::string>& scope, size_t depth, Dwarf_Die* out) {
     Dwarf_Die child;
     if (dwarf_child(parent, &child) != 0) return false;
-    bool last = depth + 1 == scope.size();
     do {
-        int tag = dwarf_tag(&child);
         const char* n = dwarf_diename(&child);
-        if (!n || scope[depth] != n) continue;
-        if (!last) {
-            if ((tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type) &&
-                searchScope(&child, scope, depth + 1, out))
-                return true;
-            continue;
-        }
-        if (tag != DW_TAG_structure_type && tag != DW_TAG_class_type && tag != DW_TAG_typedef && tag != DW_TAG_union_type)
-            continue;
-        Dwarf_Die resolved = child;
-        if (!stripQualifiers(&resolved) || dwarf_hasattr(&resolved, DW_AT_declaration)) continue;
-        *out = resolved;
-        return true;
+        if (n && scope[depth] == n && matchScope(&child, scope, depth, out)) return true;
     } while (dwarf_siblingof(&child, &child) == 0);
     return false;
 }
 
+bool isIndexedTag(int tag) {
+    return tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_typedef ||
+           tag == DW_TAG_union_type;
+}
+
 }  // namespace
+
+// One pass over every unit's top-level DIEs. The tag is checked before the name: most top-level
+// DIEs are functions and variables, whose names would follow abstract origins into other units.
+void DwarfTypes::buildIndex() {
+    indexed_ = true;
+    Dwarf_Off off = 0, next;
+    size_t headerSize;
+    while (dwarf_nextcu(dwarf_, off, &next, &headerSize, nullptr, nullptr, nullptr) == 0) {
+        Dwarf_Die cu, child;
+        if (dwarf_offdie(dwarf_, off + headerSize, &cu) && dwarf_child(&cu, &child) == 0) {
+            do {
+                if (!isIndexedTag(dwarf_tag(&child))) continue;
+                if (const char* n = dwarf_diename(&child)) index_[n].push_back(dwarf_dieoffset(&child));
+            } while (dwarf_siblingof(&child, &child) == 0);
+        }
+        off = next;
+    }
+}
 
 bool DwarfTypes::findType(const std::string& name, void* dieOut) {
     auto it = cache_.find(name);
@@ -128,30 +189,47 @@ bool DwarfTypes::findType(const std::string& name, void* dieOut) {
         std::memcpy(dieOut, it->second.get(), sizeof(Dwarf_Die));
         return true;
     }
-    // Visit only the top-level DIEs of each unit (and the namespaces the name passes through).
+    if (!indexed_) buildIndex();
+    // The first top-level DIE of that name, in unit order, that leads to a complete definition:
+    // the one a walk over the units would find first.
     std::vector<std::string> scope = splitScope(name);
-    Dwarf_Off off = 0, next;
-    size_t headerSize;
-    while (dwarf_nextcu(dwarf_, off, &next, &headerSize, nullptr, nullptr, nullptr) == 0) {
-        Dwarf_Die cu, found;
-        if (dwarf_offdie(dwarf_, off + headerSize, &cu) && searchScope(&cu, scope, 0, &found)) {
+    auto entries = index_.find(scope[0]);
+    if (entries != index_.end()) {
+        for (uint64_t dieOffset : entries->second) {
+            Dwarf_Die die, found;
+            if (!dwarf_offdie(dwarf_, dieOffset, &die) || !matchScope(&die, scope, 0, &found)) continue;
             auto stored = std::make_shared<Dwarf_Die>(found);
             cache_[name] = stored;
             std::memcpy(dieOut, stored.get(), sizeof(Dwarf_Die));
             return true;
         }
-        off = next;
     }
     cache_[name] = nullptr;
     return false;
 }
 
 bool DwarfTypes::hasType(const std::string& typeName) {
-    Dwarf_Die die;
-    return findType(typeName, &die);
+    return answer("type\t" + typeName, [&]() -> std::optional<int64_t> {
+               Dwarf_Die die;
+               return findType(typeName, &die) ? std::optional<int64_t>(1) : std::nullopt;
+           }).has_value();
 }
 
 std::optional<int64_t> DwarfTypes::memberOffset(const std::string& typeName, const std::string& memberPath) {
+    return answer("member\t" + typeName + "\t" + memberPath, [&] { return computeMemberOffset(typeName, memberPath); });
+}
+
+std::optional<uint64_t> DwarfTypes::sizeOf(const std::string& typeName) {
+    auto size = answer("size\t" + typeName, [&]() -> std::optional<int64_t> {
+        auto s = computeSizeOf(typeName);
+        if (s) return static_cast<int64_t>(*s);
+        return std::nullopt;
+    });
+    if (size) return static_cast<uint64_t>(*size);
+    return std::nullopt;
+}
+
+std::optional<int64_t> DwarfTypes::computeMemberOffset(const std::string& typeName, const std::string& memberPath) {
     Dwarf_Die current;
     if (!findType(typeName, &current)) return std::nullopt;
     int64_t offset = 0;
@@ -175,7 +253,7 @@ std::optional<int64_t> DwarfTypes::memberOffset(const std::string& typeName, con
     return offset;
 }
 
-std::optional<uint64_t> DwarfTypes::sizeOf(const std::string& typeName) {
+std::optional<uint64_t> DwarfTypes::computeSizeOf(const std::string& typeName) {
     Dwarf_Die die;
     if (!findType(typeName, &die)) return std::nullopt;
     Dwarf_Word size;

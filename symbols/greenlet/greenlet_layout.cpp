@@ -34,9 +34,11 @@ struct TableRow {
 };
 
 // Measured with each release's DWARF (greenlet.cpp built with -g against that CPython's headers;
-// Debian 12's 2.0.2 for 3.11, unstable's 3.3.2 for 3.12 to 3.15).
+// Debian 12's 2.0.2 for 3.11, Debian 13's 3.1.0 for 3.13, unstable's 3.3.2 for 3.12 to 3.15).
+// 3.1.0 still keeps _self in each subclass (at the same offset), like 2.x.
 const TableRow kTable[] = {
     {"2.0.2", 11, 160, 48, 56, 96, 128, 168, 184, 168},
+    {"3.1.0", 13, 152, 48, 56, 96, 120, 160, 176, 160},
     {"3.3.2", 12, 8, 56, 64, 104, 136, 168, 184, 176},
     {"3.3.2", 13, 8, 56, 64, 104, 128, 160, 176, 168},
     {"3.3.2", 14, 8, 56, 64, 104, 144, 176, 192, 184},
@@ -63,6 +65,6 @@ std::optional<GreenletLayout> greenletLayoutTable(const std::string& greenletVer
     return std::nullopt;
 }
 
-std::string greenletTablesCovered() { return "2.0.2 on CPython 3.11, 3.3.2 on 3.12 to 3.15"; }
+std::string greenletTablesCovered() { return "2.0.2 on CPython 3.11, 3.1.0 on 3.13, 3.3.2 on 3.12 to 3.15"; }
 
 }  // namespace pytstates

@@ -247,7 +247,7 @@ std::vector<GreenletModule> findGreenletModules(const Target& target, bool useDw
         GreenletModule g;
         g.moduleIndex = i;
         if (useDwarf && mod.debugElf && mod.debugElf->hasDebugInfo())
-            if (auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path()))
+            if (auto dwarf = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf))
                 g.dwarf = greenletLayoutFromDwarf(*dwarf);
         found.push_back(std::move(g));
     }

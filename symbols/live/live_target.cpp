@@ -174,6 +174,7 @@ void LiveTarget::buildModules(const LiveOptions& options) {
         if (k == AT_PHDR) in.atPhdr = v;
         if (k == AT_PHNUM) in.atPhnum = v;
         if (k == AT_ENTRY) in.atEntry = v;
+        if (k == AT_SYSINFO_EHDR && v) vdso_ = v;
     }
     ProcessFiles files = readProcessFiles(pid_);
     root_ = files.root;

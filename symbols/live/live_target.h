@@ -39,6 +39,7 @@ public:
     const std::vector<std::string>& warnings() const override { return warnings_; }
     std::vector<int> namespacePids() const override { return namespacePids_; }
     std::string rootDirectory() const override { return root_; }
+    std::optional<uint64_t> vdsoAddress() const override { return vdso_; }
 
     // Stops every thread (when options.stop) and reads their registers. Throws std::runtime_error.
     void stop();
@@ -62,6 +63,7 @@ private:
     std::vector<LoadedModule> modules_;
     std::vector<std::string> warnings_;
     std::vector<int> namespacePids_;
+    std::optional<uint64_t> vdso_;  // AT_SYSINFO_EHDR
     std::string root_ = "/";  // NSpid: this pid in each PID namespace, outermost first
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;

@@ -1,9 +1,13 @@
 #include "symbols/modules/debug_session.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "symbols/elf/elf_file.h"
 
@@ -43,7 +47,59 @@ DebugSession::DebugSession(const Target& target, bool useDwarf) : useDwarf_(useD
         if (userdata) *userdata = &infos_.back();
         byModule_[&m] = mod;
     }
+    reportVdso(target);
     dwfl_report_end(dwfl_, nullptr, nullptr);
+}
+
+// The vDSO has no file: its image is in the process (and in its core, a mapping NT_FILE does not
+// name). Copied into an anonymous file, it names frames (clock_gettime) and gives their CFI.
+void DebugSession::reportVdso(const Target& target) {
+    auto address = target.vdsoAddress();
+    if (!address) return;
+    Elf64_Ehdr eh;
+    if (!target.readExact(*address, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 16)
+        return;
+    std::vector<Elf64_Phdr> ph(eh.e_phnum);
+    if (!target.readExact(*address + eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr))) return;
+    uint64_t size = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize, firstVaddr = 0;
+    bool haveLoad = false;
+    for (const auto& p : ph) {
+        if (p.p_type != PT_LOAD) continue;
+        size = std::max<uint64_t>(size, p.p_offset + p.p_filesz);
+        if (!haveLoad && p.p_offset == 0) firstVaddr = p.p_vaddr;
+        haveLoad = haveLoad || p.p_offset == 0;
+    }
+    constexpr uint64_t kMaxVdso = 1 << 20;
+    if (!haveLoad || size > kMaxVdso) return;
+    std::vector<char> image(size);
+    if (!target.readExact(*address, image.data(), image.size())) return;
+    int fd = memfd_create("vdso", MFD_CLOEXEC);
+    if (fd < 0) return;
+    if (::write(fd, image.data(), image.size()) != static_cast<ssize_t>(image.size())) {
+        ::close(fd);
+        return;
+    }
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    vdso_.path = "[vdso]";
+    vdso_.bias = *address - firstVaddr;
+    vdso_.start = *address;
+    vdso_.end = *address + size;
+    vdso_.fileVia = "memory";
+    std::string error;
+    vdso_.elf = ElfFile::open(path, &error);
+    vdso_.debugElf = vdso_.elf;
+    // libdwfl keeps the descriptor it is given.
+    Dwfl_Module* mod = dwfl_report_elf(dwfl_, "[vdso]", path.c_str(), fd, vdso_.bias, true);
+    if (!mod) {
+        ::close(fd);
+        return;
+    }
+    infos_.push_back({&vdso_, useDwarf_});
+    void** userdata = nullptr;
+    dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    if (userdata) *userdata = &infos_.back();
+    byModule_[&vdso_] = mod;
 }
 
 DebugSession::~DebugSession() {

@@ -43,7 +43,10 @@ public:
     };
 
 private:
+    void reportVdso(const Target& target);
+
     Dwfl* dwfl_ = nullptr;
+    LoadedModule vdso_;  // the kernel's vDSO, read from the target's memory: module "[vdso]" 
     Dwfl_Callbacks callbacks_{};
     bool useDwarf_;
     std::deque<ModuleInfo> infos_;  // stable addresses: libdwfl keeps pointers to them

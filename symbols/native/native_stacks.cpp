@@ -27,6 +27,7 @@ constexpr int kMaxTailCalls = 3;            // tail calls followed between a fra
 // One frame as the unwinder gave it, before symbolization.
 struct RawFrame {
     uint64_t pc = 0;
+    uint64_t sp = 0;  // 0 when the unwinder does not know it
     bool activation = false;
     std::vector<std::optional<uint64_t>> registers;  // by DWARF number; only for the frames asked for
 };
@@ -211,6 +212,8 @@ struct NativeStacks::Impl {
         if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
         f.pc = pc;
         f.activation = activation;
+        Dwarf_Word sp;
+        if (dwfl_frame_reg(state, self->target.arch().spRegister, &sp) == 0) f.sp = sp;
         if (self->frames->size() < self->registersDepth) {
             const Arch& arch = self->target.arch();
             f.registers.resize(arch.dwarfRegisters);
@@ -479,6 +482,25 @@ std::vector<NativeFrame> NativeStacks::top(const OsThread& thread) {
     if (!thread.pc) return out;
     const Symbolization& s = impl_->symbolize(thread.pc, false);
     for (const auto& f : s.chain) out.push_back(frameOf(s, f, thread.pc, true));
+    return out;
+}
+
+std::vector<StackSpan> NativeStacks::spans(const OsThread& thread) {
+    std::vector<StackSpan> out;
+    if (!unavailable_.empty() || thread.registers.empty()) return out;
+    Impl& d = *impl_;
+    std::vector<RawFrame> raw;
+    d.current = &thread;
+    d.frames = &raw;
+    d.registersDepth = 0;
+    d.physicalLimit = kMaxPhysicalFrames;
+    dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
+    d.current = nullptr;
+    d.frames = nullptr;
+    for (const auto& r : raw) {
+        const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
+        out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function});
+    }
     return out;
 }
 

@@ -46,6 +46,14 @@ struct NativeStack {
     std::string end;                  // why the unwind stopped early; empty when it reached the end
 };
 
+// One physical frame as the unwinder left it: where its stack frame starts, for telling which
+// thread's live stack an address lies on.
+struct StackSpan {
+    uint64_t pc = 0;
+    uint64_t sp = 0;         // 0 when unknown
+    std::string function;    // from the symbol tables (the outermost function at pc); empty when unknown
+};
+
 class NativeStacks {
 public:
     // Reports the target's modules (those with a matching file) to libdwfl. useDwarf=false:
@@ -63,6 +71,8 @@ public:
     // dwarf=false: functions named from the symbol tables only (no inlined calls, lines or tail
     // calls): the cheap look at many threads.
     NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0, bool dwarf = true);
+    // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
+    std::vector<StackSpan> spans(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
 

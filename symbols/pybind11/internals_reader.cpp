@@ -264,7 +264,7 @@ Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
             if (users.empty() || users.back() != i) users.push_back(i);
         }
         if ((!found && !nanobindTag) || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
-        auto dwarf = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path());
+        auto dwarf = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf);
         if (!dwarf) continue;
         if (found)
             if (auto l = internalsLayoutFromDwarf(*dwarf, 4)) scan.dwarfLayouts[i] = *l;

@@ -6,6 +6,7 @@ cyclic thread-state and interpreter lists patched into a real core, a module fil
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -16,6 +17,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
+
+
+def field_offset(exe, core, struct_type, field):
+    """A field's offset in the core's libpython, from its DWARF as gdb reads it (no Python's layout
+    is written here)."""
+    out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "print/d (long)&((%s*)0)->%s" % (struct_type, field), exe, core],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120).stdout.decode()
+    m = re.search(r"^\$1 = (\d+)\s*$", out, re.M)
+    expect(m is not None, "gdb could not read the offset of %s.%s:\n%s" % (struct_type, field, out[-2000:]))
+    return int(m.group(1))
 
 
 def run(args, argv, timeout=60):
@@ -80,12 +91,12 @@ def damaged_exe(args, tmp, work, core):
 def started_through_loader(args):
     """`ld.so PROGRAM`: --exe PROGRAM is the main program, accepted with one line saying how it was started."""
     code = 'import os, sys; print("FACTS {}"); print("READY", flush=True); sys.stdin.readline()'
-    facts, core = scenario.take_core(["/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3.11", "-c", code], "gcore")
+    facts, core = scenario.take_core(["/lib64/ld-linux-x86-64.so.2", scenario.PYTHON, "-c", code], "gcore")
     try:
-        status, out, err = run(args, ["check", "--core", core, "--exe", "/usr/bin/python3.11", "--json"])
+        status, out, err = run(args, ["check", "--core", core, "--exe", scenario.PYTHON, "--json"])
         expect(status == 0, "ld.so PROGRAM with --exe PROGRAM is accepted: %d %s" % (status, err))
         r = json.loads(out)
-        expect(r["target"]["executable"] == "/usr/bin/python3.11", "the executable is PROGRAM", r)
+        expect(r["target"]["executable"] == scenario.PYTHON, "the executable is PROGRAM", r)
         expect(any("started through the dynamic loader" in w for w in r.get("warnings", [])), "one line says how it was started", r)
         expect(len(r["runtimes"]) == 1 and r["runtimes"][0]["interpreters"], "its runtime is read", r)
         expect_refused(args, ["check", "--core", core, "--exe", "/bin/ls"], "does not match")
@@ -223,18 +234,22 @@ def main():
         r = json.loads(run(args, ["tstates", "--core", core, "--json"])[1])
         interp = r["runtimes"][0]["interpreters"][0]
         first = int(interp["tstates"][0]["address"], 16)
+        # The fields' offsets from the DWARF of the suite's libpython (python3-dbg), as gdb reads them.
+        exe = os.path.join(work, "scenario_seed_host")
+        tstate_next = field_offset(exe, core, "PyThreadState", "next")
+        interp_next = field_offset(exe, core, "PyInterpreterState", "next")
         cyclic = os.path.join(tmp, "cyclic.core")
         shutil.copy(core, cyclic)
-        patch(cyclic, first + 8, first)  # tstate->next = itself
+        patch(cyclic, first + tstate_next, first)  # tstate->next = itself
         status, out, err = run(args, ["tstates", "--core", cyclic, "--json"], timeout=30)
         expect(status == 0, "a cyclic thread-state list: %s" % err)
         expect("cyclic" in out, "the cycle is noted:\n" + out[:3000])
         shutil.copy(core, cyclic)
-        patch(cyclic, int(interp["address"], 16), int(interp["address"], 16))  # interp->next (3.11: offset 0) = itself
+        patch(cyclic, int(interp["address"], 16) + interp_next, int(interp["address"], 16))  # interp->next = itself
         status, out, err = run(args, ["tstates", "--core", cyclic], timeout=30)
         expect(status == 0 and "cyclic" in out, "a cyclic interpreter list: %d %s" % (status, err))
         shutil.copy(core, cyclic)
-        patch(cyclic, first + 8, 0xdeadbeef0)  # tstate->next = garbage
+        patch(cyclic, first + tstate_next, 0xdeadbeef0)  # tstate->next = garbage
         status, out, err = run(args, ["check", "--core", cyclic], timeout=30)
         expect(status in (0, 1) and "unreadable" in out, "a garbage next pointer ends the list with a note: %d %s" % (status, err))
 

@@ -53,7 +53,7 @@ def main():
         os.makedirs(bindir)
         os.makedirs(scriptdir)
         python = bindir + b"/python" + ODD
-        shutil.copy2(b"/usr/bin/python3.11", python)
+        shutil.copy2(scenario.PYTHON.encode(), python)
         for name in ("odd_names.py", "pause.py"):
             shutil.copy2(os.path.join(HERE, "..", "scenarios", "live", name), os.fsdecode(scriptdir) + "/" + name)
         argv = [python, scriptdir + b"/odd_names.py"]

@@ -141,7 +141,7 @@ def debugger_json(kind, args, exe, core):
         argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script,
                 "-ex", "py-tstates --json --greenlets --frames 10", exe, core]
     else:
-        argv = ["lldb-14", "-b", "--core", core, exe, "-o", "plugin load " + args.lldb_plugin,
+        argv = [scenario.LLDB, "-b", "--core", core, exe, "-o", "plugin load " + args.lldb_plugin,
                 "-o", "py-tstates --json --greenlets --frames 10"]
     out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          timeout=120).stdout.decode(errors="replace")
@@ -228,7 +228,7 @@ def main():
                   os.path.join(root, "lib", "x86_64-linux-gnu"), os.path.join(root, "usr", "bin", "python3.14")]
         layout, sysroot = "table", ["--sysroot", root]
     elif args.greenlet in ("debian", "gevent"):
-        python, layout = "/usr/bin/python3.11", "table"
+        python, layout = scenario.PYTHON, "table"
         package = "greenlet" if args.greenlet == "debian" else "gevent"
         if not os.path.exists("/usr/lib/python3/dist-packages/%s/__init__.py" % package):
             raise SystemExit("Debian's python3-%s is not installed (scripts/setup installs it)" % package)

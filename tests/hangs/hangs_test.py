@@ -22,6 +22,12 @@ def expect(cond, what):
 def python_for(version):
     if version in (None, "3.11"):
         return "/usr/bin/python3"
+    if version.endswith("t"):  # free-threaded, built by scripts/python-freethreaded (its prefix on stdout)
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([os.path.join(here, "..", "..", "scripts", "python-freethreaded"), version[:-1]],
+                             stdout=subprocess.PIPE, text=True)
+        expect(out.returncode == 0, "no free-threaded CPython " + version)
+        return os.path.join(out.stdout.strip(), "bin", "python" + version)
     root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip() or os.path.expanduser("~/.pyenv")
     for name in sorted(os.listdir(os.path.join(root, "versions"))):
         if name.startswith(version + "."):
@@ -109,6 +115,12 @@ def check_hang(args, facts, report, text, exe, where):
         check_deadlock(report, text, [(g, "mutex", m, o), (o, "gil", None, g)])
         # gdb with libc6-dbg reads the same owner.
         expect(gdb_owner(exe, where, "((pthread_mutex_t*)%#x)->__data.__owner" % m) == o, "gdb reads another owner")
+    elif case == "mutex-abba":
+        m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
+        check_deadlock(report, text, [(facts["t1"], "mutex", m2, facts["t2"]), (facts["t2"], "mutex", m1, facts["t1"])])
+        if not facts["gil"]:
+            expect(any("without a GIL" in n for n in report.get("wait_notes", [])), "no word of the missing GIL: %s" % report.get("wait_notes"))
+            expect("without a GIL" in text, "the HANG section says there is no GIL")
     elif case == "cycle3":
         m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
         a, b, c = facts["a"], facts["b"], facts["c"]

@@ -162,10 +162,21 @@ def check_dlmopen(facts, check, kind):
     expect(not [f for f in r["findings"] if f["severity"] != "info"], "a key collision is not corruption", r)
 
 
-TORCH_ID = "__pybind11_internals_v4_gcc_libstdcpp_cxxabi1017__"
+def torch_id():
+    """The pybind11 internals ID Debian's libtorch_python.so was built with (torch 2.6 of Debian 13:
+    its pybind11 2.13 and GCC 14's ABI; Debian 12's torch: 2.10 and GCC 12's), read from its bytes."""
+    import glob
+    import re
+    libs = glob.glob("/usr/lib/python3/dist-packages/torch/lib/libtorch_python.so*")
+    expect(libs, "Debian's python3-torch is not installed (no libtorch_python.so)")
+    with open(libs[0], "rb") as f:
+        ids = set(re.findall(rb"__pybind11_internals_v\d+_[A-Za-z0-9_]+?__", f.read()))
+    expect(len(ids) == 1, "one pybind11 internals ID in %s: %s" % (libs[0], ids))
+    return ids.pop().decode()
 
 
 def check_torch(facts, check, kind):
+    TORCH_ID = torch_id()
     status, r = check(["--json"])
     expect(status == 1, "exit status 1", r)
     ids = {rec["id"]: rec for rec in r["internals"]}

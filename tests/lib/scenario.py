@@ -11,8 +11,17 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+# The suite's own Python and lldb (Debian 12: python3.11 and lldb-14; Debian 13: python3.13 and
+# lldb-19): the drivers run under the suite's /usr/bin/python3, and the lldb plugin is built for the
+# default lldb (/usr/bin/lldb, plugin/lldb/CMakeLists.txt).
+PYTHON_VERSION = "%d.%d" % sys.version_info[:2]
+PYTHON = "/usr/bin/python" + PYTHON_VERSION
+LIBPYTHON = "libpython%s.so.1.0" % PYTHON_VERSION
+LLDB = "lldb"
 
 READY_TIMEOUT = 60
 

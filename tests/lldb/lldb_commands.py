@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The lldb plugin's commands in real lldb-14 (-b) on real cores and live processes, held against
+"""The lldb plugin's commands in real lldb (-b: the suite's default lldb, lldb-14 on Debian 12, lldb-19 on 13) on real cores and live processes, held against
 the CLI's JSON for the same core and against what the scenarios printed."""
 import argparse
 import json
@@ -13,14 +13,14 @@ import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
-# Debian's lldb-14 prints Python tracebacks of its own (its script interpreter is broken); they
+# Debian 12's lldb-14 prints Python tracebacks of its own (its script interpreter is broken); they
 # are not ours, and are dropped before parsing.
 NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
                    r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
 
 
 def lldb(args, target_args, commands, timeout=120):
-    argv = ["lldb-14", "-b"] + target_args + ["-o", "plugin load " + args.plugin]
+    argv = [scenario.LLDB, "-b"] + target_args + ["-o", "plugin load " + args.plugin]
     for c in commands:
         argv += ["-o", c]
     out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)

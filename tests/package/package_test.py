@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Debian package, for real: `cpack -G DEB` in the build directory, its metadata and contents
 (dpkg-deb), Debian's lintian (no error), `dpkg -i` on this machine, then the installed commands on
-a real core with nothing sourced by hand: gdb (loaded from /etc/gdb/gdbinit.d) and lldb-14 (with
+a real core with nothing sourced by hand: gdb (loaded from /etc/gdb/gdbinit.d) and the default lldb (with
 the README's line in ~/.lldbinit) print what the installed CLI prints; `man -l` renders the page;
 `dpkg --purge` leaves nothing behind. Runs alone (it installs into /usr and /etc)."""
 import argparse
@@ -72,17 +72,20 @@ def main():
         _, info = run(["dpkg-deb", "--info", deb])
         fields = dict(re.findall(r"^ ([A-Z][\w-]*): (.*)$", info, re.M))
         depends = fields.get("Depends", "")
-        for needed in ("libdw1", "libelf1", "libpython3.11", "libzstd1", "libdebuginfod1"):
+        for needed in ("libdw1", "libelf1", "libpython" + scenario.PYTHON_VERSION, "libzstd1", "libdebuginfod1"):
             expect(needed in depends, "Depends names %s: %s" % (needed, depends))
-        expect("lldb" not in depends and "lldb-14" in fields.get("Suggests", "") and "gdb" in fields.get("Enhances", ""),
+        lldb = re.search(r"/usr/lib/llvm-(\d+)/", os.path.realpath(shutil.which(scenario.LLDB) or ""))
+        expect(lldb is not None, "no default lldb (/usr/bin/lldb -> /usr/lib/llvm-N/bin/lldb)")
+        expect("lldb" not in depends and "lldb-" + lldb.group(1) in fields.get("Suggests", "") and "gdb" in fields.get("Enhances", ""),
                "gdb and lldb are suggested/enhanced, not required: %s" % fields)
         expect("conffiles" in info, "the gdb loader in /etc is a conffile")
         _, contents = run(["dpkg-deb", "--contents", deb])
         listed = [line.split()[-1] for line in contents.splitlines()]
         for f in EXPECTED_FILES:
             expect(f in listed, "the package holds %s" % f)
-        expect(any(re.match(r"\./usr/lib/pytstates/python/pytstates/_pytstates_gdb\.cpython-311-x86_64-linux-gnu\.so$", f) for f in listed),
-               "the gdb module, built for gdb's Python 3.11")
+        tag = scenario.PYTHON_VERSION.replace(".", "")
+        expect(any(re.match(r"\./usr/lib/pytstates/python/pytstates/_pytstates_gdb\.cpython-%s-x86_64-linux-gnu\.so$" % tag, f) for f in listed),
+               "the gdb module, built for gdb's Python %s" % scenario.PYTHON_VERSION)
         print(contents)
 
         status, lint = run(["lintian", deb])
@@ -118,7 +121,7 @@ def main():
         os.makedirs(home)
         with open(os.path.join(home, ".lldbinit"), "w") as f:
             f.write(LLDB_INIT + "\n")
-        status, lldb_out = run(["lldb-14", "-b", "-o", "py-tstates-check --json", "--core", core, argv[0]],
+        status, lldb_out = run([scenario.LLDB, "-b", "-o", "py-tstates-check --json", "--core", core, argv[0]],
                                env=dict(os.environ, HOME=home), stdin=subprocess.DEVNULL)
         expect("{" in lldb_out, "lldb printed no report (~/.lldbinit's plugin load?):\n" + lldb_out[-2000:])
         expect(normalized(json_after(lldb_out, "(lldb) py-tstates-check")) == cli,

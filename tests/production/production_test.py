@@ -33,7 +33,7 @@ import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(here, "..", ".."))
-LIBPYTHON = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"
+LIBPYTHON = "/usr/lib/x86_64-linux-gnu/" + scenario.LIBPYTHON  # the suite's
 
 
 def summary(report):
@@ -72,11 +72,17 @@ def seed_copy(args, workdir):
     return [os.path.join(workdir, "scenario_seed_host"), "svr2", "pause"], env
 
 
-def pyenv_libpython311():
-    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE).stdout.decode().strip() or os.path.expanduser("~/.pyenv")
-    path = os.path.join(root, "versions", "3.11.7", "lib", "libpython3.11.so.1.0")
-    expect(os.path.exists(path), "pyenv's CPython 3.11.7 is missing (%s)" % path)
-    return path
+def pyenv_libpython():
+    """pyenv's build of the suite's Python X.Y (3.11.7 beside Debian 12's 3.11, 3.13.0 beside 13's)."""
+    try:
+        root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE).stdout.decode().strip()
+    except FileNotFoundError:
+        root = ""
+    root = root or os.path.expanduser("~/.pyenv")
+    versions = sorted(v for v in (os.listdir(os.path.join(root, "versions")) if os.path.isdir(os.path.join(root, "versions")) else [])
+                      if re.match(r"^%s\.\d+$" % re.escape(scenario.PYTHON_VERSION), v))
+    expect(versions, "no pyenv CPython %s.x under %s (the test replaces libpython with another build of it)" % (scenario.PYTHON_VERSION, root))
+    return os.path.join(root, "versions", versions[-1], "lib", scenario.LIBPYTHON)
 
 
 def replaced(args):
@@ -87,10 +93,10 @@ def replaced(args):
             target = ["check", "--json", "--pid", str(proc.pid)]
             status, before, _ = scenario.run_pytstates(args.pytstates, target)
             # A package upgrade while the service runs: the executable unlinked, libpython replaced
-            # by another build (pyenv's 3.11.7) under the same name.
+            # by another build (pyenv's) under the same name.
             os.unlink(argv[0])
-            lib = os.path.join(workdir, "libpython3.11.so.1.0")
-            shutil.copy2(pyenv_libpython311(), lib + ".new")
+            lib = os.path.join(workdir, scenario.LIBPYTHON)
+            shutil.copy2(pyenv_libpython(), lib + ".new")
             os.rename(lib + ".new", lib)
             expect(build_id(lib) != files_by_module(before)[lib]["build_id"], "the file at libpython's path is another build now")
             status2, after, err = scenario.run_pytstates(args.pytstates, target)
@@ -252,11 +258,11 @@ def debuginfod(args):
             json.dump(text, f)
         served = os.path.join(workdir, "served")
         os.mkdir(served)
-        lib = os.path.join(workdir, "libpython3.11.so.1.0")
+        lib = os.path.join(workdir, scenario.LIBPYTHON)
         bid = build_id(lib)
         debug = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
-        expect(os.path.exists(debug), "python3.11-dbg's debug file of libpython: %s" % debug)
-        # Every debug file the report used from this machine (python3.11-dbg's, libc6-dbg's) is
+        expect(os.path.exists(debug), "python3-dbg's debug file of libpython: %s" % debug)
+        # Every debug file the report used from this machine (python3-dbg's, libc6-dbg's) is
         # served; inside, /usr/lib/debug is hidden.
         used = {f["debug_file"] for f in text["target"]["files"] if (f["debug_file"] or "").startswith("/usr/lib/debug/")}
         expect(debug in used, "the report used libpython's debug file", text)
@@ -304,9 +310,9 @@ def debuginfod_inside(args):
         expect("pytstates: debuginfod: fetching" in err, "a progress line on stderr for each file fetched")
         expect_same(expected, r, "the report with files from debuginfod equals the one with the files in place")
         files = {os.path.basename(m): f for m, f in files_by_module(r).items()}
-        for name in ("scenario_seed_host", "libpython3.11.so.1.0"):
+        for name in ("scenario_seed_host", scenario.LIBPYTHON):
             expect(files[name]["via"] == "debuginfod" and files[name]["file"].startswith(cache), "%s fetched into the cache" % name, r)
-        expect(files["libpython3.11.so.1.0"]["debug_file"].startswith(cache), "libpython's debug file fetched into the cache", r)
+        expect(files[scenario.LIBPYTHON]["debug_file"].startswith(cache), "libpython's debug file fetched into the cache", r)
         # Again: from the cache, no transfer, no progress line.
         status, r2, err2 = scenario.run_pytstates(args.pytstates, ["check", "--json", "--core", core], env=env)
         expect(status == 1 and "fetching" not in err2, "the second run reads debuginfod's cache: %s" % err2)
@@ -314,7 +320,7 @@ def debuginfod_inside(args):
         # --offline: nothing fetched, and the line says why and what would help.
         status, _, err3 = scenario.run_pytstates(args.pytstates, ["check", "--offline", "--core", core],
                                                  env=dict(env, DEBUGINFOD_CACHE_PATH=tempfile.mkdtemp()))
-        expect(status == 2 and "libpython3.11.so.1.0 is loaded but its file cannot be read" in err3 and "DEBUGINFOD_URLS" in err3,
+        expect(status == 2 and scenario.LIBPYTHON + " is loaded but its file cannot be read" in err3 and "DEBUGINFOD_URLS" in err3,
                "--offline: exit 2, the line names libpython and DEBUGINFOD_URLS: %r" % err3)
         print("--offline: " + err3.strip())
         log.seek(0)
@@ -343,9 +349,9 @@ def no_runtime(args):
     try:
         argv, env = seed_copy(args, workdir)
         facts, core = scenario.take_core(argv, "gcore", workdir=workdir, env=env)
-        os.unlink(os.path.join(workdir, "libpython3.11.so.1.0"))
+        os.unlink(os.path.join(workdir, scenario.LIBPYTHON))
         status, _, err = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core])
-        expect(status == 2 and "libpython3.11.so.1.0 is loaded but its file cannot be read" in err and "--sysroot" in err
+        expect(status == 2 and scenario.LIBPYTHON + " is loaded but its file cannot be read" in err and "--sysroot" in err
                and "DEBUGINFOD_URLS" in err and len(err.strip().splitlines()) == 1, "a core whose libpython is gone: %r" % err)
         print(err.strip())
     finally:

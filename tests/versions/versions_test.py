@@ -10,9 +10,9 @@ is held against what each thread said about itself.
 
 Interpreters:
   3.8.18 ... 3.13.0   pyenv's builds (`pyenv root` or $PYENV_ROOT): shared libpython with DWARF
-  debian              Debian's /usr/bin/python3 (3.11, CPython linked into the executable,
-                      stripped; DWARF in python3.11-dbg's /usr/lib/debug/.build-id file)
-  debian-dbg          Debian's debug build /usr/bin/python3.11d (DWARF inside)
+  debian              Debian's /usr/bin/python3 (3.11 on Debian 12, 3.13 on 13: CPython linked into
+                      the executable, stripped; DWARF in python3-dbg's /usr/lib/debug/.build-id file)
+  debian-dbg          Debian's debug build /usr/bin/python3.Xd (DWARF inside)
   3.14, 3.15          Debian's unstable python3.14 / python3.15 (static, stripped, glibc 2.43; DWARF
                       of the release build in python3.1X-dbg), unpacked by scripts/debian-python and
                       read with --sysroot
@@ -44,6 +44,8 @@ import native_check  # noqa: E402
 import scenario  # noqa: E402
 
 SCRIPT = os.path.join(TOP, "tests", "scenarios", "versions", "threads_gil.py")
+# The suite's Python: the drivers run under /usr/bin/python3.
+SUITE = "%d.%d" % sys.version_info[:2]
 PYENV_VERSIONS = ["3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0"]
 
 
@@ -92,9 +94,9 @@ class Target:
         if name in PYENV_VERSIONS:
             self.pyenv(name, workdir)
         elif name == "debian":
-            self.debian("/usr/bin/python3", "3.11", dbg_file=True)
+            self.debian("/usr/bin/python3", SUITE, dbg_file=True)
         elif name == "debian-dbg":
-            self.debian("/usr/bin/python3.11d", "3.11", dbg_file=False)
+            self.debian("/usr/bin/python%sd" % SUITE, SUITE, dbg_file=False)
         elif name in ("3.14", "3.15"):
             self.debian_sid(name, sid_dirs[name])
         elif name in ("3.13t", "3.14t"):
@@ -136,7 +138,7 @@ class Target:
     def debian(self, python, series, dbg_file):
         if not os.path.exists(python):
             raise Missing("Debian's %s is missing on this machine (apt-get install %s)"
-                          % (python, "python3.11-dbg" if python.endswith("d") else "python3.11"))
+                          % (python, "python3-dbg" if python.endswith("d") else "python3"))
         self.series, self.version = series, None
         self.argv = [python]
         self.module = os.path.realpath(python)
@@ -144,7 +146,7 @@ class Target:
             bid = build_id(self.module)
             debug = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
             if not os.path.exists(debug):
-                raise Missing("the DWARF of %s is missing on this machine: no %s (apt-get install python3.11-dbg)"
+                raise Missing("the DWARF of %s is missing on this machine: no %s (apt-get install python3-dbg)"
                               % (self.module, debug))
 
     def debian_sid(self, series, cache):

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "internals_key.h"
 #include "pause.h"
 
 namespace py = pybind11;
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
                     getpid(), mainLwp, hex(mainTstate).c_str(), static_cast<long>(syscall(SYS_gettid)),
                     hex(reinterpret_cast<void*>(pthread_self())).c_str(), hex(cached).c_str(),
                     hex(_PyThreadState_UncheckedGet()).c_str(), hex(PyGILState_GetThisThreadState()).c_str(),
-                    internals.tstate->_key, PYBIND11_INTERNALS_ID);
+                    internalsTstateKey(), PYBIND11_INTERNALS_ID);
         std::printf("READY\n");
         std::fflush(stdout);
         if (pause) pause_until_quit();

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "internals_key.h"
 #include "pause.h"
 
 namespace py = pybind11;
@@ -28,8 +29,7 @@ namespace {
 long gettid_() { return syscall(SYS_gettid); }
 
 unsigned hostKey() {
-    auto& internals = py::detail::get_internals();
-    return internals.tstate->_key;
+    return internalsTstateKey();
 }
 
 std::string hex(const void* p) {

@@ -4,6 +4,8 @@
 // torch op does (nested gil_scoped_release / gil_scoped_acquire).
 #include <pybind11/pybind11.h>
 
+#include "internals_key.h"
+
 namespace py = pybind11;
 
 namespace {
@@ -18,8 +20,7 @@ int work(int n) {
 }
 
 unsigned internalsKey() {
-    auto& internals = py::detail::get_internals();
-    return PyThread_tss_is_created(internals.tstate) ? internals.tstate->_key : ~0u;
+    return PyThread_tss_is_created(internalsTstateTss()) ? internalsTstateKey() : ~0u;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "internals_key.h"
 #include "pause.h"
 
 namespace py = pybind11;
@@ -39,7 +40,7 @@ void blockForever() {
 int main(int argc, char** argv) {
     bool holdGil = argc > 1 && std::string(argv[1]) == "gil";
     py::scoped_interpreter interpreter;
-    unsigned key = py::detail::get_internals().tstate->_key;
+    unsigned key = internalsTstateKey();
     py::gil_scoped_release release;
     std::thread a([] {
         py::gil_scoped_acquire acquire;

@@ -12,13 +12,14 @@
 #include <string>
 #include <thread>
 
+#include "internals_key.h"
 #include "pause.h"
 
 namespace py = pybind11;
 
 int main() {
     py::scoped_interpreter interpreter;
-    unsigned hostKey = py::detail::get_internals().tstate->_key;
+    unsigned hostKey = internalsTstateKey();
     py::gil_scoped_release release;
     std::thread worker([hostKey] {
         PyThreadState* used = nullptr;

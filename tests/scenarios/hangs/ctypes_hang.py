@@ -3,6 +3,8 @@ it blocks (a CDLL call lets it go).
 
   ctypes_hang.py gil-mutex   A holds the GIL in pthread_mutex_lock(M); B holds M and waits for the GIL
   ctypes_hang.py read        H holds the GIL in read() on a pipe nobody writes; two threads wait for it
+  ctypes_hang.py mutex-abba  T1 holds M1 and asks for M2, T2 holds M2 and asks for M1 (no GIL involved:
+                             the cycle a free-threaded build has too)
 
 Prints FACTS (gettid of each thread, M's address) and READY just before the last blocking call."""
 import ctypes
@@ -40,6 +42,23 @@ if mode == "gil-mutex":
     facts["mutex"] = hex(ctypes.addressof(mutex))
     ready()
     libc_gil.pthread_mutex_lock(mutex)
+elif mode == "mutex-abba":
+    m1, m2 = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+    both = threading.Barrier(3)
+
+    def take(name, first, second):
+        facts[name] = threading.get_native_id()
+        libc_free.pthread_mutex_lock(first)
+        both.wait()
+        libc_free.pthread_mutex_lock(second)
+
+    for args in (("t1", m1, m2), ("t2", m2, m1)):
+        threading.Thread(target=take, args=args, daemon=True).start()
+    both.wait()
+    facts["m1"], facts["m2"] = hex(ctypes.addressof(m1)), hex(ctypes.addressof(m2))
+    facts["gil"] = getattr(sys, "_is_gil_enabled", lambda: True)()
+    ready()
+    sys.stdin.readline()
 elif mode == "read":
     r, w = os.pipe()
     lwps = []

@@ -1,0 +1,87 @@
+#include "symbols/elf/type_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace pytstates {
+
+namespace {
+
+bool disabled = false;
+// Raised when what a question means or how it is answered changes: older entries are then ignored.
+constexpr const char* kFormat = "pytstates-dwarf-answers 1";
+
+std::string cacheDirectory() {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (xdg && *xdg == '/') return std::string(xdg) + "/pytstates/dwarf";
+    const char* home = std::getenv("HOME");
+    if (home && *home == '/') return std::string(home) + "/.cache/pytstates/dwarf";
+    return {};
+}
+
+bool validBuildId(const std::string& id) {
+    if (id.size() < 8 || id.size() > 128) return false;
+    for (char c : id)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+std::string header(const std::string& buildId, uint64_t fileSize) {
+    return std::string(kFormat) + " " + buildId + " " + std::to_string(fileSize);
+}
+
+}  // namespace
+
+void disableTypeCache() { disabled = true; }
+
+bool typeCacheEnabled() {
+    if (disabled) return false;
+    const char* off = std::getenv("PYTSTATES_NO_CACHE");
+    return !(off && *off && std::string(off) != "0");
+}
+
+std::optional<TypeAnswers> loadTypeAnswers(const std::string& buildId, uint64_t fileSize) {
+    std::string dir = cacheDirectory();
+    if (!typeCacheEnabled() || !validBuildId(buildId) || dir.empty()) return std::nullopt;
+    std::ifstream in(dir + "/" + buildId);
+    std::string line;
+    if (!in || !std::getline(in, line) || line != header(buildId, fileSize)) return std::nullopt;
+    TypeAnswers answers;
+    while (std::getline(in, line)) {
+        auto tab = line.rfind('\t');
+        if (tab == std::string::npos) return std::nullopt;  // not written by this format: ignored whole
+        answers[line.substr(0, tab)] = line.substr(tab + 1);
+    }
+    if (!in.eof()) return std::nullopt;
+    return answers;
+}
+
+void storeTypeAnswers(const std::string& buildId, uint64_t fileSize, const TypeAnswers& answers) {
+    std::string dir = cacheDirectory();
+    if (!typeCacheEnabled() || !validBuildId(buildId) || dir.empty()) return;
+    // mkdir -p, private to the user.
+    for (size_t pos = 1; pos != std::string::npos;) {
+        pos = dir.find('/', pos + 1);
+        ::mkdir(dir.substr(0, pos).c_str(), 0700);
+    }
+    std::ostringstream text;
+    text << header(buildId, fileSize) << '\n';
+    for (const auto& [question, answer] : answers) text << question << '\t' << answer << '\n';
+    std::string path = dir + "/" + buildId, temporary = path + ".tmp" + std::to_string(::getpid());
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        out << text.str();
+        out.flush();
+        if (!out) {
+            ::unlink(temporary.c_str());
+            return;
+        }
+    }
+    if (::rename(temporary.c_str(), path.c_str()) != 0) ::unlink(temporary.c_str());
+}
+
+}  // namespace pytstates

@@ -1,0 +1,144 @@
+"""What pytstates must say about an embedder, held against what the calls recorded about
+themselves (tests/scenarios/embedders/truth.py) and against gdb's own walk of the same core.
+
+The rule: a thread state runs on a thread only by evidence on that thread. Each recorded call's
+thread runs exactly one thread state, in the interpreter the call recorded, whose stack holds the
+call's function; no thread runs two; a thread state with Python frames runs somewhere; the spinner
+holds the GIL; and no finding is an error."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import native_check  # noqa: E402
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+def expect(cond, what, report=None):
+    if not cond:
+        if report is not None:
+            print(summary(report))
+        raise Mismatch(what)
+
+
+def summary(report):
+    """The parts of a report these tests look at, one line each."""
+    lines = []
+    for _, interp in interpreters(report):
+        lines.append("interpreter %d %s gil_holder %s" % (interp["id"], interp["address"], interp["gil_holder"]))
+        for ts in interp["tstates"]:
+            lines.append("  tstate %s lwp %s made_by %s native_thread_id %s parked %s gil %s frames %s" % (
+                ts["address"], ts["lwp"], ts.get("made_by_lwp", "-"), ts.get("native_thread_id"), ts.get("parked"),
+                ts["holds_gil"], [f["function"] for f in ts["frames"]]))
+    for t in report["threads"]:
+        top = t.get("native_frames") or [{}]
+        lines.append("thread %d current %s autotss %s native %s" % (t["lwp"], t["current_tstate"], t["autotss_tstate"], top[0].get("function")))
+    for f in report["findings"]:
+        lines.append("finding %s %s lwp %s: %s sources %s" % (f["severity"], f["code"], f["lwp"], f["message"], f.get("sources")))
+    return "\n".join(lines)
+
+
+def interpreters(report):
+    return [(rt, i) for rt in report["runtimes"] for i in rt["interpreters"]]
+
+
+def running(report, where):
+    """{LWP: (interpreter, thread state)} of the thread states that run on a thread; fails when a
+    thread runs two, or a thread state with Python frames runs nowhere or is not called parked."""
+    runs = {}
+    for rt, interp in interpreters(report):
+        for ts in interp["tstates"]:
+            if ts["lwp"] is None:
+                expect(not ts["frames"], "%s: thread state %s has Python frames (%s) but runs on no thread"
+                       % (where, ts["address"], [f["function"] for f in ts["frames"]]), report)
+                expect(ts.get("parked") is True, "%s: thread state %s runs nowhere and is not parked" % (where, ts["address"]), report)
+                continue
+            expect(ts["lwp"] not in runs, "%s: LWP %d runs two thread states, %s and %s"
+                   % (where, ts["lwp"], runs.get(ts["lwp"], ({}, {}))[1].get("address"), ts["address"]), report)
+            runs[ts["lwp"]] = (interp, ts)
+    return runs
+
+
+def attribution(report):
+    """(interpreter id, thread state, running LWP, holds the GIL) of every thread state, and the
+    findings' codes, severities and threads: what the front ends must agree on."""
+    return (sorted((i["id"], ts["address"], ts["lwp"], ts["holds_gil"]) for _, i in interpreters(report) for ts in i["tstates"]),
+            sorted((f["code"], f["severity"], f["lwp"] or 0) for f in report["findings"]))
+
+
+def no_error(report, where):
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    expect(not errors, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in errors]), report)
+    for f in report["findings"]:
+        expect("sources" in f, "%s: finding %s lists no sources" % (where, f["code"]), report)
+
+
+def check_report(report, facts, where, gil=True):
+    """facts: the recorded calls (function, native_id, interp); spin_* calls are the busy ones.
+    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python)."""
+    runs = running(report, where)
+    lwps = {t["lwp"] for t in report["threads"]}
+    for fact in facts:
+        lwp = fact["native_id"]
+        who = "%s: %s on LWP %d (interpreter %d)" % (where, fact["function"], lwp, fact["interp"])
+        expect(lwp in lwps, who + ": the thread is listed", report)
+        expect(lwp in runs, who + ": no thread state runs on it", report)
+        interp, ts = runs[lwp]
+        functions = [f["function"] for f in ts["frames"]]
+        expect(interp["id"] == fact["interp"], who + ": runs %s of interpreter %d" % (ts["address"], interp["id"]), report)
+        expect(fact["function"] in functions, who + ": its thread state %s has frames %s" % (ts["address"], functions), report)
+        busy = fact["function"].startswith("spin")
+        innermost = fact.get("innermost", "spin" if busy else "wait_for_release")
+        expect(functions[0] == innermost, who + ": innermost frame %s, expected %s" % (functions[0], innermost), report)
+        if (busy or fact.get("gil")) and gil:
+            expect(ts["holds_gil"] and interp["gil_holder"] == ts["address"], who + ": holds the GIL", report)
+            expect(next(t for t in report["threads"] if t["lwp"] == lwp)["current_tstate"] == ts["address"],
+                   who + ": CPython's current thread state", report)
+    with_frames = {lwp for lwp, (_, ts) in runs.items() if ts["frames"]}
+    expect(with_frames == {f["native_id"] for f in facts},
+           "%s: threads running Python %s, recorded calls on %s" % (where, sorted(with_frames), sorted(f["native_id"] for f in facts)), report)
+    holders = sorted(ts["address"] for _, i in interpreters(report) for ts in i["tstates"] if ts["holds_gil"])
+    want = sorted(runs[f["native_id"]][1]["address"] for f in facts if f["function"].startswith("spin") or f.get("gil"))
+    if gil and want:
+        expect(holders == want, "%s: GIL held by %s, expected %s" % (where, holders, want), report)
+    no_error(report, where)
+    return runs
+
+
+def check_native(native, full, where):
+    """--native: each thread's eval-loop frames carry the Python frames of the thread state that
+    runs on it, and no other's."""
+    problems = native_check.check_python_merge(native, full)
+    expect(not problems, "%s --native: %s" % (where, problems))
+
+
+def check_gdb_walk(exe, core, report, where):
+    """gdb walks the same core's interpreters and thread states through libpython's DWARF
+    (tests/lib/gdb_cpython.py): the same thread states, each with the same innermost function."""
+    cmd = ["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
+           "-x", os.path.join(TOP, "tests", "lib", "gdb_cpython.py"), exe]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+    m = re.search(r"^GDB-CPYTHON (.*)$", out, re.M)
+    expect(m is not None, "%s: gdb walked no thread state:\n%s" % (where, out[-2000:]))
+    ours = {i["address"]: i for _, i in interpreters(report)}
+    count = 0
+    for gi in json.loads(m.group(1)):
+        mine = ours.get(gi["address"])
+        expect(mine is not None, "%s: gdb's interpreter %s is not in the report" % (where, gi["address"]), report)
+        expect(mine["id"] == gi["id"], "%s: interpreter %s id" % (where, gi["address"]))
+        listed = {t["address"]: t for t in mine["tstates"]}
+        expect(sorted(listed) == sorted(t["address"] for t in gi["tstates"]),
+               "%s: interpreter %d thread states: gdb %s, pytstates %s" % (where, gi["id"], [t["address"] for t in gi["tstates"]], sorted(listed)))
+        for gt in gi["tstates"]:
+            t = listed[gt["address"]]
+            expect(gt["native_thread_id"] == t["native_thread_id"], "%s: %s native_thread_id" % (where, gt["address"]))
+            top = t["frames"][0]["function"] if t["frames"] else None
+            expect(gt["top"] == top, "%s: %s innermost code: gdb %s, pytstates %s" % (where, gt["address"], gt["top"], top))
+            count += 1
+    print("%s: gdb and pytstates agree on %d thread states" % (where, count))
