@@ -12,7 +12,7 @@ namespace {
 // then the caller.
 constexpr size_t kWaitFrames = 28;
 // Most waits show within this many frames: unwound deeper only when they do not.
-constexpr size_t kFirstFrames = 10;
+constexpr size_t kFirstFrames = 6;
 
 bool isRuntimeModule(const std::string& module) {
     auto slash = module.rfind('/');
@@ -148,11 +148,25 @@ private:
         auto top = stacks_.top(thread);
         if (!top.empty() && !top.front().function.empty() && waitFunction(top.front().function).kind == WaitKind::None)
             return b;
-        // Named from the symbol tables first (cheap for a thousand threads), as deep as the wait shows.
-        size_t depth = kFirstFrames;
-        NativeStack stack = stacks_.unwind(thread, depth, 0, false);
+        // Named from the symbol tables first (cheap for a thousand threads): the physical frames
+        // the thread-state attribution has unwound already, else as deep as the wait shows.
+        NativeStack stack;
+        const auto& spans = stacks_.spans(thread);
+        for (size_t i = 0; i < spans.size() && i < kWaitFrames; ++i) {
+            NativeFrame f;
+            f.pc = spans[i].pc;
+            f.activation = spans[i].activation;
+            f.function = spans[i].function;
+            f.module = spans[i].module;
+            stack.frames.push_back(std::move(f));
+        }
+        size_t depth = kWaitFrames;
+        if (stack.frames.empty()) {
+            depth = kFirstFrames;
+            stack = stacks_.unwind(thread, depth, 0, false);
+        }
         auto found = classify(stack.frames);
-        if (stack.frames.size() >= depth && (!found || found->wait.weak)) {
+        if (stack.frames.size() >= depth && depth < kWaitFrames && (!found || found->wait.weak)) {
             depth = kWaitFrames;
             stack = stacks_.unwind(thread, depth, 0, false);
             found = classify(stack.frames);
@@ -176,7 +190,7 @@ private:
         // indexes are then those of --native.
         // A condition variable waited on from CPython's own code may be take_gil inlined out of
         // the symbol tables' sight.
-        bool inCpython = found->wait.weak && found->frame + 1 < stack.frames.size() &&
+        bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < stack.frames.size() &&
                          cpythonModules_.count(stack.frames[found->frame + 1].module);
         if (owned || inCpython || found->wait.kind == WaitKind::Gil || gilHolders_.count(row.lwp) || options_.native) {
             NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);

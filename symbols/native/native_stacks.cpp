@@ -164,6 +164,7 @@ struct NativeStacks::Impl {
     std::vector<RawFrame>* frames = nullptr;
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
+    std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
     std::unordered_map<Dwfl_Module*, std::unordered_map<GElf_Addr, std::string>> lastAlias;  // per address, the name that sorts last
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
 
@@ -485,10 +486,12 @@ std::vector<NativeFrame> NativeStacks::top(const OsThread& thread) {
     return out;
 }
 
-std::vector<StackSpan> NativeStacks::spans(const OsThread& thread) {
-    std::vector<StackSpan> out;
-    if (!unavailable_.empty() || thread.registers.empty()) return out;
+const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     Impl& d = *impl_;
+    auto known = d.spansOf.find(thread.lwp);
+    if (known != d.spansOf.end()) return known->second;
+    std::vector<StackSpan>& out = d.spansOf[thread.lwp];
+    if (!unavailable_.empty() || thread.registers.empty()) return out;
     std::vector<RawFrame> raw;
     d.current = &thread;
     d.frames = &raw;
@@ -499,7 +502,8 @@ std::vector<StackSpan> NativeStacks::spans(const OsThread& thread) {
     d.frames = nullptr;
     for (const auto& r : raw) {
         const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
-        out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function});
+        out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function, s.module ? s.module->path : std::string(),
+                       r.activation});
     }
     return out;
 }
