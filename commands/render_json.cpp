@@ -14,6 +14,22 @@ using nlohmann::json;
 
 json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
 
+// findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
+json historyJson(const Finding& f) {
+    json out = json::array();
+    for (const auto& h : f.history) {
+        const HistoryEvent& e = h.event;
+        json frames = json::array();
+        for (const auto& fr : e.frames)
+            frames.push_back({{"function", fr.function}, {"module", fr.module}, {"pc", hexAddress(fr.pc)}});
+        json event = {{"event", lifecycleEventName(e.event)}, {"seq", e.seq}, {"lwp", e.lwp}, {"tstate", hexAddress(e.tstate)},
+                      {"key", e.key ? json(*e.key) : json(nullptr)}, {"source", h.source.empty() ? json(nullptr) : json(h.source)},
+                      {"function", e.function}, {"ms", e.ms}, {"frames", frames}};
+        out.push_back(event);
+    }
+    return out;
+}
+
 // Strings from the target need not be UTF-8. Such a string is given with U+FFFD in place of each
 // ill-formed sequence, and a companion field "<name>_bytes" holds its exact bytes in hex (for an
 // array of strings: an array with the hex of each string that needed it, null for the others).
@@ -355,6 +371,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
             finding["function"] = f.function;
             finding["waiters"] = f.waiters;
         }
+        if (!f.history.empty()) finding["history"] = historyJson(f);
         findings.push_back(finding);
     }
     if (!report.waitNotes.empty()) out["wait_notes"] = report.waitNotes;

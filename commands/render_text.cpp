@@ -227,6 +227,7 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
         out << "\n" << wrap(shown(f.message), 96, "      ");
+        for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
     }
     out << "\n";
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/history/history_log.h"
 #include "symbols/cpython/runtimes.h"
 #include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
@@ -122,6 +123,14 @@ struct Finding {
     std::vector<CycleStep> cycle;      // deadlock: every thread of the cycle, from `lwp` round
     std::string function;              // gil-held-while-blocked: the call the holder is blocked in
     std::vector<int> waiters;          // gil-held-while-blocked: the threads waiting for the GIL
+    // From a recorded history (py-tstates-record, --history): the events of `tstate`'s last life,
+    // each with the TLS slot it was cached in (cached events), and those events in words.
+    struct HistoryEntry {
+        HistoryEvent event;
+        std::string source;  // "pybind11 key 2 (__pybind11_internals_v4_...)"; empty when not cached
+    };
+    std::vector<HistoryEntry> history;
+    std::vector<std::string> historyWords;  // one or two lines
 };
 
 // Why the process called abort() (commands/abort_context).

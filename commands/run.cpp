@@ -4,10 +4,27 @@
 #include <exception>
 #include <stdexcept>
 
+#include "commands/history/history_words.h"
 #include "commands/report.h"
 #include "commands/version.h"
 
 namespace pytstates {
+
+namespace {
+
+// A history belongs to one process: a core or process with another pid gets a warning, not
+// another process's events.
+void joinHistory(const Target& target, HistoryLog& history, Report& report) {
+    if (history.pid && target.pid() && history.pid != target.pid()) {
+        report.warnings.push_back("the history was recorded in process " + std::to_string(history.pid) + ", this is process " +
+                                  std::to_string(target.pid()) + ": its events are not joined to the findings");
+        return;
+    }
+    history.nameFrames(target);
+    attachHistory(report, history);
+}
+
+}  // namespace
 
 CommandResult runCommand(const Target& target, const CommandRequest& request, const std::function<int(int)>& debuggerThread) {
     CommandResult result;
@@ -25,6 +42,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);
         if (request.afterAnalysis) report.target.stoppedMs = request.afterAnalysis();
+        if (request.history && options.findings) joinHistory(target, *request.history, report);
         RenderOptions render;
         render.command = request.command;
         render.types = request.types;

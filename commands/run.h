@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "commands/history/history_log.h"
 #include "commands/render.h"
 #include "symbols/target.h"
 
@@ -21,6 +23,9 @@ struct CommandRequest {
     bool native = false;  // every thread's whole native stack
     bool greenlets = false;  // every greenlet with its frames
     bool waits = true;       // what each thread waits for, deadlock and gil-held-while-blocked (--no-waits)
+    // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
+    // the findings about one thread state.
+    std::shared_ptr<HistoryLog> history;
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;

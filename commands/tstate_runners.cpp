@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "symbols/cpython/frames.h"
+
 namespace pytstates {
 
 namespace {
@@ -17,8 +19,10 @@ constexpr uint64_t kInsideState = 0x4000;           // root_cframe and the like 
 // The live part of one thread's stack: from below its sp to its outermost unwound frame.
 struct StackRange {
     int lwp = 0;
+    uint64_t sp = 0;
     uint64_t low = 0, high = 0;
     std::vector<uint64_t> registers;
+    bool python = false;  // an eval-loop frame is on its stack
     bool contains(uint64_t a) const { return a >= low && a < high; }
 };
 
@@ -28,10 +32,14 @@ std::vector<StackRange> stackRanges(const Target& target, NativeStacks* stacks) 
         if (!t.sp) continue;
         StackRange r;
         r.lwp = t.lwp;
+        r.sp = t.sp;
         r.low = t.sp > kRedZone ? t.sp - kRedZone : 0;
         r.high = 0;
         if (stacks)
-            for (const auto& span : stacks->spans(t)) r.high = std::max(r.high, span.sp);
+            for (const auto& span : stacks->spans(t)) {
+                r.high = std::max(r.high, span.sp);
+                r.python = r.python || isEvalLoopFunction(span.function);
+            }
         if (r.high <= t.sp) r.high = t.sp + kUnwoundFallback;
         r.registers = t.registers;
         out.push_back(r);
@@ -41,6 +49,12 @@ std::vector<StackRange> stackRanges(const Target& target, NativeStacks* stacks) 
         for (const auto& o : out)
             if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
     return out;
+}
+
+bool rangeRunsPython(const std::vector<StackRange>& ranges, int lwp) {
+    for (const auto& r : ranges)
+        if (r.lwp == lwp) return r.python;
+    return false;
 }
 
 const StackRange* rangeHolding(const std::vector<StackRange>& ranges, uint64_t address) {
@@ -91,6 +105,7 @@ std::string runnerEvidenceWords(const std::string& evidence) {
     if (evidence == "entry_frame") return "its interpreter frames are on that thread's stack";
     if (evidence == "register") return "a register of that thread holds it";
     if (evidence == "stack_word") return "a live frame of that thread holds it";
+    if (evidence == "maker_unverified") return "the thread that made it; its stack could not be read to verify";
     return evidence;
 }
 
@@ -138,30 +153,60 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
     for (const auto& [tstate, layout] : layoutOf)
         if (auto c = structuralClaim(target, *layout, tstate, ranges)) claim(tstate, *c);
 
-    // Words: only on threads no structural evidence placed a state on, the innermost listed
-    // state they hold (a thread runs one state at a time; deeper words may be stale locals).
-    std::set<int> placed;
+    // Words. A live frame may still hold a stale copy from an earlier, deeper call (printf's
+    // arguments, a previous request's state): a state held by one thread is that thread's; held by
+    // several, it goes to the one running Python (an eval-loop frame on its stack), else to its
+    // maker among them, else to none. A thread takes the outermost state it holds: stale copies
+    // lie nearer the stack pointer, where shorter calls reuse the space.
+    std::set<int> placed;  // threads stronger evidence placed a state on
     for (const auto& [tstate, c] : best) placed.insert(c.lwp);
-    std::map<int, std::pair<uint64_t, Claim>> wordOf;  // lwp -> its innermost listed word
+    std::map<int, std::map<uint64_t, uint64_t>> wordsOf;  // lwp -> state -> its outermost offset
+    std::map<uint64_t, std::set<int>> holders;
     for (const auto& r : ranges) {
-        if (placed.count(r.lwp)) continue;
-        std::optional<std::pair<uint64_t, Claim>> found;
-        for (size_t i = 0; i < r.registers.size() && !found; ++i)
-            if (report.listed(r.registers[i]) && !best.count(r.registers[i]))
-                found = std::make_pair(r.registers[i], Claim{r.lwp, "register", 0, 3});
-        uint64_t from = r.low, to = std::min(r.high, r.low + kMaxStackScan);
+        auto& mine = wordsOf[r.lwp];
+        for (uint64_t v : r.registers)
+            if (report.listed(v)) mine.emplace(v, 0);
+        uint64_t from = r.sp, to = std::min(r.high, r.sp + kMaxStackScan);
         std::vector<uint64_t> words(to > from ? (to - from) / 8 : 0);
         size_t got = words.empty() ? 0 : target.read(from, words.data(), words.size() * 8) / 8;
-        for (size_t w = 0; w < got && !found; ++w)
-            if (report.listed(words[w]) && !best.count(words[w]))
-                found = std::make_pair(words[w], Claim{r.lwp, "stack_word", w * 8, 4});
-        if (found) wordOf[r.lwp] = *found;
+        for (size_t w = 0; w < got; ++w)
+            if (report.listed(words[w])) mine[words[w]] = 8 + w * 8;
+        for (const auto& [state, offset] : mine) holders[state].insert(r.lwp);
     }
-    // A state whose word two threads hold goes to neither: a stale copy cannot be told apart.
-    std::map<uint64_t, int> holders;
-    for (const auto& [lwp, w] : wordOf) ++holders[w.first];
-    for (const auto& [lwp, w] : wordOf)
-        if (holders[w.first] == 1) claim(w.first, w.second);
+    // On a thread running no Python, a word counts only for a state that thread made: a pointer
+    // to another thread's state left in its frames (an argument passed on, a copy) is no sign of
+    // running it.
+    auto owner = [&](uint64_t state) -> std::optional<int> {
+        const auto& h = holders[state];
+        auto maker = report.places[state].madeBy;
+        std::optional<int> lwp;
+        std::vector<int> python;
+        for (int l : h)
+            if (rangeRunsPython(ranges, l)) python.push_back(l);
+        if (h.size() == 1) lwp = *h.begin();
+        else if (python.size() == 1) lwp = python.front();
+        else if (maker && h.count(*maker)) lwp = maker;
+        if (lwp && !rangeRunsPython(ranges, *lwp) && maker != lwp) return std::nullopt;
+        return lwp;
+    };
+    // <= 3.11: the process-wide current pointer is the GIL holder's, on the thread holding it.
+    for (const auto& rt : report.runtimes) {
+        uint64_t current = rt.tstateCurrent;
+        if (!current || !report.listed(current) || best.count(current)) continue;
+        if (auto lwp = owner(current); lwp && !placed.count(*lwp)) {
+            claim(current, {*lwp, "current", 0, 3});
+            placed.insert(*lwp);
+        }
+    }
+    for (const auto& r : ranges) {
+        if (placed.count(r.lwp)) continue;
+        std::optional<std::pair<uint64_t, uint64_t>> outermost;  // (offset, state)
+        for (const auto& [state, offset] : wordsOf[r.lwp])
+            if (!best.count(state) && owner(state) == r.lwp && (!outermost || offset > outermost->first))
+                outermost = std::make_pair(offset, state);
+        if (outermost)
+            claim(outermost->second, {r.lwp, outermost->first ? "stack_word" : "register", outermost->first, 4});
+    }
 
     // <= 3.11: the process-wide current pointer belongs to the thread that runs it.
     for (const auto& rt : report.runtimes) {
@@ -179,6 +224,16 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             else if (row.currentTstate == rt.tstateCurrent) row.currentTstate = 0;
         }
         if (it != best.end()) it->second.depth = 0;  // the GIL holder's current state is its innermost
+    }
+
+    // A thread whose stack cannot be read (--no-stop: no registers) gives no evidence either way:
+    // its maker is taken for a state none placed, and said to be unverified.
+    std::set<int> unreadable;
+    for (const auto& t : target.threads())
+        if (!t.sp) unreadable.insert(t.lwp);
+    for (const auto& [tstate, layout] : layoutOf) {
+        auto maker = report.places[tstate].madeBy;
+        if (!best.count(tstate) && maker && unreadable.count(*maker)) best[tstate] = {*maker, "maker_unverified", 1 << 30, 6};
     }
 
     for (const auto& [tstate, c] : best) {

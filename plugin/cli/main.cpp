@@ -1,9 +1,14 @@
 // The pytstates command line (CONTRACT.md): tstates | internals | check, on a core or a process.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +18,7 @@
 #include "commands/version.h"
 #include "symbols/core/core_target.h"
 #include "symbols/elf/type_cache.h"
+#include "symbols/progress.h"
 #include "symbols/live/live_target.h"
 
 namespace {
@@ -39,9 +45,40 @@ struct Arguments {
     bool noWaits = false;
     bool noCache = false;
     int frames = 5;
+    std::string history;  // check: a history saved by py-tstates-record save
 };
 
-void tellStderr(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+// The progress line: shown on a terminal only, once a run has taken a second
+// (PYTSTATES_PROGRESS_AFTER_MS), overwritten in place and cleared before anything else is written.
+struct TerminalProgress {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::chrono::milliseconds after{1000};
+    bool shown = false;
+
+    void install() {
+        if (!isatty(STDERR_FILENO)) return;
+        if (const char* ms = std::getenv("PYTSTATES_PROGRESS_AFTER_MS")) after = std::chrono::milliseconds(std::atol(ms));
+        pytstates::setProgressSink([this](const std::string& line) {
+            if (std::chrono::steady_clock::now() - start < after) return;
+            std::string shownLine = line.size() > 100 ? line.substr(0, 97) + "..." : line;
+            std::fprintf(stderr, "\r%s\033[K", shownLine.c_str());
+            std::fflush(stderr);
+            shown = true;
+        });
+    }
+    void clear() {
+        if (!shown) return;
+        std::fprintf(stderr, "\r\033[K");
+        std::fflush(stderr);
+        shown = false;
+    }
+};
+TerminalProgress progressLine;
+
+void tellStderr(const std::string& line) {
+    progressLine.clear();
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 void addTargetOptions(CLI::App* cmd, Arguments& a) {
     auto* core = cmd->add_option("--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump)");
@@ -81,6 +118,17 @@ int run(pytstates::Command command, Arguments a) {
     request.native = a.native;
     request.greenlets = a.greenlets;
     request.waits = !a.noWaits;
+    if (!a.history.empty()) {
+        std::ifstream in(a.history);
+        if (!in) throw std::runtime_error("cannot read the history file " + a.history);
+        std::stringstream text;
+        text << in.rdbuf();
+        try {
+            request.history = HistoryLog::fromJson(text.str());
+        } catch (const std::exception& e) {
+            throw std::runtime_error(a.history + ": " + e.what());
+        }
+    }
     if (a.pid) {
         LiveOptions live;
         live.pid = a.pid;
@@ -94,6 +142,7 @@ int run(pytstates::Command command, Arguments a) {
         }
         CommandResult result = runCommand(target, request);
         target.resume();
+        progressLine.clear();
         printReadStats(target);
         if (result.status == 2) throw std::runtime_error(result.error);
         std::fwrite(result.output.data(), 1, result.output.size(), stdout);
@@ -114,6 +163,7 @@ int run(pytstates::Command command, Arguments a) {
             if (threads[i].lwp == lwp) return static_cast<int>(i + 1);
         return 0;
     });
+    progressLine.clear();
     printReadStats(target);
     if (result.status == 2) throw std::runtime_error(result.error);
     std::fwrite(result.output.data(), 1, result.output.size(), stdout);
@@ -143,6 +193,7 @@ int main(int argc, char** argv) try {
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
+    check->add_option("--history", args.history, "a thread-state history saved by py-tstates-record save (gdb, lldb)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -156,8 +207,10 @@ int main(int argc, char** argv) try {
     pytstates::Command command = pytstates::Command::Tstates;
     if (internals->parsed()) command = pytstates::Command::Internals;
     if (check->parsed()) command = pytstates::Command::Check;
+    progressLine.install();
     return run(command, args);
 } catch (const std::exception& e) {
+    progressLine.clear();
     std::fprintf(stderr, "pytstates: %s\n", e.what());
     return 2;
 } catch (...) {

@@ -4,11 +4,15 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <fstream>
+#include <memory>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "commands/history/history_show.h"
+#include "commands/history/recording.h"
 #include "commands/run.h"
 #include "symbols/debugger/debugger_target.h"
 
@@ -43,15 +47,10 @@ using GdbThread = std::tuple<int, uint64_t, std::vector<uint64_t>>;
 // (lwp, si_signo, si_code, si_addr, si_pid, si_uid) of the core's first thread, from $_siginfo
 using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
 
-std::tuple<int, std::string, std::string> run(const std::string& command, const std::vector<std::string>& args,
-                                              const py::function& readMemory, const std::vector<GdbThread>& threads,
-                                              const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                                              bool live, bool local, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
-                                              const std::optional<GdbSiginfo>& siginfo) {
-    CommandRequest request;
-    request.command = commandNamed(command);
-    std::string error;
-    if (!parseCommandArguments(args, &request, &error)) return {2, "", error};
+// What gdb knows of the process, as the C++ core takes it.
+DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
+                        const std::string& executable, int pid, bool live, bool local, const std::string& sysroot,
+                        const std::optional<GdbSiginfo>& siginfo) {
     DebuggerInput input;
     input.read = [readMemory](uint64_t addr, void* buf, size_t len) { return readThroughGdb(readMemory, addr, buf, len); };
     const Arch& arch = hostArch();
@@ -93,8 +92,24 @@ std::tuple<int, std::string, std::string> run(const std::string& command, const 
     input.live = live;
     input.search.sysroot = sysroot;
     if (live && local && pid > 0) input.search.processDir = "/proc/" + std::to_string(pid);  // gdb's native target: this machine
+    return input;
+}
+
+// The recording py-tstates-record keeps between commands (one per gdb session).
+std::unique_ptr<Recording> recording;
+
+std::tuple<int, std::string, std::string> run(const std::string& command, const std::vector<std::string>& args,
+                                              const py::function& readMemory, const std::vector<GdbThread>& threads,
+                                              const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
+                                              bool live, bool local, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
+                                              const std::optional<GdbSiginfo>& siginfo) {
+    CommandRequest request;
+    request.command = commandNamed(command);
+    std::string error;
+    if (!parseCommandArguments(args, &request, &error)) return {2, "", error};
+    if (recording && !recording->log()->empty()) request.history = recording->log();
     try {
-        DebuggerTarget target(input);
+        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, siginfo));
         CommandResult result = runCommand(target, request, [&](int lwp) {
             auto it = gdbThreadNumbers.find(lwp);
             return it == gdbThreadNumbers.end() ? 0 : it->second;
@@ -105,6 +120,94 @@ std::tuple<int, std::string, std::string> run(const std::string& command, const 
     }
 }
 
+// (address, event, tstate register, key register, key offset) per breakpoint to set
+using ProbeRow = std::tuple<uint64_t, std::string, std::string, std::string, uint64_t>;
+
+// py-tstates-record on: plans the probes; returns (status, text, error, probes, frames per hit).
+std::tuple<int, std::string, std::string, std::vector<ProbeRow>, int> recordOn(
+    const std::vector<std::string>& args, const py::function& readMemory, const std::vector<GdbThread>& threads,
+    const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local, const std::string& sysroot) {
+    HistoryLog::Limits limits;
+    int frames = 4;
+    std::string error;
+    if (!parseRecordOptions(args, &limits, &frames, &error)) return {2, "", error, {}, 0};
+    try {
+        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, true, local, sysroot, std::nullopt));
+        auto next = std::make_unique<Recording>(target, limits);
+        std::vector<ProbeRow> rows;
+        for (const auto& p : next->plan().probes)
+            rows.emplace_back(p.address, lifecycleEventName(p.event), p.tstateRegister, p.keyRegister, p.keyOffset);
+        std::string text = next->startText();
+        recording = std::move(next);
+        return {0, text, "", rows, frames};
+    } catch (const std::exception& e) {
+        return {2, "", e.what(), {}, 0};
+    }
+}
+
+// One breakpoint hit (the hot path: no naming, no target). key < 0: none.
+void recordHit(size_t probe, uint64_t tstate, int lwp, int64_t key, std::vector<uint64_t> pcs) {
+    if (!recording) return;
+    std::optional<uint32_t> k;
+    if (key >= 0) k = static_cast<uint32_t>(key);
+    recording->hit(probe, tstate, lwp, k, std::move(pcs));
+}
+
+// show / save: names the frames through what gdb has open now.
+std::tuple<int, std::string, std::string> recordOutput(const std::string& what, const std::string& argument, const py::function& readMemory,
+                                                       const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
+                                                       const std::string& executable, int pid, bool live, bool local,
+                                                       const std::string& sysroot) {
+    if (!recording) return {2, "", "nothing recorded: py-tstates-record on first"};
+    auto log = recording->log();
+    try {
+        if (!threads.empty()) {
+            DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, std::nullopt));
+            log->nameFrames(target);
+        }
+        if (what == "show") {
+            size_t last = 0;
+            if (!argument.empty()) {
+                size_t used = 0;
+                long n = std::stol(argument, &used);
+                if (used != argument.size() || n < 1) throw std::invalid_argument(argument);
+                last = static_cast<size_t>(n);
+            }
+            return {0, historyText(*log, last), ""};
+        }
+        std::ofstream out(argument);
+        if (!out) return {2, "", "cannot write " + argument};
+        out << log->toJson();
+        out.close();
+        if (!out) return {2, "", "cannot write " + argument};
+        return {0, "saved " + std::to_string(log->events().size()) + " events (" + std::to_string(log->hits()) + " breakpoint hits) to " + argument + "\n", ""};
+    } catch (const std::invalid_argument&) {
+        return {2, "", "show takes a number of events, got '" + argument + "'"};
+    } catch (const std::out_of_range&) {
+        return {2, "", "show takes a number of events, got '" + argument + "'"};
+    } catch (const std::exception& e) {
+        return {2, "", e.what()};
+    }
+}
+
+// Names the recorded frames while the modules are still mapped (the process is about to exit).
+void recordName(const py::function& readMemory, const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
+                bool local, const std::string& sysroot) {
+    if (!recording) return;
+    try {
+        DebuggerTarget target(inputFrom(readMemory, {}, auxv, executable, pid, true, local, sysroot, std::nullopt));
+        recording->log()->nameFrames(target);
+    } catch (const std::exception&) {
+    }
+}
+
+// (hits, events recorded, events kept, events dropped)
+std::tuple<uint64_t, uint64_t, size_t, uint64_t> recordStats() {
+    if (!recording) return {0, 0, 0, 0};
+    auto log = recording->log();
+    return {log->hits(), log->recorded(), log->events().size(), log->dropped()};
+}
+
 std::string help(const std::string& command) { return commandHelp(commandNamed(command)); }
 
 }  // namespace
@@ -113,5 +216,11 @@ PYBIND11_MODULE(_pytstates_gdb, m) {
     m.doc() = "pytstates core for gdb";
     m.def("run", &run, "Run tstates|internals|check on what gdb debugs; returns (status, output, error)");
     m.def("help", &help);
+    m.def("record_on", &recordOn, "Plan the lifecycle breakpoints; returns (status, text, error, probes, frames)");
+    m.def("record_hit", &recordHit, "One breakpoint hit");
+    m.def("record_output", &recordOutput, "show [N] | save FILE");
+    m.def("record_stats", &recordStats);
+    m.def("record_name", &recordName);
+    m.def("record_help", &recordHelp);
     m.attr("built_for") = PY_VERSION;
 }

@@ -10,11 +10,14 @@
 #include <exception>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "commands/history/history_show.h"
+#include "commands/history/recording.h"
 #include "commands/run.h"
 #include "symbols/debugger/debugger_target.h"
 
@@ -86,6 +89,223 @@ std::vector<uint64_t> registers(lldb::SBFrame& frame) {
     return out;
 }
 
+// What lldb knows of the process, as the C++ core takes it; indexOfLwp (may be null): lldb's
+// thread index of each LWP. withThreads false: no thread is asked (inside a breakpoint callback).
+DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live, std::map<int, int>* indexOfLwp, bool withThreads = true) {
+    DebuggerInput input;
+    // A core leaves clean file pages out, and lldb's core reader does not fill them in:
+    // SBTarget::ReadMemory serves them from the module's file.
+    input.read = [process, target](uint64_t addr, void* buf, size_t len) mutable -> size_t {
+        lldb::SBError e;
+        size_t n = process.ReadMemory(addr, buf, len, e);
+        if (e.Success() && n == len) return n;
+        lldb::SBAddress where = target.ResolveLoadAddress(addr);
+        if (!where.IsValid() || !where.GetSection().IsValid()) return e.Success() ? n : 0;
+        lldb::SBError fileError;
+        size_t fromFile = target.ReadMemory(where, buf, len, fileError);
+        return fileError.Success() ? fromFile : (e.Success() ? n : 0);
+    };
+    for (uint32_t i = 0; withThreads && i < process.GetNumThreads(); ++i) {
+        lldb::SBThread thread = process.GetThreadAtIndex(i);
+        OsThread t;
+        t.lwp = static_cast<int>(thread.GetThreadID());
+        lldb::SBFrame frame = thread.GetFrameAtIndex(0);
+        if (auto fsBase = registerValue(frame, "fs_base")) t.threadPointer = t.pthread = *fsBase;
+        t.registers = registers(frame);
+        if (!t.registers.empty()) {
+            t.pc = t.registers[hostArch().pcRegister];
+            t.sp = t.registers[hostArch().spRegister];
+        }
+        // A core's first thread took the fatal signal (lldb's stop reason of each thread); in a
+        // live process, the thread lldb stopped on a signal (DebuggerTarget keeps the fatal ones).
+        if ((live ? !input.crash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal &&
+            thread.GetStopReasonDataCount() > 0) {
+            CrashSignal c;
+            c.lwp = t.lwp;
+            c.signal = static_cast<int>(thread.GetStopReasonDataAtIndex(0));
+            input.crash = c;
+        }
+        if (indexOfLwp) (*indexOfLwp)[t.lwp] = static_cast<int>(thread.GetIndexID());
+        input.threads.push_back(t);
+    }
+    auto aux = auxvOf(target, process, live);
+    input.atPhdr = aux[AT_PHDR];
+    input.atPhnum = aux[AT_PHNUM];
+    input.atEntry = aux[AT_ENTRY];
+    char path[4096] = "";
+    if (target.GetExecutable().IsValid()) target.GetExecutable().GetPath(path, sizeof path);
+    input.executable = path;
+    input.pid = static_cast<int>(process.GetProcessID());
+    input.live = live;
+    return input;
+}
+
+// The recording py-tstates-record keeps between commands, and its breakpoints.
+struct Recorder {
+    std::unique_ptr<Recording> recording;
+    std::vector<lldb::break_id_t> breakpoints;
+    lldb::SBTarget target;
+    int frames = 4;
+};
+Recorder recorder;
+
+struct ProbeBaton {
+    size_t index;
+    std::string tstateRegister, keyRegister;
+    uint64_t keyOffset;
+};
+std::vector<std::unique_ptr<ProbeBaton>> batons;  // alive while their breakpoints are
+
+// One lifecycle breakpoint hit, on lldb's private thread: registers, a key, the pcs of the top
+// frames (names come later, at show, save or check), then on without stopping.
+bool onProbe(void* baton, lldb::SBProcess& process, lldb::SBThread& thread, lldb::SBBreakpointLocation&) {
+    try {
+        const auto* b = static_cast<const ProbeBaton*>(baton);
+        if (!recorder.recording) return false;
+        lldb::SBFrame frame = thread.GetFrameAtIndex(0);
+        auto tstate = registerValue(frame, b->tstateRegister.c_str());
+        if (!tstate) return false;
+        std::optional<uint32_t> key;
+        if (!b->keyRegister.empty()) {
+            if (auto where = registerValue(frame, b->keyRegister.c_str())) {
+                uint32_t k = 0;
+                lldb::SBError e;
+                if (process.ReadMemory(*where + b->keyOffset, &k, sizeof k, e) == sizeof k && e.Success()) key = k;
+            }
+        }
+        std::vector<uint64_t> pcs;
+        pcs.push_back(frame.GetPC());
+        for (uint32_t i = 1; i < static_cast<uint32_t>(recorder.frames); ++i) {
+            lldb::SBFrame older = thread.GetFrameAtIndex(i);
+            if (!older.IsValid()) break;
+            uint64_t pc = older.GetPC();
+            if (pc != pcs.back()) pcs.push_back(pc);  // an inlined call shares its caller's pc
+        }
+        recorder.recording->hit(b->index, *tstate, static_cast<int>(thread.GetThreadID()), key, std::move(pcs));
+    } catch (...) {
+    }
+    return false;
+}
+
+// At _exit the modules are still mapped: name the recorded frames before they go.
+bool onExit(void*, lldb::SBProcess& process, lldb::SBThread&, lldb::SBBreakpointLocation&) {
+    try {
+        if (!recorder.recording) return false;
+        DebuggerTarget target(inputOf(process.GetTarget(), process, true, nullptr, false));
+        recorder.recording->log()->nameFrames(target);
+    } catch (...) {
+    }
+    return false;
+}
+
+class RecordCommand : public lldb::SBCommandPluginInterface {
+public:
+    bool DoExecute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
+        try {
+            return execute(debugger, arguments, result);
+        } catch (const std::exception& e) {
+            fail(result, e.what());
+        } catch (...) {
+            fail(result, "internal error");
+        }
+        return false;
+    }
+
+private:
+    static bool fail(lldb::SBCommandReturnObject& result, const std::string& why) {
+        result.SetError(("py-tstates-record: " + why).c_str());
+        result.SetStatus(lldb::eReturnStatusFailed);
+        return false;
+    }
+
+    static void removeBreakpoints() {
+        if (recorder.target.IsValid())
+            for (auto id : recorder.breakpoints) recorder.target.BreakpointDelete(id);
+        recorder.breakpoints.clear();
+    }
+
+    bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) {
+        std::vector<std::string> args;
+        for (char** a = arguments; a && *a; ++a) args.emplace_back(*a);
+        if (args.empty() || (args[0] != "on" && args[0] != "off" && args[0] != "show" && args[0] != "save"))
+            return fail(result, "expected on, off, show [N] or save FILE");
+        std::string what = args[0];
+        args.erase(args.begin());
+        lldb::SBTarget target = debugger.GetSelectedTarget();
+        lldb::SBProcess process = target.IsValid() ? target.GetProcess() : lldb::SBProcess();
+        std::string plugin = process.IsValid() && process.GetPluginName() ? process.GetPluginName() : "";
+        bool live = process.IsValid() && process.GetNumThreads() > 0 && plugin.find("core") == std::string::npos &&
+                    process.GetState() != lldb::eStateExited;
+        if (what == "on") {
+            if (!live) return fail(result, "no running process: recording needs the program running under lldb (breakpoint set -n main, run)");
+            HistoryLog::Limits limits;
+            int frames = 4;
+            std::string error;
+            if (!parseRecordOptions(args, &limits, &frames, &error)) return fail(result, error);
+            removeBreakpoints();
+            DebuggerTarget pyTarget(inputOf(target, process, true, nullptr));
+            auto next = std::make_unique<Recording>(pyTarget, limits);
+            batons.clear();
+            recorder.recording = std::move(next);
+            recorder.target = target;
+            recorder.frames = frames;
+            const auto& probes = recorder.recording->plan().probes;
+            for (size_t i = 0; i < probes.size(); ++i) {
+                batons.push_back(std::make_unique<ProbeBaton>(ProbeBaton{i, probes[i].tstateRegister, probes[i].keyRegister, probes[i].keyOffset}));
+                lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].address);
+                bp.SetCallback(onProbe, batons.back().get());
+                recorder.breakpoints.push_back(bp.GetID());
+            }
+            lldb::SBBreakpoint exitHook = target.BreakpointCreateByName("_exit");
+            exitHook.SetCallback(onExit, nullptr);
+            recorder.breakpoints.push_back(exitHook.GetID());
+            result.Printf("%s", recorder.recording->startText().c_str());
+            result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+            return true;
+        }
+        if (!recorder.recording) return fail(result, "nothing recorded: py-tstates-record on first");
+        auto log = recorder.recording->log();
+        if (what == "off") {
+            removeBreakpoints();
+            result.Printf("recording stopped: %llu breakpoint hits, %llu events recorded, %zu kept, %llu dropped\n",
+                          static_cast<unsigned long long>(log->hits()), static_cast<unsigned long long>(log->recorded()), log->events().size(),
+                          static_cast<unsigned long long>(log->dropped()));
+            result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+            return true;
+        }
+        if (live) {
+            DebuggerTarget pyTarget(inputOf(target, process, true, nullptr, false));
+            log->nameFrames(pyTarget);
+        }
+        if (what == "show") {
+            size_t last = 0;
+            if (args.size() > 1) return fail(result, "show takes at most one number");
+            if (!args.empty()) {
+                try {
+                    size_t used = 0;
+                    long n = std::stol(args[0], &used);
+                    if (used != args[0].size() || n < 1) throw std::invalid_argument(args[0]);
+                    last = static_cast<size_t>(n);
+                } catch (const std::exception&) {
+                    return fail(result, "show takes a number of events, got '" + args[0] + "'");
+                }
+            }
+            result.Printf("%s", historyText(*log, last).c_str());
+            result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+            return true;
+        }
+        if (args.size() != 1) return fail(result, "save needs one FILE");
+        std::ofstream out(args[0]);
+        if (out) out << log->toJson();
+        out.close();
+        if (!out) return fail(result, "cannot write " + args[0]);
+        result.Printf("saved %zu events (%llu breakpoint hits) to %s\n", log->events().size(), static_cast<unsigned long long>(log->hits()),
+                      args[0].c_str());
+        result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+        return true;
+    }
+};
+
 class PytstatesCommand : public lldb::SBCommandPluginInterface {
 public:
     PytstatesCommand(Command command, const char* name) : command_(command), name_(name) {}
@@ -126,53 +346,10 @@ private:
         std::string plugin = process.GetPluginName() ? process.GetPluginName() : "";
         bool live = plugin.find("core") == std::string::npos;
 
-        DebuggerInput input;
-        // A core leaves clean file pages out, and lldb's core reader does not fill them in:
-        // SBTarget::ReadMemory serves them from the module's file.
-        input.read = [process, target](uint64_t addr, void* buf, size_t len) mutable -> size_t {
-            lldb::SBError e;
-            size_t n = process.ReadMemory(addr, buf, len, e);
-            if (e.Success() && n == len) return n;
-            lldb::SBAddress where = target.ResolveLoadAddress(addr);
-            if (!where.IsValid() || !where.GetSection().IsValid()) return e.Success() ? n : 0;
-            lldb::SBError fileError;
-            size_t fromFile = target.ReadMemory(where, buf, len, fileError);
-            return fileError.Success() ? fromFile : (e.Success() ? n : 0);
-        };
         std::map<int, int> indexOfLwp;
-        for (uint32_t i = 0; i < process.GetNumThreads(); ++i) {
-            lldb::SBThread thread = process.GetThreadAtIndex(i);
-            OsThread t;
-            t.lwp = static_cast<int>(thread.GetThreadID());
-            lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-            if (auto fsBase = registerValue(frame, "fs_base")) t.threadPointer = t.pthread = *fsBase;
-            t.registers = registers(frame);
-            if (!t.registers.empty()) {
-                t.pc = t.registers[hostArch().pcRegister];
-                t.sp = t.registers[hostArch().spRegister];
-            }
-            // A core's first thread took the fatal signal (lldb's stop reason of each thread); in a
-            // live process, the thread lldb stopped on a signal (DebuggerTarget keeps the fatal ones).
-            if ((live ? !input.crash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal &&
-                thread.GetStopReasonDataCount() > 0) {
-                CrashSignal c;
-                c.lwp = t.lwp;
-                c.signal = static_cast<int>(thread.GetStopReasonDataAtIndex(0));
-                input.crash = c;
-            }
-            indexOfLwp[t.lwp] = static_cast<int>(thread.GetIndexID());
-            input.threads.push_back(t);
-        }
-        auto aux = auxvOf(target, process, live);
-        input.atPhdr = aux[AT_PHDR];
-        input.atPhnum = aux[AT_PHNUM];
-        input.atEntry = aux[AT_ENTRY];
-        char path[4096] = "";
-        if (target.GetExecutable().IsValid()) target.GetExecutable().GetPath(path, sizeof path);
-        input.executable = path;
-        input.pid = static_cast<int>(process.GetProcessID());
-        input.live = live;
+        DebuggerInput input = inputOf(target, process, live, &indexOfLwp);
         DebuggerTarget pyTarget(input);
+        if (recorder.recording && !recorder.recording->log()->empty()) request.history = recorder.recording->log();
         CommandResult out = runCommand(pyTarget, request, [&](int lwp) {
             auto it = indexOfLwp.find(lwp);
             return it == indexOfLwp.end() ? 0 : it->second;
@@ -209,5 +386,8 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
     for (size_t i = 0; i < 3; ++i)
         interpreter.AddCommand(entries[i].name, new PytstatesCommand(entries[i].command, entries[i].name), helps[i].c_str(),
                                entries[i].syntax);
+    static std::string recordHelpText = recordHelp();
+    interpreter.AddCommand("py-tstates-record", new RecordCommand(), recordHelpText.c_str(),
+                           "py-tstates-record on [--frames N] [--per-tstate N] [--uses N] [--tstates N] | off | show [N] | save FILE");
     return true;
 }

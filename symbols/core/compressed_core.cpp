@@ -1,5 +1,7 @@
 #include "symbols/core/compressed_core.h"
+#include "symbols/progress.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <lz4frame.h>
 #include <lzma.h>
@@ -73,9 +75,14 @@ public:
     }
 
     // Blocks of zeros (untouched pages: most of a core's stacks and heaps) are skipped, not
-    // written: the file is sparse and the disk sees only the rest.
+    // written: the file is sparse and the disk sees only the rest. Nothing past the core's end.
     void write(const void* data, size_t len) {
         const char* p = static_cast<const char*>(data);
+        remember(p, len);
+        if (outBytes_ + len > end_) {
+            if (len) beyond_ = true;
+            len = outBytes_ < end_ ? static_cast<size_t>(end_ - outBytes_) : 0;
+        }
         while (len) {
             size_t block = std::min(len, kZeroBlock);
             if (block == kZeroBlock && isZero(p, block)) {
@@ -92,6 +99,11 @@ public:
         }
     }
 
+    // Whether the core's end is decoded: the codecs stop reading there.
+    bool complete() const { return outBytes_ >= end_; }
+    // The core's end decoded while the stream had more (output past it, or input not read).
+    bool ignoredMore(uint64_t compressedSize) const { return complete() && (beyond_ || inBytes_ < compressedSize); }
+
     // The file's length, which skipped zeros at its end would otherwise leave short.
     void finish() {
         if (ftruncate(out_, static_cast<off_t>(outBytes_)) != 0)
@@ -107,6 +119,8 @@ public:
         p += n;
         len -= n;
         outBytes_ += n;
+        if ((outBytes_ & ((64 << 20) - 1)) < n && progressWanted())
+            tellProgress("pytstates: decompressing " + name_ + ": " + sizeWords(outBytes_));
         if (tell_ && outBytes_ / kGiB != told_) {
             told_ = outBytes_ / kGiB;
             progress_("pytstates: " + name_ + ": " + sizeWords(outBytes_) + " decompressed");
@@ -119,6 +133,46 @@ public:
     uint64_t outBytes() const { return outBytes_; }
 
 private:
+    // Keeps the first bytes until the ELF header and its program and section header tables are in,
+    // then sets end_ to the furthest byte they name. A stream that is not a 64-bit ELF core, or
+    // whose tables lie far in (PN_XNUM, a header table after gigabytes), is decoded whole.
+    void remember(const char* p, size_t len) {
+        if (settled_) return;
+        size_t want = std::min(len, static_cast<size_t>(kHeadLimit - std::min<uint64_t>(kHeadLimit, head_.size())));
+        head_.insert(head_.end(), p, p + want);
+        if (head_.size() < sizeof(Elf64_Ehdr)) return;
+        Elf64_Ehdr eh;
+        std::memcpy(&eh, head_.data(), sizeof eh);
+        if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_CORE ||
+            eh.e_phnum == PN_XNUM || eh.e_phentsize != sizeof(Elf64_Phdr))
+            return settle(UINT64_MAX);
+        uint64_t phEnd = eh.e_phoff + uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr);
+        if (eh.e_phoff > kHeadLimit || phEnd > kHeadLimit) return settle(UINT64_MAX);
+        if (head_.size() < phEnd) {
+            if (head_.size() >= kHeadLimit) settle(UINT64_MAX);
+            return;
+        }
+        uint64_t end = std::max<uint64_t>(sizeof eh, phEnd);
+        if (eh.e_shnum) end = std::max<uint64_t>(end, eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize);
+        for (size_t i = 0; i < eh.e_phnum; ++i) {
+            Elf64_Phdr ph;
+            std::memcpy(&ph, head_.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+            if (ph.p_offset > UINT64_MAX - ph.p_filesz) return settle(UINT64_MAX);
+            end = std::max<uint64_t>(end, ph.p_offset + ph.p_filesz);
+        }
+        settle(end);
+    }
+    void settle(uint64_t end) {
+        settled_ = true;
+        end_ = end;
+        head_.clear();
+        head_.shrink_to_fit();
+    }
+    static constexpr uint64_t kHeadLimit = 16ull << 20;
+    std::vector<char> head_;
+    bool settled_ = false, beyond_ = false;
+    uint64_t end_ = UINT64_MAX;
+
     int in_, out_;
     std::string name_, dir_;
     const ProgressLine& progress_;
@@ -135,10 +189,10 @@ void zstd(Decompression& d) {
     std::vector<unsigned char> in(ZSTD_DStreamInSize()), out(ZSTD_DStreamOutSize());
     size_t last = 1;  // 0 once a frame is complete
     bool any = false;
-    while (size_t n = d.readInput(in)) {
+    while (size_t n = d.complete() ? 0 : d.readInput(in)) {
         any = true;
         ZSTD_inBuffer input{in.data(), n, 0};
-        while (input.pos < input.size) {
+        while (input.pos < input.size && !d.complete()) {
             ZSTD_outBuffer output{out.data(), out.size(), 0};
             last = ZSTD_decompressStream(ctx.get(), &output, &input);
             if (ZSTD_isError(last)) {
@@ -151,7 +205,7 @@ void zstd(Decompression& d) {
         }
     }
     // A frame whose input is all in may still hold output (the last call filled the buffer).
-    while (any && last != 0) {
+    while (any && last != 0 && !d.complete()) {
         ZSTD_inBuffer input{nullptr, 0, 0};
         ZSTD_outBuffer output{out.data(), out.size(), 0};
         last = ZSTD_decompressStream(ctx.get(), &output, &input);
@@ -159,7 +213,7 @@ void zstd(Decompression& d) {
         d.write(out.data(), output.pos);
         if (output.pos == 0) break;
     }
-    if (!any || last != 0) d.fail("the zstd stream is truncated: it ends inside a frame");
+    if (!d.complete() && (!any || last != 0)) d.fail("the zstd stream is truncated: it ends inside a frame");
 }
 
 void lz4(Decompression& d) {
@@ -168,9 +222,9 @@ void lz4(Decompression& d) {
     std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx*)> ctx(raw, LZ4F_freeDecompressionContext);
     std::vector<unsigned char> in(kChunk), out(4 * kChunk);
     size_t hint = 1;  // 0 once a frame is complete
-    while (size_t n = d.readInput(in)) {
+    while (size_t n = d.complete() ? 0 : d.readInput(in)) {
         size_t pos = 0;
-        while (pos < n) {
+        while (pos < n && !d.complete()) {
             size_t outSize = out.size(), inSize = n - pos;
             hint = LZ4F_decompress(ctx.get(), out.data(), &outSize, in.data() + pos, &inSize, nullptr);
             if (LZ4F_isError(hint)) d.fail(std::string("corrupt lz4 data: ") + LZ4F_getErrorName(hint));
@@ -179,7 +233,7 @@ void lz4(Decompression& d) {
             if (inSize == 0 && outSize == 0) break;
         }
     }
-    if (hint != 0) d.fail("the lz4 stream is truncated: it ends inside a frame");
+    if (hint != 0 && !d.complete()) d.fail("the lz4 stream is truncated: it ends inside a frame");
 }
 
 void xz(Decompression& d) {
@@ -204,7 +258,7 @@ void xz(Decompression& d) {
             strm.next_out = out.data();
             strm.avail_out = out.size();
         }
-        if (r == LZMA_STREAM_END) return;
+        if (r == LZMA_STREAM_END || d.complete()) return;
         if (r == LZMA_OK) continue;
         if (r == LZMA_BUF_ERROR) d.fail("the xz stream is truncated");
         if (r == LZMA_MEM_ERROR) throw std::runtime_error("xz: out of memory");
@@ -235,7 +289,7 @@ CoreCompression detectCompression(const unsigned char* head, size_t size) {
     return CoreCompression::None;
 }
 
-int decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress) {
+DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress) {
     struct stat st {};
     fstat(in, &st);
     bool tell = progress && static_cast<uint64_t>(st.st_size) >= kTellFrom;
@@ -248,12 +302,15 @@ int decompressToTemporaryFile(int in, CoreCompression kind, const std::string& n
         progress("pytstates: " + name + " is " + compressionName(kind) + "-compressed (" + sizeWords(static_cast<uint64_t>(st.st_size)) +
                  "): decompressing it into an unlinked temporary file in " + dir + room);
     }
+    DecompressedCore result;
+    result.fd = out;
     try {
         Decompression d(in, out, name, dir, progress, tell);
         if (kind == CoreCompression::Zstd) zstd(d);
         else if (kind == CoreCompression::Lz4) lz4(d);
         else xz(d);
         d.finish();
+        if (d.ignoredMore(static_cast<uint64_t>(st.st_size))) result.ignoredFrom = d.outBytes();
         if (tell) {
             double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             char buf[64];
@@ -264,7 +321,7 @@ int decompressToTemporaryFile(int in, CoreCompression kind, const std::string& n
         ::close(out);
         throw;
     }
-    return out;
+    return result;
 }
 
 }  // namespace pytstates

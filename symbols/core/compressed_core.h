@@ -23,10 +23,18 @@ CoreCompression detectCompression(const unsigned char* head, size_t size);
 // What the decompression tells as it goes: a line for a person (stderr in the CLI).
 using ProgressLine = std::function<void(const std::string&)>;
 
+struct DecompressedCore {
+    int fd = -1;  // the unlinked temporary file, positioned anywhere
+    // Decoding stops where the core's own headers say it ends (the ELF header, program and section
+    // header tables, every segment's file bytes): a stream holding more (a core followed by
+    // gigabytes of anything) is not decoded past that. When it did hold more: that offset.
+    uint64_t ignoredFrom = 0;
+};
+
 // Decompresses the file open at `in` (its name in messages: `name`) into an unlinked temporary
-// file in $TMPDIR (else /tmp) and returns that file's descriptor, positioned anywhere. Lines go to
-// `progress` for a compressed file of 16 MiB or more: where it goes, every GiB, and the end.
-// Throws std::runtime_error with one line: a truncated or corrupt stream, a full disk.
-int decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress);
+// file in $TMPDIR (else /tmp). Lines go to `progress` for a compressed file of 16 MiB or more:
+// where it goes, every GiB, and the end. Throws std::runtime_error with one line: a truncated or
+// corrupt stream, a full disk.
+DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress);
 
 }  // namespace pytstates

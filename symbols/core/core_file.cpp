@@ -37,7 +37,7 @@ T load(const unsigned char* p) {
 
 // The core itself, or what it decompresses to. The file is opened once: what is checked is
 // what is read.
-std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& progress, std::string* error) {
+std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& progress, std::string* error, uint64_t* ignoredFrom) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         *error = path + ": " + std::strerror(errno);
@@ -47,7 +47,7 @@ std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& p
     ssize_t n = pread(fd, head, sizeof head, 0);
     CoreCompression kind = detectCompression(head, n > 0 ? static_cast<size_t>(n) : 0);
     if (kind == CoreCompression::None) return ElfFile::openFd(fd, path, error, ElfFile::Access::Read);
-    int plain = -1;
+    DecompressedCore plain;
     try {
         plain = decompressToTemporaryFile(fd, kind, path, progress);
     } catch (...) {
@@ -55,7 +55,8 @@ std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& p
         throw;
     }
     ::close(fd);
-    return ElfFile::openFd(plain, path, error, ElfFile::Access::Read);
+    *ignoredFrom = plain.ignoredFrom;
+    return ElfFile::openFd(plain.fd, path, error, ElfFile::Access::Read);
 }
 
 }  // namespace
@@ -63,7 +64,7 @@ std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& p
 CoreFile::CoreFile(const std::string& path, const ProgressLine& progress)
     : path_(path), fileCache_([this](uint64_t offset, void* buf, size_t len) { return elf_ ? elf_->readAt(offset, buf, len) : 0; }) {
     std::string error;
-    elf_ = openCore(path, progress, &error);
+    elf_ = openCore(path, progress, &error, &ignoredFrom_);
     if (!elf_) throw std::runtime_error(error);
     if (elf_->type() != ET_CORE) throw std::runtime_error(path + ": an ELF file but not a core dump");
     arch_ = archForElfMachine(elf_->machine());

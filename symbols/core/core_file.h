@@ -42,6 +42,8 @@ public:
     const std::string& commandName() const { return fname_; }
     const std::string& commandLine() const { return psargs_; }
     bool truncated() const { return truncated_; }
+    // A compressed core whose stream went on past the core's end: that end (0 otherwise).
+    uint64_t ignoredFrom() const { return ignoredFrom_; }
     const Arch& arch() const { return *arch_; }
     // The fatal signal the core was written for; empty for a core of a running process.
     std::optional<CrashSignal> crashSignal() const;
@@ -73,6 +75,7 @@ private:
     int pid_ = 0;
     std::string fname_, psargs_;
     bool truncated_ = false;
+    uint64_t ignoredFrom_ = 0;
 };
 
 }  // namespace pytstates

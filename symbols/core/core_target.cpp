@@ -31,6 +31,9 @@ private:
 CoreTarget::CoreTarget(const CoreOptions& options)
     : core_(options.corePath, options.progress), threads_(core_.threads()), search_(options.search) {
     if (core_.truncated()) warnings_.push_back("the core is truncated: some memory is missing");
+    if (core_.ignoredFrom())
+        warnings_.push_back("the compressed stream goes on past the core's end (byte " + std::to_string(core_.ignoredFrom()) +
+                            ", where its own headers end it): the rest was not decoded");
     buildModules(options);
     completeThreadPointers();
 }

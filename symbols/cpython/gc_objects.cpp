@@ -1,4 +1,5 @@
 #include "symbols/cpython/gc_objects.h"
+#include "symbols/progress.h"
 
 #include <cstdio>
 #include <vector>
@@ -9,9 +10,10 @@ namespace {
 
 constexpr int64_t kGcGenerationSize = 24;  // struct gc_generation: PyGC_Head head; int threshold, count
 constexpr int kGenerations = 3;
-// _gc_next's low bit marks unreachable objects during a collection, _gc_prev's two low bits are
-// flags; nodes are 16-byte aligned.
-constexpr uint64_t kLinkMask = ~uint64_t(7);
+// _gc_next's low bit(s) mark unreachable objects during a collection, _gc_prev's two low bits are
+// flags (CPython masks them with ~3). Objects are 16-byte aligned but a list head need not be:
+// Debian 13's 3.13.5 keeps its generations at 4 past an 8-byte boundary (interp + 7420).
+constexpr uint64_t kLinkMask = ~uint64_t(3);
 
 std::string hex(uint64_t v) {
     char buf[24];
@@ -60,7 +62,8 @@ GcWalk walkGcObjects(const Memory& memory, const CPythonLayout& layout, uint64_t
             size_t typeWord = static_cast<size_t>((objectOffset + layout.objectType) / 8);
             uint64_t type = typeWord < 4 ? words[typeWord] : memory.readPointer(object + layout.objectType).value_or(0);
             visit(object, type);
-            ++walk.objects;
+            if ((++walk.objects & 0xffff) == 0 && progressWanted())
+                tellProgress("pytstates: walking the collector's lists: " + std::to_string(walk.objects / 1000) + " thousand objects");
             prev = node;
             node = words[0] & kLinkMask;
         }

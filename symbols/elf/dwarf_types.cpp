@@ -82,12 +82,16 @@ std::unique_ptr<DwarfTypes> DwarfTypes::borrow(::Dwarf* dwarf, const std::string
 
 std::unique_ptr<DwarfTypes> DwarfTypes::cached(const std::function<::Dwarf*()>& open, const ElfFile& debugFile) {
     auto answers = loadTypeAnswers(debugFile.buildId(), debugFile.fileSize());
-    ::Dwarf* dwarf = answers ? nullptr : open();
-    if (!answers && !dwarf) return nullptr;
-    std::unique_ptr<DwarfTypes> types(new DwarfTypes(nullptr, dwarf, debugFile.path(), false));
+    std::unique_ptr<DwarfTypes> types(new DwarfTypes(nullptr, nullptr, debugFile.path(), false));
+    DwarfTypes* self = types.get();
+    const ElfFile* file = &debugFile;
+    types->open_ = [self, file, open]() -> ::Dwarf* {
+        self->sections_ = TypeSections::open(*file);
+        return self->sections_ ? self->sections_->dwarf() : open();
+    };
+    if (!answers && !(types->dwarf_ = types->open_())) return nullptr;
     types->buildId_ = debugFile.buildId();
     types->fileSize_ = debugFile.fileSize();
-    types->open_ = open;
     if (answers) {
         types->answers_ = std::move(*answers);
         types->loaded_ = true;
@@ -164,22 +168,33 @@ bool isIndexedTag(int tag) {
 
 }  // namespace
 
-// One pass over every unit's top-level DIEs. The tag is checked before the name: most top-level
-// DIEs are functions and variables, whose names would follow abstract origins into other units.
-void DwarfTypes::buildIndex() {
-    indexed_ = true;
-    Dwarf_Off off = 0, next;
+// One pass over the units' top-level DIEs, as far as lookups need: a name is looked up among the
+// units indexed so far, then the pass goes on until a unit has it. The tag is checked before the
+// name: most top-level DIEs are functions and variables, whose names would follow abstract
+// origins into other units.
+bool DwarfTypes::indexUntil(const std::string& name) {
+    Dwarf_Off next;
     size_t headerSize;
-    while (dwarf_nextcu(dwarf_, off, &next, &headerSize, nullptr, nullptr, nullptr) == 0) {
+    while (!indexed_) {
+        if (dwarf_nextcu(dwarf_, nextUnit_, &next, &headerSize, nullptr, nullptr, nullptr) != 0) {
+            indexed_ = true;
+            break;
+        }
+        bool added = false;
         Dwarf_Die cu, child;
-        if (dwarf_offdie(dwarf_, off + headerSize, &cu) && dwarf_child(&cu, &child) == 0) {
+        if (dwarf_offdie(dwarf_, nextUnit_ + headerSize, &cu) && dwarf_child(&cu, &child) == 0) {
             do {
                 if (!isIndexedTag(dwarf_tag(&child))) continue;
-                if (const char* n = dwarf_diename(&child)) index_[n].push_back(dwarf_dieoffset(&child));
+                if (const char* n = dwarf_diename(&child)) {
+                    index_[n].push_back(dwarf_dieoffset(&child));
+                    added = added || name == n;
+                }
             } while (dwarf_siblingof(&child, &child) == 0);
         }
-        off = next;
+        nextUnit_ = next;
+        if (added) return true;
     }
+    return false;
 }
 
 bool DwarfTypes::findType(const std::string& name, void* dieOut) {
@@ -189,21 +204,22 @@ bool DwarfTypes::findType(const std::string& name, void* dieOut) {
         std::memcpy(dieOut, it->second.get(), sizeof(Dwarf_Die));
         return true;
     }
-    if (!indexed_) buildIndex();
     // The first top-level DIE of that name, in unit order, that leads to a complete definition:
     // the one a walk over the units would find first.
     std::vector<std::string> scope = splitScope(name);
-    auto entries = index_.find(scope[0]);
-    if (entries != index_.end()) {
-        for (uint64_t dieOffset : entries->second) {
+    size_t tried = 0;
+    do {
+        auto entries = index_.find(scope[0]);
+        if (entries == index_.end()) continue;
+        for (; tried < entries->second.size(); ++tried) {
             Dwarf_Die die, found;
-            if (!dwarf_offdie(dwarf_, dieOffset, &die) || !matchScope(&die, scope, 0, &found)) continue;
+            if (!dwarf_offdie(dwarf_, entries->second[tried], &die) || !matchScope(&die, scope, 0, &found)) continue;
             auto stored = std::make_shared<Dwarf_Die>(found);
             cache_[name] = stored;
             std::memcpy(dieOut, stored.get(), sizeof(Dwarf_Die));
             return true;
         }
-    }
+    } while (indexUntil(scope[0]));
     cache_[name] = nullptr;
     return false;
 }

@@ -14,6 +14,7 @@
 
 #include "symbols/elf/elf_file.h"
 #include "symbols/elf/type_cache.h"
+#include "symbols/elf/type_sections.h"
 
 struct Dwarf;
 
@@ -25,9 +26,10 @@ public:
     static std::unique_ptr<DwarfTypes> open(std::shared_ptr<ElfFile> file);
     // Over a Dwarf handle someone else owns (a DebugSession's): not ended here.
     static std::unique_ptr<DwarfTypes> borrow(::Dwarf* dwarf, const std::string& path);
-    // The same, with answers kept per build-id (type_cache.h): when `debugFile`'s are cached, the
-    // handle is asked of `open` only for a question the cache does not hold. nullptr when nothing
-    // is cached and `open` gives no handle.
+    // The same, with answers kept per build-id (type_cache.h): when `debugFile`'s are cached, no
+    // DWARF is read unless a question is not in the cache. DWARF is then read through
+    // TypeSections (only the sections types need, decompressed), else through the handle `open`
+    // gives. nullptr when nothing is cached and no handle is had.
     static std::unique_ptr<DwarfTypes> cached(const std::function<::Dwarf*()>& open, const ElfFile& debugFile);
     ~DwarfTypes();
     DwarfTypes(const DwarfTypes&) = delete;
@@ -47,7 +49,9 @@ private:
     DwarfTypes(std::shared_ptr<ElfFile> file, ::Dwarf* dwarf, std::string path, bool owned)
         : file_(std::move(file)), dwarf_(dwarf), path_(std::move(path)), owned_(owned) {}
     bool findType(const std::string& name, void* dieOut);
-    void buildIndex();
+    // Indexes units from the cursor on until `name` has an entry in a newly indexed unit (or the
+    // units end); false when none was added.
+    bool indexUntil(const std::string& name);
     // The cached answer to `question`; else computes it with DWARF and records it.
     std::optional<int64_t> answer(const std::string& question, const std::function<std::optional<int64_t>()>& compute);
     std::optional<int64_t> computeMemberOffset(const std::string& typeName, const std::string& memberPath);
@@ -61,12 +65,14 @@ private:
     // Top-level namespace/struct/class/union/typedef DIEs by name, in unit order (the names point
     // into the Dwarf's own sections, which live as long as it).
     std::unordered_map<std::string_view, std::vector<uint64_t>> index_;
-    bool indexed_ = false;
+    uint64_t nextUnit_ = 0;  // the next unit to index
+    bool indexed_ = false;   // every unit is
     // Cache: the file's build-id and size (empty id: no cache), the answers, how the handle is had.
     std::string buildId_;
     uint64_t fileSize_ = 0;
     TypeAnswers answers_;
     std::function<::Dwarf*()> open_;
+    std::unique_ptr<TypeSections> sections_;  // the handle open_ gave, when it made its own
     bool loaded_ = false, missed_ = false, dirty_ = false;
 };
 

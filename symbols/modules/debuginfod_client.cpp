@@ -1,4 +1,5 @@
 #include "symbols/modules/debuginfod_client.h"
+#include "symbols/progress.h"
 
 #include <elfutils/debuginfod.h>
 #include <unistd.h>
@@ -25,8 +26,11 @@ DebuginfodClient::DebuginfodClient(debuginfod_client* client, ProgressLine progr
 DebuginfodClient::~DebuginfodClient() { debuginfod_end(client_); }
 
 // Called while a transfer runs (not for a file already in the cache): one line per file.
-int DebuginfodClient::onProgress(debuginfod_client* client, long, long) {
+int DebuginfodClient::onProgress(debuginfod_client* client, long done, long total) {
     auto* self = static_cast<DebuginfodClient*>(debuginfod_get_user_data(client));
+    if (self && progressWanted())
+        tellProgress("pytstates: debuginfod: fetching " + self->current_ + ": " + std::to_string(done >> 10) + " KiB" +
+                     (total > 0 ? " of " + std::to_string(total >> 10) + " KiB" : ""));
     if (self && !self->told_ && self->progress_) {
         self->told_ = true;
         self->progress_("pytstates: debuginfod: fetching " + self->current_ + " from " + self->urls_);

@@ -486,6 +486,14 @@ std::vector<NativeFrame> NativeStacks::top(const OsThread& thread) {
     return out;
 }
 
+std::vector<NativeFrame> NativeStacks::at(uint64_t pc, bool activation) {
+    std::vector<NativeFrame> out;
+    if (!pc) return out;
+    const Symbolization& s = impl_->symbolize(activation ? pc : pc - 1);
+    for (const auto& f : s.chain) out.push_back(frameOf(s, f, pc, activation));
+    return out;
+}
+
 const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     Impl& d = *impl_;
     auto known = d.spansOf.find(thread.lwp);

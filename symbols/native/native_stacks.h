@@ -78,6 +78,9 @@ public:
     const std::vector<StackSpan>& spans(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
+    // The frames at one address, named with DWARF when there is some (inlined calls first):
+    // activation false for a return address (looked up one byte before it, in the call).
+    std::vector<NativeFrame> at(uint64_t pc, bool activation);
 
     struct Impl;
 

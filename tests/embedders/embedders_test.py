@@ -167,20 +167,26 @@ def warm_up(port, rounds=4, threads=6):
     return seen
 
 
+def start_apache(work, port, mode):
+    """Apache on 127.0.0.1:port from tests/scenarios/embedders/httpd.conf.in, in daemon or
+    embedded mode; a process_group context."""
+    with open(os.path.join(servers.SCENARIOS, "httpd.conf.in")) as f:
+        conf = f.read().replace("@ROOT@", work).replace("@PORT@", str(port))
+    with open(os.path.join(work, "httpd.conf"), "w") as f:
+        f.write(conf)
+    argv = ["/usr/sbin/apache2", "-d", work, "-f", os.path.join(work, "httpd.conf"), "-DFOREGROUND"]
+    if mode == "daemon":
+        argv.append("-Ddaemon")
+    return servers.process_group(argv, work, os.path.join(work, "stdout.log"))
+
+
 def mod_wsgi(args, mode):
     with servers.workdir("apache-" + mode, world_writable=("cores", "run")) as work:
         port = servers.free_port()
         state = os.path.join(work, "state")
-        with open(os.path.join(servers.SCENARIOS, "httpd.conf.in")) as f:
-            conf = f.read().replace("@ROOT@", work).replace("@PORT@", str(port))
-        with open(os.path.join(work, "httpd.conf"), "w") as f:
-            f.write(conf)
-        argv = ["/usr/sbin/apache2", "-d", work, "-f", os.path.join(work, "httpd.conf"), "-DFOREGROUND"]
-        if mode == "daemon":
-            argv.append("-Ddaemon")
         log = os.path.join(work, "error.log")
         name = "mod_wsgi-" + mode
-        with servers.process_group(argv, work, os.path.join(work, "stdout.log")) as proc:
+        with start_apache(work, port, mode) as proc:
             for mount in ("alpha", "beta", "gamma"):
                 hello = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)
                 print("mod_wsgi %s /%s: interpreter %d in process %d" % (mode, mount, hello["interp"], hello["pid"]))
@@ -194,18 +200,55 @@ def mod_wsgi(args, mode):
             # sub-interpreter, PyGILState's slot still naming its main-interpreter thread state
             expect(0 in seen.get(busy["native_id"], ()), "%s: the busy thread %d served the main interpreter before (%s)"
                    % (name, busy["native_id"], seen))
-            worker = facts[0]["pid"]
-            examine(args, ["--pid", str(worker)], facts, name + " live", show=True)
-            core = servers.gcore(worker, work)
-            examine(args, ["--core", core], facts, name + " gcore", core=core)
-            os.unlink(core)
-            served(reqs, state, len(PLAN) + len(BUSY))
-            reqs, facts = park(port, state, PLAN, BUSY)
-            core = servers.kernel_core(facts[0]["pid"], os.path.join(work, "cores"))
-            examine(args, ["--core", core], facts, name + " kernel core", core=core)
-            servers.release(state)
-            reqs.wait()
+            examine_all(args, port, state, facts, reqs, name, os.path.join(work, "cores"))
     print("Apache stopped")
+
+
+def mod_wsgi_first_state(args, threads=6):
+    """Every daemon thread serves /beta first. mod_wsgi enters a sub-interpreter after a
+    PyGILState_Ensure/Release pair on the main interpreter (whose thread state Release deletes,
+    emptying PyGILState's slot), with PyThreadState_New, which CPython then files in that empty
+    slot; it enters %{GLOBAL} through PyGILState_Ensure, which takes the slot. So /alpha runs on
+    beta's thread state, in interpreter 1, on every thread but the one that created 'beta' (seen:
+    that one's slot keeps a main-interpreter state)."""
+    with servers.workdir("apache-first", world_writable=("cores", "run")) as work:
+        port = servers.free_port()
+        state = os.path.join(work, "state")
+        name = "mod_wsgi-first-state"
+        with start_apache(work, port, "daemon") as proc:
+            creator = servers.wait_answering(port, "/beta/?do=hello", proc, os.path.join(work, "error.log"))["native_id"]
+            reqs = Requests(port)
+            for _ in range(threads):
+                reqs.send("/beta/?do=hold&s=0.5")
+            first = {body["native_id"] for status, body in reqs.wait() if status == 200}
+            print("%s: /beta served first on threads %s ('beta' created on %d)" % (name, sorted(first), creator))
+            expect(len(first) == threads, "%s: every daemon thread served /beta first (%s)" % (name, sorted(first)))
+            plan, busy_plan = ["alpha", "gamma", "alpha"], ["alpha"]
+            reqs, facts = park(port, state, plan, busy_plan)
+            alpha = [f for f in facts if f["mount"] == "alpha"]
+            for fact in alpha:
+                if fact["native_id"] != creator:
+                    expect(fact["interp"] == 1, "%s: /alpha (%%{GLOBAL}) on LWP %d ran in interpreter %d, not on beta's thread state"
+                           % (name, fact["native_id"], fact["interp"]))
+            print("%s: /alpha requests in interpreters %s (their own record)" % (name, [f["interp"] for f in alpha]))
+            examine_all(args, port, state, facts, reqs, name, os.path.join(work, "cores"), plan, busy_plan)
+    print("Apache stopped")
+
+
+def examine_all(args, port, state, facts, reqs, name, cores, plan=PLAN, busy_plan=BUSY):
+    """Live and gcore on the parked requests; then released (all served), parked again, and the
+    kernel's core."""
+    worker = facts[0]["pid"]
+    examine(args, ["--pid", str(worker)], facts, name + " live", show=True)
+    core = servers.gcore(worker, os.path.dirname(state))
+    examine(args, ["--core", core], facts, name + " gcore", core=core)
+    os.unlink(core)
+    served(reqs, state, len(plan) + len(busy_plan))
+    reqs, facts = park(port, state, plan, busy_plan)
+    core = servers.kernel_core(facts[0]["pid"], cores)
+    examine(args, ["--core", core], facts, name + " kernel core", core=core)
+    servers.release(state)
+    reqs.wait()
 
 
 def load(args, attaches=30, clients=4):
@@ -214,13 +257,8 @@ def load(args, attaches=30, clients=4):
     finding, no thread running two thread states; the stops printed."""
     with servers.workdir("apache-load", world_writable=("cores", "run")) as work:
         port = servers.free_port()
-        with open(os.path.join(servers.SCENARIOS, "httpd.conf.in")) as f:
-            conf = f.read().replace("@ROOT@", work).replace("@PORT@", str(port))
-        with open(os.path.join(work, "httpd.conf"), "w") as f:
-            f.write(conf)
-        argv = ["/usr/sbin/apache2", "-d", work, "-f", os.path.join(work, "httpd.conf"), "-DFOREGROUND", "-Ddaemon"]
         log = os.path.join(work, "error.log")
-        with servers.process_group(argv, work, os.path.join(work, "stdout.log")) as proc:
+        with start_apache(work, port, "daemon") as proc:
             worker = None
             for mount in ("alpha", "beta", "gamma"):
                 worker = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)["pid"]
@@ -268,9 +306,9 @@ def load(args, attaches=30, clients=4):
             print("%d live attaches to mod_wsgi daemon %d under load: %d/%d requests served, 0 error findings, "
                   "stopped_ms min %.1f median %.1f max %.1f" % (attaches, worker, counts["ok"], counts["ok"] + len(counts["failed"]),
                                                                  stops[0], stops[len(stops) // 2], stops[-1]))
-            # mod_wsgi enters %{GLOBAL} through PyGILState_Ensure, and CPython files only the first
-            # thread state a thread makes in PyGILState's slot: on a thread whose first request was
-            # /beta, /alpha runs on beta's thread state, in interpreter 1
+            # mod_wsgi enters %{GLOBAL} through PyGILState_Ensure, which takes the thread state in
+            # PyGILState's slot: a sub-interpreter's on a thread whose first request was in one
+            # (see mod_wsgi_first_state), so some /alpha requests run in interpreter 1 or 2
             print("interpreters the requests ran in, by mount: %s" % {m: dict(sorted(v.items())) for m, v in sorted(interps.items())})
     print("Apache stopped")
 
@@ -396,6 +434,7 @@ def main():
     args = p.parse_args()
     cases = {"uwsgi-mount": lambda: uwsgi(args, False), "uwsgi-single": lambda: uwsgi(args, True),
              "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded"),
+             "mod_wsgi-first-state": lambda: mod_wsgi_first_state(args),
              "postgres": lambda: postgres(args), "gdb": lambda: gdb_python(args),
              "load": lambda: load(args), "vim": lambda: vim_python(args)}
     if args.case not in cases:

@@ -63,6 +63,10 @@ def process_group(argv, cwd, log, user=None, stop_signal=signal.SIGTERM, env=Non
             os.initgroups(user, entry.pw_gid)
             os.setgid(entry.pw_gid)
             os.setuid(entry.pw_uid)
+        # after setuid, which clears it: the leader dies with the test even when the test is
+        # killed (a ctest timeout), and the servers' own children follow their leader
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     out = open(log, "ab")
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=child, env=env)

@@ -51,8 +51,10 @@ def gil_holder(args, which):
     exe = os.path.join(args.scenarios, "scenario_embed_host" if which == "stale" else "scenario_orphan_host")
     facts, core = scenario.take_core([exe], "gcore")
     try:
-        locked = gdb_address(exe, core, "&_PyRuntime.ceval.gil.locked")
-        holder = gdb_address(exe, core, "&_PyRuntime.ceval.gil.last_holder")
+        # The GIL: in _PyRuntime up to 3.11, the main interpreter's own from 3.12 (Debian 13's 3.13).
+        gil = "_PyRuntime.ceval.gil." if sys.version_info[:2] <= (3, 11) else "_PyRuntime.interpreters.main->ceval.gil->"
+        locked = gdb_address(exe, core, "&" + gil + "locked")
+        holder = gdb_address(exe, core, "&" + gil + "last_holder")
         status, r = check(args, core)
         interp = r["runtimes"][0]["interpreters"][0]
         bogus = int(interp["address"], 16) + 64 if which == "stale" else int(facts["orphan_tstate"], 16)

@@ -5,7 +5,8 @@ its main-interpreter state in PyGILState while it runs a sub-interpreter). Each 
 from Python which OS thread runs it (threading.get_native_id()) and in which interpreter; the C
 side printed its gettid() and the thread state pointers. pytstates must put every request's
 thread state, its function and the GIL holder on that thread, leave the never-run state parked,
-name the maker where it differs, and raise no error: live, from gcore's and the kernel's cores,
+name the maker where it differs ("made before a fork" when the states were made before the
+process forked, as uWSGI's master makes them for its worker), and raise no error: live, from gcore's and the kernel's cores,
 with and without DWARF, in the CLI, gdb and lldb.
 
 python: "debian" (the scenario built by CMake against Debian's 3.11) or a pyenv version
@@ -64,13 +65,20 @@ def check_report(r, facts, label):
         expect((interp["gil_holder"] == norm(req["tstate"])) == busy and t["holds_gil"] == busy,
                ctx + (": holds the GIL" if busy else ": does not hold the GIL"), interp)
         made_here = req in facts["workers"]
-        if made_here:  # made by the main thread, run by a worker
+        if made_here and facts["forked"] and t["native_thread_id"] is not None:  # made by the parent's main thread
+            expect(t.get("made_by_lwp", 0) is None and t.get("made_before_fork") is True, ctx + ": made before the fork", t)
+        elif made_here and facts["forked"]:
+            # <= 3.10 keeps no native_thread_id: thread_id alone names the child's main thread, the
+            # forking thread's continuation in the child.
+            expect(t.get("made_by_lwp") == facts["main_lwp"], ctx + ": made by the forking thread (thread_id)", t)
+        elif made_here:  # made by the main thread, run by a worker
             expect(t.get("made_by_lwp") == facts["main_lwp"], ctx + ": made by the main thread", t)
         else:
             expect("made_by_lwp" not in t, ctx + ": made by the thread that runs it (no made_by_lwp)", t)
     spare = where[norm(facts["spare_tstate"])][1]
-    expect(spare["parked"] and spare["lwp"] is None and spare.get("made_by_lwp") == facts["main_lwp"],
-           label + ": the never-run state is parked, made by the main thread", spare)
+    maker = None if facts["forked"] and spare["native_thread_id"] is not None else facts["main_lwp"]
+    expect(spare["parked"] and spare["lwp"] is None and spare.get("made_by_lwp", 0) == maker,
+           label + ": the never-run state is parked, made by the main thread (before the fork: no such thread)", spare)
     gil = where[norm(facts["modwsgi"]["gilstate_tstate"])][1]
     expect(gil["parked"], label + ": the mod_wsgi thread's main-interpreter state is parked", gil)
     runs = {row["lwp"]: row.get("tstates") for row in r["threads"]}
@@ -95,20 +103,34 @@ def check_text(text, facts, label):
     expect("+N: N more beneath it" in text and "++" not in text, label + ": the table's marks are explained", text)
 
 
+def forked_gcore(facts, workdir):
+    """gcore of the forked child (the process that runs the states)."""
+    prefix = os.path.join(workdir, "core")
+    subprocess.run(["gcore", "-o", prefix, str(facts["pid"])], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
+    core = "%s.%d" % (prefix, facts["pid"])
+    expect(os.path.exists(core), "gcore made no core of the child %d" % facts["pid"])
+    return core
+
+
 def cli(args, exe, mode, python):
-    kinds = ["live", "gcore", "kernel"]
+    kinds = ["live", "gcore"] if mode.startswith("fork-") else ["live", "gcore", "kernel"]
     for kind in kinds:
         if kind == "live":
             with scenario.running([exe, mode]) as (proc, facts):
                 for extra in ([], ["--no-dwarf"]):
-                    status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--json"] + extra)
+                    status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"]), "--json"] + extra)
                     expect(status == 0, "live %s: exit status 0: %s" % (extra, err))
                     check_report(r, facts, "%s %s live %s" % (python, mode, extra))
-                _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid)])
+                _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"])])
                 check_text(text, facts, "%s %s live text" % (python, mode))
                 expect(scenario.still_answers(proc), "the process runs on after pytstates detached")
             continue
-        facts, core = scenario.take_core([exe, mode], kind)
+        if mode.startswith("fork-"):
+            workdir = tempfile.mkdtemp(prefix="pytstates-")
+            with scenario.running([exe, mode], workdir) as (proc, facts):
+                core = forked_gcore(facts, workdir)
+        else:
+            facts, core = scenario.take_core([exe, mode], kind)
         try:
             for extra in ([], ["--no-dwarf"]):
                 status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"] + extra)
@@ -128,10 +150,10 @@ def debugger(args, which, exe, core):
         argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script, "-ex", "echo " + BEGIN + "\\n",
                 "-ex", "py-tstates-check --json", "-ex", "echo " + END + "\\n", exe, core]
     else:
-        argv = ["lldb-14", "-b", exe, "-c", core, "-o", "plugin load " + args.lldb_plugin,
-                "-o", "script print('%s')" % BEGIN, "-o", "py-tstates-check --json"]
+        # lldb-14's Python is broken on Debian 12: no script markers; the JSON follows the command's echo.
+        argv = ["lldb-14", "-b", exe, "-c", core, "-o", "plugin load " + args.lldb_plugin, "-o", "py-tstates-check --json"]
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180).stdout.decode(errors="replace")
-    start = out.find("{", out.find(BEGIN) + 1 if which == "gdb" else out.find("py-tstates-check --json"))
+    start = out.find("{", out.find(BEGIN) + 1 if which == "gdb" else out.find("(lldb) py-tstates-check --json"))
     depth, end = 0, start
     for i in range(start, len(out)):  # the JSON object: braces balance (strings hold none unbalanced here)
         depth += {"{": 1, "}": -1}.get(out[i], 0)
@@ -169,7 +191,7 @@ def main():
         try:
             exe = (os.path.join(args.scenarios, "scenario_swap_host") if args.case == "debian"
                    else build_for_pyenv(args.case, workdir))
-            for mode in ("uwsgi-busy", "modwsgi-busy"):
+            for mode in ("uwsgi-busy", "modwsgi-busy", "fork-uwsgi-busy"):
                 cli(args, exe, mode, args.case)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -24,6 +24,10 @@ LIBPYTHON = "libpython%s.so.1.0" % PYTHON_VERSION
 LLDB = "lldb"
 
 READY_TIMEOUT = 60
+# Every test reads DWARF itself: answers cached per build-id by an earlier test (or an earlier run)
+# would leave the DWARF readers untested and make two reports of one program differ in
+# runtimes[].layout_cached. The cache has its own test (production_test.py layout-cache).
+os.environ.setdefault("PYTSTATES_NO_CACHE", "1")
 
 
 class ScenarioError(Exception):

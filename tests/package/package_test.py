@@ -32,10 +32,13 @@ def run(argv, **kw):
 
 
 def normalized(report):
-    """What a debugger and the CLI both say: the debugger's thread numbers, the files' sources and
+    """What a debugger and the CLI both say: the debugger's thread numbers, the files' sources,
+    whether pytstates' DWARF cache answered (lldb runs with another HOME, so another cache) and
     lldb's missing siginfo aside."""
     for row in report["threads"]:
         row.pop("debugger_thread", None)
+    for rt in report.get("runtimes", []):
+        rt.pop("layout_cached", None)
     report.pop("warnings", None)
     for key in ("files", "stopped_ms"):
         report["target"].pop(key, None)

@@ -12,7 +12,16 @@
                from a real debuginfod server on 127.0.0.1 (run in a network namespace with only
                the loopback interface): the same report as with the files in place;
   no-runtime   what the one line says when no runtime is found: a process without CPython, a
-               core whose libpython is gone.
+               core whose libpython is gone;
+  layout-cache the DWARF answers cached per build-id: a second run says the cache answered and
+               reports the same facts; a planted wrong entry for another file size, --no-cache and
+               PYTSTATES_NO_CACHE=1 are not believed;
+  progress     the progress line: on a terminal (stderr a pty; PYTSTATES_PROGRESS_AFTER_MS=0
+               instead of a second) it tells the decompression and is cleared before the end;
+               stdout's JSON is the plain core's; with stderr a pipe there is none;
+  compressed-trailing  a zstd stream holding a core followed by 20 GiB of zeros (frames
+               concatenated, as a stream): the plain core's report, and a warning that names the
+               core's end as where decoding stopped.
 """
 import argparse
 import json
@@ -358,8 +367,125 @@ def no_runtime(args):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def layout_cache(args):
+    argv = [os.path.join(args.scenarios, "scenario_seed_host"), "svr2", "pause"]
+    facts, core = scenario.take_core(argv, "gcore")
+    cache = tempfile.mkdtemp(prefix="pytstates-cache-")
+    env = dict(scenario.offline_env(), XDG_CACHE_HOME=cache)
+    env.pop("PYTSTATES_NO_CACHE", None)
+    try:
+        cmd = ["check", "--json", "--core", core]
+        _, uncached, _ = scenario.run_pytstates(args.pytstates, cmd, expect_status=1)
+        expect(not uncached["runtimes"][0]["layout_cached"], "the test's own environment does not cache")
+        _, first, _ = scenario.run_pytstates(args.pytstates, cmd, expect_status=1, env=env)
+        expect(first["runtimes"][0]["layout"] == "dwarf" and not first["runtimes"][0]["layout_cached"],
+               "a first run reads DWARF", first["runtimes"][0])
+        debug = files_by_module(first)[first["runtimes"][0]["module"]]["debug_file"]
+        bid = build_id(debug)
+        entry = os.path.join(cache, "pytstates", "dwarf", bid)
+        expect(os.path.exists(entry), "an entry named by libpython's debug build-id: %s" % entry)
+        _, second, _ = scenario.run_pytstates(args.pytstates, cmd, expect_status=1, env=env)
+        expect(second["runtimes"][0]["layout_cached"], "the second run says the cache answered", second["runtimes"][0])
+        expect(summary(dict(second, runtimes=[dict(r, layout_cached=False) for r in second["runtimes"]])) == summary(first),
+               "the cached answers give the same report")
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core], expect_status=1, env=env)
+        expect("(layout from DWARF, answered by pytstates' cache)" in text, "the text says the cache answered", text[:2000])
+        for what, extra, run_env in (("--no-cache", ["--no-cache"], env), ("PYTSTATES_NO_CACHE=1", [], dict(env, PYTSTATES_NO_CACHE="1"))):
+            _, r, _ = scenario.run_pytstates(args.pytstates, cmd + extra, expect_status=1, env=run_env)
+            expect(not r["runtimes"][0]["layout_cached"] and summary(r) == summary(first), "%s: DWARF read again" % what)
+        # An entry for a file of another size (a debug file rewritten under the same build-id), with
+        # a wrong offset planted in it: ignored, DWARF read, the right report.
+        lines = open(entry).read().splitlines()
+        header = lines[0].rsplit(" ", 1)[0] + " 1"
+        planted = [header] + [l.rsplit("\t", 1)[0] + "\t4096" if "\t_ts\tnext\t" in l else l for l in lines[1:]]
+        expect(planted[1:] != lines[1:], "the entry holds PyThreadState.next", lines)
+        with open(entry, "w") as f:
+            f.write("\n".join(planted) + "\n")
+        _, r, _ = scenario.run_pytstates(args.pytstates, cmd, expect_status=1, env=env)
+        expect(not r["runtimes"][0]["layout_cached"] and summary(r) == summary(first), "an entry for another file size is ignored")
+        print("cache entry %s: %d answers; second run answered by it" % (entry, len(lines) - 1))
+    finally:
+        scenario.cleanup(core)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def compressed_trailing(args):
+    argv = [os.path.join(args.scenarios, "scenario_seed_host"), "svr2", "pause"]
+    facts, core = scenario.take_core(argv, "gcore")
+    tmp = tempfile.mkdtemp(prefix="pytstates-tmpdir-")
+    env = dict(scenario.offline_env(), TMPDIR=tmp)
+    packed = core + ".zst"
+    try:
+        _, plain, _ = scenario.run_pytstates(args.pytstates, ["check", "--json", "--core", core], expect_status=1)
+        # The core's frame, then one frame of 1 GiB of zeros twenty times: what zstd -d gives back
+        # is the core followed by 20 GiB of zeros, compressed from a stream (never on disk).
+        zeros = subprocess.run("head -c 1G /dev/zero | zstd -q -c", shell=True, stdout=subprocess.PIPE, check=True).stdout
+        with open(packed, "wb") as f:
+            f.write(subprocess.run(["zstd", "-q", "-c", core], stdout=subprocess.PIPE, check=True).stdout)
+            for _ in range(20):
+                f.write(zeros)
+        size = subprocess.run("zstd -d -c '%s' | wc -c" % packed, shell=True, stdout=subprocess.PIPE, check=True).stdout
+        expect(int(size) == os.path.getsize(core) + 20 * 2**30, "the stream decodes to the core and 20 GiB more: %s" % size)
+        status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--json", "--core", packed], env=env)
+        expect(status == 1, "exit 1 like the plain core: %s" % err)
+        expect_same(plain, r, "the padded zstd core gives the plain core's report")
+        want = "the compressed stream goes on past the core's end (byte %d, where its own headers end it): the rest was not decoded" % (
+            os.path.getsize(core))
+        expect(r.get("warnings") == plain.get("warnings", []) + [want], "the warning names the core's end: %r" % r.get("warnings"))
+        expect(os.listdir(tmp) == [], "nothing left in TMPDIR: %s" % os.listdir(tmp))
+        print("%s: %d compressed bytes, core %d bytes + 20 GiB: %s" % (packed, os.path.getsize(packed), os.path.getsize(core), want))
+    finally:
+        scenario.cleanup(core)
+        if os.path.exists(packed):
+            os.unlink(packed)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_with_pty_stderr(argv, env):
+    """Runs argv with stderr on a pseudo-terminal and stdout on a pipe: (status, stdout, stderr bytes)."""
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        err += chunk
+    out = proc.stdout.read()
+    proc.wait(timeout=300)
+    os.close(master)
+    return proc.returncode, out, err
+
+
+def progress(args):
+    argv = [os.path.join(args.scenarios, "scenario_seed_host"), "svr2", "pause"]
+    facts, core = scenario.take_core(argv, "gcore")
+    try:
+        _, plain, _ = scenario.run_pytstates(args.pytstates, ["check", "--json", "--core", core], expect_status=1)
+        subprocess.run(["zstd", "-q", "-f", core, "-o", core + ".zst"], check=True)
+        env = dict(scenario.offline_env(), PYTSTATES_PROGRESS_AFTER_MS="0")
+        status, out, err = run_with_pty_stderr([args.pytstates, "check", "--json", "--core", core + ".zst"], env)
+        expect(status == 1, "exit 1 like the plain core: %r" % err)
+        expect_same(plain, json.loads(out), "stdout holds the plain core's JSON, nothing else")
+        expect(err.startswith(b"\rpytstates: decompressing " + (core + ".zst").encode()) and err.endswith(b"\r\x1b[K"),
+               "on a terminal: the progress line, then cleared: %r" % err[:300])
+        print("stderr on a terminal: %r" % err[:200])
+        piped = subprocess.run([args.pytstates, "check", "--json", "--core", core + ".zst"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+        expect(piped.returncode == 1 and b"\r" not in piped.stderr and b"\x1b" not in piped.stderr,
+               "stderr a pipe: no progress line: %r" % piped.stderr[:300])
+    finally:
+        scenario.cleanup(core)
+
+
 CASES = {"replaced": replaced, "namespace": namespace, "compressed": compressed, "debuginfod": debuginfod,
-         "debuginfod-inside": debuginfod_inside, "no-runtime": no_runtime}
+         "debuginfod-inside": debuginfod_inside, "no-runtime": no_runtime, "layout-cache": layout_cache,
+         "compressed-trailing": compressed_trailing, "progress": progress}
 
 
 def main():

@@ -167,6 +167,140 @@ class _PyTstatesCommand(gdb.Command):
                          executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), numbers, _sysroot(), siginfo)
 
 
+def _target_args(inferior):
+    """What record_on / record_output take about the process gdb has open."""
+    live = _is_live(inferior)
+    threads, _, _ = _threads(inferior, live)
+    executable = inferior.progspace.filename if inferior.progspace else ""
+    return threads, _auxv(), executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), _sysroot()
+
+
+_MASK = 0xFFFFFFFFFFFFFFFF
+
+
+class _Probe(gdb.Breakpoint):
+    """One lifecycle breakpoint: stop() reads the thread state (and the TLS key), the LWP and a few
+    return addresses, hands them to the core and lets the program run on."""
+
+    def __init__(self, address, index, tstate_register, key_register, key_offset, frames):
+        super().__init__("*0x%x" % address, type=gdb.BP_BREAKPOINT, internal=True)
+        self.silent = True
+        self._index = index
+        self._tstate_register = tstate_register
+        self._key_register = key_register
+        self._key_offset = key_offset
+        self._frames = frames
+
+    def stop(self):
+        try:
+            frame = gdb.newest_frame()
+            tstate = int(frame.read_register(self._tstate_register)) & _MASK
+            key = -1
+            if self._key_register:
+                where = (int(frame.read_register(self._key_register)) & _MASK) + self._key_offset
+                key = int.from_bytes(bytes(gdb.selected_inferior().read_memory(where, 4)), "little")
+            pcs = []
+            while frame is not None and len(pcs) < self._frames:
+                pc = frame.pc()
+                if not pcs or pcs[-1] != pc:  # an inlined call shares its caller's pc
+                    pcs.append(pc)
+                frame = frame.older()
+            thread = gdb.selected_thread()
+            _core.record_hit(self._index, tstate, thread.ptid[1] or thread.ptid[0], key, pcs)
+        except (gdb.error, gdb.MemoryError, ValueError, OverflowError):
+            pass  # a hit that cannot be read is not recorded; the program runs on either way
+        return False
+
+
+class _ExitHook(gdb.Breakpoint):
+    """At _exit the modules are still mapped: name the recorded frames before they go."""
+
+    def __init__(self):
+        super().__init__("_exit", type=gdb.BP_BREAKPOINT, internal=True)
+        self.silent = True
+
+    def stop(self):
+        try:
+            inferior = gdb.selected_inferior()
+            executable = inferior.progspace.filename if inferior.progspace else ""
+            _core.record_name(_read_memory, _auxv(), executable or "", int(inferior.pid or 0), _is_local(inferior), _sysroot())
+        except (gdb.error, ValueError):
+            pass
+        return False
+
+
+class _RecordCommand(gdb.Command):
+    """py-tstates-record on|off|show [N]|save FILE"""
+
+    def __init__(self):
+        if _core is not None:
+            self.__doc__ = _core.record_help()
+        super().__init__("py-tstates-record", gdb.COMMAND_RUNNING)
+        self._probes = []
+
+    def invoke(self, argument, from_tty):
+        try:
+            self._invoke(gdb.string_to_argv(argument))
+        except gdb.GdbError:
+            raise
+        except Exception as e:  # never a traceback into the user's session
+            raise gdb.GdbError("py-tstates-record: %s" % e)
+
+    def _fail(self, why):
+        raise gdb.GdbError("py-tstates-record: %s" % why)
+
+    def _invoke(self, args):
+        if _core is None:
+            self._fail(_IMPORT_ERROR)
+        if not args or args[0] not in ("on", "off", "show", "save"):
+            self._fail("expected on, off, show [N] or save FILE")
+        what, rest = args[0], args[1:]
+        inferior = gdb.selected_inferior()
+        if what == "on":
+            if inferior is None or not inferior.threads() or not _is_live(inferior):
+                self._fail("no running process: recording needs the program running under gdb (break main, run)")
+            self._remove()
+            threads, auxv, executable, pid, _, local, sysroot = _target_args(inferior)
+            status, text, error, probes, frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot)
+            if status != 0:
+                self._fail(error)
+            for index, (address, _event, tstate_register, key_register, key_offset) in enumerate(probes):
+                self._probes.append(_Probe(address, index, tstate_register, key_register, key_offset, frames))
+            try:
+                self._probes.append(_ExitHook())
+            except gdb.error:  # no _exit yet: the frames are named at show, save or check instead
+                pass
+            gdb.write(text)
+        elif what == "off":
+            self._remove()
+            hits, recorded, kept, dropped = _core.record_stats()
+            gdb.write("recording stopped: %d breakpoint hits, %d events recorded, %d kept, %d dropped\n" % (hits, recorded, kept, dropped))
+        else:
+            if what == "save" and len(rest) != 1:
+                self._fail("save needs one FILE")
+            if what == "show" and len(rest) > 1:
+                self._fail("show takes at most one number")
+            argument = rest[0] if rest else ""
+            if what == "save":
+                import os
+                argument = os.path.abspath(os.path.expanduser(argument))
+            if inferior is not None and inferior.threads():
+                threads, auxv, executable, pid, live, local, sysroot = _target_args(inferior)
+            else:  # the process is gone: the events are shown with the names they already have
+                threads, auxv, executable, pid, live, local, sysroot = [], {}, "", 0, False, False, ""
+            status, text, error = _core.record_output(what, argument, _read_memory, threads, auxv, executable, pid, live, local, sysroot)
+            if status != 0:
+                self._fail(error)
+            gdb.write(text)
+
+    def _remove(self):
+        for probe in self._probes:
+            if probe.is_valid():
+                probe.delete()
+        self._probes = []
+
+
 _PyTstatesCommand("py-tstates", "tstates")
 _PyTstatesCommand("pybind-internals", "internals")
 _PyTstatesCommand("py-tstates-check", "check")
+_RecordCommand()

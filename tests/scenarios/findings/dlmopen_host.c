@@ -1,4 +1,4 @@
-/* Two copies of libpython3.11 in one process: dlmopen(LM_ID_NEWLM) twice, each copy in its own
+/* Two copies of libpython (the suite's) in one process: dlmopen(LM_ID_NEWLM) twice, each copy in its own
  * link-map namespace with its own libc, each initialised on the main thread. Both copies'
  * autoTSSkey get pthread key 0 from their own libc, and both store into the same slot of the main
  * thread's struct pthread. Prints FACTS, READY, then pauses. */
@@ -15,7 +15,7 @@ typedef void* (*get_fn)(void);
 typedef int (*run_fn)(const char*);
 
 int main(int argc, char** argv) {
-    const char* lib = argc > 1 ? argv[1] : "libpython3.11.so.1.0";
+    const char* lib = argc > 1 ? argv[1] : PYTSTATES_LIBPYTHON;  /* the suite's, from CMake */
     void* runtimes[2];
     void* tstates[2];
     for (int i = 0; i < 2; ++i) {

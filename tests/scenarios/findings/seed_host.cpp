@@ -9,6 +9,7 @@
 //
 // Prints "FACTS {json}" and "READY" before pausing (pause.h); the pause blocks without the GIL.
 #include <pybind11/embed.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -60,15 +61,20 @@ int main(int argc, char** argv) {
     py::gil_scoped_release releaseForWorkers;
     std::thread worker([&] {
         std::vector<std::string> fileBuffers;
+        size_t freedBytes = 344;  // malloc's usable size of the thread state the last file deleted
         for (int file = 1; file <= 3; ++file) {
-            // Per-file state, kept while the service runs (as the seed's MsgChecker was).
-            fileBuffers.emplace_back(344, static_cast<char>('a' + file));
+            // Per-file state, kept while the service runs (as the seed's MsgChecker was): as large
+            // as the thread state deleted last, it takes that block from malloc, as the seed's
+            // did, so a stale pointer to it reads this text (Python 3.11's thread state: 344
+            // bytes; 3.13's is larger, and without this the next thread state reuses the block).
+            fileBuffers.emplace_back(freedBytes - 1, static_cast<char>('a' + file));
             PyThreadState* used = nullptr;
             unsigned moduleKey = 0;
             std::string moduleId;
             {
                 py::gil_scoped_acquire acquire;  // the host's pybind11: creates this thread's tstate
                 used = PyThreadState_Get();
+                freedBytes = malloc_usable_size(used);
                 py::module_ checker = py::module_::import("seed_module");  // file 1: first import, on this thread
                 moduleKey = checker.attr("internals_key")().cast<unsigned>();
                 moduleId = checker.attr("internals_id").cast<std::string>();

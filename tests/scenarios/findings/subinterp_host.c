@@ -1,6 +1,6 @@
 /* Two sub-interpreters, each created on its own native thread with Py_NewInterpreter and each
- * blocked in Python code (time.sleep, the GIL released). Every thread also holds a thread state
- * of the main interpreter (the one it used to create its sub-interpreter). Prints FACTS and READY
+ * blocked in Python code (time.sleep, the GIL released). Every thread also made a thread state
+ * of the main interpreter (the one it used to create its sub-interpreter), which it no longer runs. Prints FACTS and READY
  * from the main thread once both threads have reported, then pauses (pause.h). */
 #include <Python.h>
 #include <pthread.h>
@@ -50,7 +50,8 @@ int main(void) {
     Py_Initialize();
     PyThreadState* mainTstate = PyThreadState_Get();
     mainInterp = PyThreadState_GetInterpreter(mainTstate);
-    PyEval_SaveThread();
+    /* Kept in this frame, as Py_BEGIN_ALLOW_THREADS keeps it: the main thread still runs its state. */
+    PyThreadState* volatile saved = PyEval_SaveThread();
     pthread_t threads[2];
     for (int i = 0; i < 2; ++i) pthread_create(&threads[i], NULL, runSub, &reports[i]);
     pthread_mutex_lock(&lock);
@@ -66,5 +67,6 @@ int main(void) {
     printf("]}\nREADY\n");
     fflush(stdout);
     pause_until_quit();
+    (void)saved;
     return 0;
 }

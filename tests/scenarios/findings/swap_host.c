@@ -8,7 +8,9 @@
  * released it, then made its own state of sub-interpreter 2 and runs it; with "modwsgi-busy" it
  * holds the GIL in a busy loop there (PyGILState's slot still naming its main-interpreter state),
  * else it parks too. One more state of sub-interpreter 1 is made on the main thread and never run.
- * The main thread itself waits in C (pause_until_quit), running nothing.
+ * The main thread itself waits in C (pause_until_quit), running nothing. With "fork-..." the
+ * process forks after making the states and the child runs them (uWSGI's master and worker): the
+ * states' native_thread_id is the parent's main thread, their thread_id the child's main thread.
  *
  * Every request tells from Python which OS thread runs it (threading.get_native_id()) and in which
  * interpreter (its id, set in the request's globals); the FACTS line repeats
@@ -17,7 +19,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pause.h"
@@ -105,7 +110,8 @@ static void* modwsgi(void* arg) {
 
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "uwsgi-busy";
-    if (strcmp(mode, "uwsgi-busy") == 0) busyWorker = WORKERS - 1;
+    int forked = strncmp(mode, "fork-", 5) == 0;  /* as uWSGI: the states are made, then the worker forked */
+    if (strcmp(mode + (forked ? 5 : 0), "uwsgi-busy") == 0) busyWorker = WORKERS - 1;
     else modwsgiBusy = 1;
     mainLwp = syscall(SYS_gettid);
     Py_InitializeEx(0);
@@ -118,6 +124,17 @@ int main(int argc, char** argv) {
     for (int i = 0; i < WORKERS; ++i) workerStates[i] = PyThreadState_New(subs[i % 2]);
     spareState = PyThreadState_New(subs[0]);
     PyEval_SaveThread();
+    long makerLwp = mainLwp;
+    if (forked) {
+        pid_t child = fork();
+        if (child > 0) { /* the parent waits: the child serves, as uWSGI's worker does */
+            int status = 0;
+            waitpid(child, &status, 0);
+            _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        mainLwp = syscall(SYS_gettid);
+    }
     /* The busy one last: a loop in one sub-interpreter does not hear another interpreter's
      * thread ask for the GIL on 3.11 (the drop request is per interpreter), so it would starve it. */
     pthread_t threads[WORKERS + 1];
@@ -130,8 +147,9 @@ int main(int argc, char** argv) {
         pthread_mutex_unlock(&m);
     }
     usleep(300 * 1000);  /* the parked ones reach their sleep */
-    printf("FACTS {\"pid\": %d, \"main_lwp\": %ld, \"main_tstate\": \"%p\", \"spare_tstate\": \"%p\", \"busy\": \"%s\", \"workers\": [",
-           getpid(), mainLwp, (void*)mainState, (void*)spareState, mode);
+    printf("FACTS {\"pid\": %d, \"forked\": %s, \"maker_lwp\": %ld, \"main_lwp\": %ld, \"main_tstate\": \"%p\", \"spare_tstate\": \"%p\", "
+           "\"busy\": \"%s\", \"workers\": [",
+           getpid(), forked ? "true" : "false", makerLwp, mainLwp, (void*)mainState, (void*)spareState, mode);
     for (int i = 0; i < WORKERS; ++i)
         printf("%s{\"lwp\": %ld, \"python_lwp\": %ld, \"interp_id\": %ld, \"tstate\": \"%p\", \"function\": \"%s_request_%d\"}",
                i ? ", " : "", workerLwp[i], seenLwp[i], seenInterp[i], (void*)workerStates[i], i == busyWorker ? "busy" : "parked", i);

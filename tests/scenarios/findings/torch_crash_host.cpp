@@ -10,13 +10,16 @@
 //   torch_crash_host crash   prints FACTS and READY after file 1, then goes on (and crashes)
 //   torch_crash_host pause   pauses after file 1 (torch's key holds the freed thread state)
 #include <pybind11/embed.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "internals_key.h"
 #include "pause.h"
@@ -29,12 +32,18 @@ int main(int argc, char** argv) {
     unsigned hostKey = internalsTstateKey();
     py::gil_scoped_release release;
     std::thread worker([&] {
+        std::vector<std::string> fileBuffers;
+        size_t freedBytes = 344;
         for (int file = 1; file <= 3; ++file) {
+            // Per-file state as large as the thread state deleted last (as in seed_host.cpp): it
+            // takes that block from malloc, so the stale pointer reads this text.
+            fileBuffers.emplace_back(freedBytes - 1, static_cast<char>('a' + file));
             PyThreadState* used = nullptr;
             double grad = 0;
             {
                 py::gil_scoped_acquire acquire;  // the host's pybind11: creates this thread's tstate
                 used = PyThreadState_Get();
+                freedBytes = malloc_usable_size(used);
                 py::dict scope;
                 py::exec(R"(
 import torch

@@ -1,0 +1,220 @@
+#include "commands/history/history_log.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "symbols/native/native_stacks.h"
+
+namespace pytstates {
+
+namespace {
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+uint64_t unhex(const nlohmann::json& v) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (!v.is_string()) throw std::runtime_error("an address is neither a number nor a hex string");
+    return std::stoull(v.get<std::string>(), nullptr, 16);
+}
+
+std::optional<LifecycleEvent> eventNamed(const std::string& name) {
+    for (auto e : {LifecycleEvent::Created, LifecycleEvent::Cleared, LifecycleEvent::Deleted, LifecycleEvent::Cached, LifecycleEvent::Used})
+        if (name == lifecycleEventName(e)) return e;
+    return std::nullopt;
+}
+
+}  // namespace
+
+void HistoryLog::keep(Track& track, HistoryEvent event) {
+    bool use = event.event == LifecycleEvent::Used;
+    auto& list = use ? track.uses : track.lifecycle;
+    size_t limit = use ? limits_.usesPerTstate : limits_.lifecyclePerTstate;
+    track.lastSeq = event.seq;
+    list.push_back(std::move(event));
+    while (list.size() > limit) {
+        list.pop_front();
+        ++dropped_;
+    }
+}
+
+void HistoryLog::evictIfFull() {
+    while (tracks_.size() > limits_.tstates) {
+        auto oldest = tracks_.begin();
+        for (auto it = tracks_.begin(); it != tracks_.end(); ++it)
+            if (it->second.lastSeq < oldest->second.lastSeq) oldest = it;
+        dropped_ += oldest->second.lifecycle.size() + oldest->second.uses.size();
+        tracks_.erase(oldest);
+    }
+}
+
+void HistoryLog::record(LifecycleEvent event, const std::string& function, bool atReturn, uint64_t tstate, int lwp,
+                        std::optional<uint32_t> key, std::vector<uint64_t> pcs, double ms) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++hits_;
+    if (!tstate) return;
+    Track& track = tracks_[tstate];
+    HistoryEvent e;
+    e.seq = nextSeq_++;
+    e.event = event;
+    e.function = function;
+    e.tstate = tstate;
+    e.lwp = lwp;
+    e.key = key;
+    e.ms = ms;
+    e.pcs = std::move(pcs);
+    HistoryEvent* last = track.lifecycle.empty() ? nullptr : &track.lifecycle.back();
+    bool lastIsNewest = last && (track.uses.empty() || track.uses.back().seq < last->seq);
+    // One call seen by several breakpoints (PyThreadState_New returning what new_threadstate
+    // returned; PyThreadState_Clear, then _PyThreadState_DeleteCurrent, then tstate_delete_common)
+    // is one event. Returns are seen innermost first: the outer function's frames say more. Entries
+    // are seen outermost first: the first keeps its frames, and a clear followed by a delete is the delete.
+    if (lastIsNewest && last->lwp == lwp) {
+        if (event == LifecycleEvent::Created && last->event == LifecycleEvent::Created && atReturn) {
+            last->function = function;
+            last->pcs = std::move(e.pcs);
+            last->frames.clear();
+            track.lastSeq = e.seq;
+            return;
+        }
+        if (event == LifecycleEvent::Deleted && (last->event == LifecycleEvent::Deleted || last->event == LifecycleEvent::Cleared)) {
+            last->event = LifecycleEvent::Deleted;
+            track.lastSeq = e.seq;
+            return;
+        }
+    }
+    ++recorded_;
+    keep(track, std::move(e));
+    evictIfFull();
+}
+
+std::vector<HistoryEvent> HistoryLog::events() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<HistoryEvent> out;
+    for (const auto& [tstate, track] : tracks_) {
+        out.insert(out.end(), track.lifecycle.begin(), track.lifecycle.end());
+        out.insert(out.end(), track.uses.begin(), track.uses.end());
+    }
+    std::sort(out.begin(), out.end(), [](const HistoryEvent& a, const HistoryEvent& b) { return a.seq < b.seq; });
+    return out;
+}
+
+std::vector<HistoryEvent> HistoryLog::lastLife(uint64_t tstate) const {
+    std::vector<HistoryEvent> all;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = tracks_.find(tstate);
+        if (it == tracks_.end()) return all;
+        all.insert(all.end(), it->second.lifecycle.begin(), it->second.lifecycle.end());
+        all.insert(all.end(), it->second.uses.begin(), it->second.uses.end());
+    }
+    std::sort(all.begin(), all.end(), [](const HistoryEvent& a, const HistoryEvent& b) { return a.seq < b.seq; });
+    // The last life begins after the deletion before its last creation: what its creation did
+    // before returning it (PyGILState's caching inside PyThreadState_New) belongs to it.
+    size_t created = all.size(), start = 0;
+    for (size_t i = 0; i < all.size(); ++i)
+        if (all[i].event == LifecycleEvent::Created) created = i;
+    for (size_t i = 0; i < created && created < all.size(); ++i)
+        if (all[i].event == LifecycleEvent::Deleted) start = i + 1;
+    return std::vector<HistoryEvent>(all.begin() + static_cast<long>(start), all.end());
+}
+
+bool HistoryLog::empty() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return tracks_.empty();
+}
+
+void HistoryLog::nameFrames(const Target& target, bool useDwarf) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<NativeStacks> stacks;
+    auto name = [&](HistoryEvent& e) {
+        if (!e.frames.empty() || e.pcs.empty()) return;
+        if (!stacks) stacks = std::make_unique<NativeStacks>(target, useDwarf);
+        for (size_t i = 0; i < e.pcs.size(); ++i) {
+            auto frames = stacks->at(e.pcs[i], i == 0);
+            if (frames.empty()) e.frames.push_back({e.pcs[i], "", ""});
+            for (const auto& f : frames) e.frames.push_back({e.pcs[i], f.function, f.module});
+        }
+    };
+    for (auto& [tstate, track] : tracks_) {
+        for (auto& e : track.lifecycle) name(e);
+        for (auto& e : track.uses) name(e);
+    }
+}
+
+std::string HistoryLog::toJson() const {
+    using nlohmann::json;
+    json events = json::array();
+    for (const auto& e : this->events()) {
+        json frames = json::array();
+        for (const auto& f : e.frames) frames.push_back({{"pc", hex(f.pc)}, {"function", f.function}, {"module", f.module}});
+        json pcs = json::array();
+        for (uint64_t pc : e.pcs) pcs.push_back(hex(pc));
+        json j = {{"seq", e.seq}, {"event", lifecycleEventName(e.event)}, {"function", e.function}, {"tstate", hex(e.tstate)},
+                  {"lwp", e.lwp}, {"key", e.key ? json(*e.key) : json(nullptr)}, {"ms", e.ms}, {"pcs", pcs}, {"frames", frames}};
+        events.push_back(j);
+    }
+    json out = {{"pytstates_history", 1}, {"pid", pid}, {"executable", executable}, {"watched", watched}, {"cannot", cannot},
+                {"hits", hits_}, {"recorded", recorded_}, {"dropped", dropped_},
+                {"limits", {{"lifecycle_per_tstate", limits_.lifecyclePerTstate}, {"uses_per_tstate", limits_.usesPerTstate},
+                            {"tstates", limits_.tstates}}},
+                {"events", events}};
+    return out.dump(1) + "\n";
+}
+
+std::shared_ptr<HistoryLog> HistoryLog::fromJson(const std::string& text) {
+    using nlohmann::json;
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("pytstates_history"))
+        throw std::runtime_error("not a history saved by py-tstates-record save (no \"pytstates_history\" object)");
+    if (j["pytstates_history"] != 1) throw std::runtime_error("a history of an unknown format version " + j["pytstates_history"].dump());
+    try {
+        Limits limits;
+        if (j.contains("limits")) {
+            limits.lifecyclePerTstate = j["limits"].value("lifecycle_per_tstate", limits.lifecyclePerTstate);
+            limits.usesPerTstate = j["limits"].value("uses_per_tstate", limits.usesPerTstate);
+            limits.tstates = j["limits"].value("tstates", limits.tstates);
+        }
+        auto log = std::make_shared<HistoryLog>(limits);
+        log->pid = j.value("pid", 0);
+        log->executable = j.value("executable", "");
+        log->watched = j.value("watched", std::vector<std::string>{});
+        log->cannot = j.value("cannot", std::vector<std::string>{});
+        log->hits_ = j.value("hits", uint64_t(0));
+        log->dropped_ = j.value("dropped", uint64_t(0));
+        log->recorded_ = j.value("recorded", uint64_t(0));
+        for (const auto& ej : j.at("events")) {
+            HistoryEvent e;
+            e.seq = ej.at("seq").get<uint64_t>();
+            auto kind = eventNamed(ej.at("event").get<std::string>());
+            if (!kind) throw std::runtime_error("unknown event '" + ej.at("event").get<std::string>() + "'");
+            e.event = *kind;
+            e.function = ej.value("function", "");
+            e.tstate = unhex(ej.at("tstate"));
+            e.lwp = ej.value("lwp", 0);
+            if (ej.contains("key") && !ej["key"].is_null()) e.key = ej["key"].get<uint32_t>();
+            e.ms = ej.value("ms", 0.0);
+            if (ej.contains("pcs"))
+                for (const auto& pc : ej["pcs"]) e.pcs.push_back(unhex(pc));
+            if (ej.contains("frames"))
+                for (const auto& f : ej["frames"]) e.frames.push_back({unhex(f.at("pc")), f.value("function", ""), f.value("module", "")});
+            Track& track = log->tracks_[e.tstate];
+            log->nextSeq_ = std::max(log->nextSeq_, e.seq + 1);
+            log->keep(track, std::move(e));
+        }
+        return log;
+    } catch (const json::exception& e) {
+        throw std::runtime_error(std::string("a saved history with a malformed field: ") + e.what());
+    } catch (const std::invalid_argument&) {
+        throw std::runtime_error("a saved history with an address that is not hex");
+    } catch (const std::out_of_range&) {
+        throw std::runtime_error("a saved history with an address out of range");
+    }
+}
+
+}  // namespace pytstates

@@ -1,0 +1,144 @@
+#include "commands/history/history_words.h"
+
+#include <set>
+
+namespace pytstates {
+
+namespace {
+
+std::string baseName(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+class Words {
+public:
+    explicit Words(const Report& report) : r_(report) {}
+
+    // The TLS slot a pthread key is, as the findings name it.
+    std::string slotOf(std::optional<uint32_t> key) const {
+        if (!key) return "";
+        for (const auto& view : r_.internals)
+            if (view.record.tlsKey && *view.record.tlsKey == *key && !view.record.id.moduleLocal)
+                return "pybind11 key " + std::to_string(*key) + " (" + view.record.id.raw + ")";
+        for (const auto& rt : r_.runtimes)
+            if (rt.autoTssKey && *rt.autoTssKey == *key) return "PyGILState's autoTSSkey slot (pthread key " + std::to_string(*key) + ")";
+        return "pthread key " + std::to_string(*key);
+    }
+
+    // Who did it: the first frame outside the CPython the breakpoint is in, with the pybind11
+    // record its module uses, and the PyGILState call it came through, if any.
+    std::string who(const HistoryEvent& e) const {
+        if (e.frames.empty()) return "an unknown caller (no frames were recorded)";
+        const std::string& cpython = e.frames.front().module;
+        std::string via;
+        const HistoryFrame* culprit = nullptr;
+        for (const auto& f : e.frames) {
+            if (f.module == cpython && !cpython.empty()) {
+                if (f.function.rfind("PyGILState_", 0) == 0 && via.empty()) via = " through " + f.function;
+                continue;
+            }
+            culprit = &f;
+            break;
+        }
+        if (!culprit) {  // CPython itself, as far as the recorded frames go
+            const HistoryFrame& last = e.frames.back();
+            return named(last) + " (" + baseName(last.module) + ")" + via;
+        }
+        std::string out = named(*culprit) + " (" + (culprit->module.empty() ? "no known module" : baseName(culprit->module));
+        auto records = recordsUsedBy(culprit->module);
+        if (!records.empty()) out += ": " + records;
+        return out + ")" + via;
+    }
+
+    static std::string named(const HistoryFrame& f) {
+        if (!f.function.empty()) return f.function;
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "an unnamed function at 0x%llx", static_cast<unsigned long long>(f.pc));
+        return buf;
+    }
+
+    // "pybind11 key 1, cxxabi1002": the records a module uses, by their key (the report names
+    // each key's full ID) and what sets their IDs apart.
+    std::string recordsUsedBy(const std::string& module) const {
+        std::string out;
+        std::set<std::string> seen;
+        for (const auto& view : r_.internals)
+            for (const auto& use : view.record.modules) {
+                const auto& id = view.record.id;
+                if (use.path != module || id.moduleLocal || !seen.insert(id.raw).second) continue;
+                std::string label = view.record.tlsKey ? "pybind11 key " + std::to_string(*view.record.tlsKey) : "pybind11";
+                label += ", " + (id.abi.empty() ? id.raw : id.abi);
+                out += (out.empty() ? "" : "; ") + label;
+            }
+        return out;
+    }
+
+    void attach(Finding& f, const HistoryLog& log) const {
+        auto life = log.lastLife(f.tstate);
+        if (life.empty()) return;
+        const HistoryEvent *created = nullptr, *deleted = nullptr, *used = nullptr;
+        std::vector<const HistoryEvent*> cached;
+        const HistoryEvent* cleared = nullptr;
+        for (const auto& e : life) {
+            // A clear that no recorded delete followed is no lifecycle step the contract names: left
+            // out of the events, told in the words (its deletion may have gone through a function
+            // without a symbol).
+            if (e.event == LifecycleEvent::Cleared) {
+                cleared = &e;
+                continue;
+            }
+            f.history.push_back({e, e.event == LifecycleEvent::Cached ? slotOf(e.key) : ""});
+        }
+        for (const auto& h : f.history) {
+            const HistoryEvent& e = h.event;
+            if (e.event == LifecycleEvent::Created && !created) created = &e;
+            if (e.event == LifecycleEvent::Deleted) deleted = &e;
+            if (e.event == LifecycleEvent::Used) used = &e;
+            if (e.event == LifecycleEvent::Cached) cached.push_back(&e);
+        }
+        std::string line1 = "history: ";
+        line1 += created ? "created by LWP " + std::to_string(created->lwp) + " in " + who(*created)
+                         : "its creation was not recorded (before recording began)";
+        // The slots among the finding's sources that cached it (the ones that still name it), each once.
+        std::set<std::pair<int, std::string>> told;
+        std::string cachedWords;
+        for (const auto* e : cached) {
+            std::string slot = slotOf(e->key);
+            bool source = false;
+            for (const auto& s : f.sources) source = source || s == slot || (s.size() > slot.size() && s.compare(s.size() - slot.size(), slot.size(), slot) == 0);
+            if (!source || !told.insert({e->lwp, slot}).second) continue;
+            cachedWords += std::string(cachedWords.empty() ? "" : ", ") + "in " + slot.substr(0, slot.find(" (")) + " by " + who(*e);
+            if (!f.lwp || e->lwp != *f.lwp) cachedWords += " on LWP " + std::to_string(e->lwp);
+        }
+        if (!cachedWords.empty()) line1 += "; cached " + cachedWords;
+        std::string line2;
+        if (deleted)
+            line2 = "deleted by LWP " + std::to_string(deleted->lwp) + " in " + who(*deleted);
+        else if (cleared)
+            line2 = "cleared by LWP " + std::to_string(cleared->lwp) + " in " + who(*cleared) + " (no deletion recorded after it)";
+        else
+            line2 = "no deletion recorded";
+        if (used) {
+            line2 += "; last used by LWP " + std::to_string(used->lwp) + " in " + who(*used);
+            if (deleted && used->seq > deleted->seq) line2 += ", after its deletion";
+        }
+        f.historyWords = {line1 + ";", line2 + "."};
+    }
+
+private:
+    const Report& r_;
+};
+
+}  // namespace
+
+void attachHistory(Report& report, const HistoryLog& log) {
+    Words words(report);
+    for (auto& f : report.findings) {
+        if (!f.tstate) continue;
+        if (f.code != "stale-tstate" && f.code != "foreign-tstate" && f.code != "shared-tstate" && f.code != "invalid-gil-holder") continue;
+        words.attach(f, log);
+    }
+}
+
+}  // namespace pytstates

@@ -1,0 +1,44 @@
+// One py-tstates-record session, shared by the gdb and lldb front ends: the probes planned on
+// the process, and the log their hits feed. The front end sets a breakpoint per probe and, on
+// each hit, reads the probe's registers and a few return addresses and calls hit().
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "commands/history/history_log.h"
+#include "symbols/cpython/lifecycle_probes.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+class Recording {
+public:
+    // Throws std::runtime_error (one line) when the process holds no CPython to watch.
+    Recording(const Target& target, HistoryLog::Limits limits);
+
+    const ProbePlan& plan() const { return plan_; }
+    std::shared_ptr<HistoryLog> log() const { return log_; }
+
+    // One breakpoint hit: probe is an index into plan().probes; key is read by the front end
+    // for cached events (keyRegister + keyOffset).
+    void hit(size_t probe, uint64_t tstate, int lwp, std::optional<uint32_t> key, std::vector<uint64_t> pcs);
+
+    // What `on` says: what is watched, through how many breakpoints, and what cannot be recorded.
+    std::string startText() const;
+
+private:
+    ProbePlan plan_;
+    std::shared_ptr<HistoryLog> log_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+// Parses `on` options (--per-tstate N, --uses N, --tstates N, --frames N); false and *error on a
+// bad one. frames: how many frames the front end reads per hit.
+bool parseRecordOptions(const std::vector<std::string>& args, HistoryLog::Limits* limits, int* frames, std::string* error);
+
+// The help text of py-tstates-record.
+std::string recordHelp();
+
+}  // namespace pytstates

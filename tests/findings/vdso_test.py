@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Frames in the vDSO are named from its image (AT_SYSINFO_EHDR), in a gcore core as gdb names
+them, and live: a Python loop calling time.monotonic() (clock_gettime in the vDSO) is caught
+inside it by taking cores (or attaching) until its innermost frame is there."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
+from findings_cases import expect  # noqa: E402
+
+LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "findings", "vdso_loop.py")
+PYTHON = "/usr/bin/python3.11"
+TRIES = 60  # the loop is in the vDSO about a third of the time: 60 misses in a row do not happen
+
+
+def innermost(r, lwp):
+    rows = [t for t in r["threads"] if t["lwp"] == lwp]
+    expect(rows and rows[0]["native_frames"], "the looping thread has native frames", r)
+    return rows[0]["native_frames"]
+
+
+def gdb_frames(core):
+    out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "bt 2", PYTHON, core], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, timeout=120).stdout.decode(errors="replace")
+    frames = []
+    for line in out.splitlines():
+        if line.startswith("#"):
+            words = line.split()
+            frames.append(words[3] if words[2] == "in" else words[1])
+    return frames
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("kind", choices=["gcore", "live"])
+    args = p.parse_args()
+    workdir = tempfile.mkdtemp(prefix="pytstates-vdso-")
+    try:
+        with scenario.running([PYTHON, LOOP], workdir) as (proc, facts):
+            for _ in range(TRIES):
+                if args.kind == "live":
+                    _, r, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", str(facts["pid"]), "--native", "--json"])
+                    frames = innermost(r, facts["lwp"])
+                    if frames[0]["module"] != "[vdso]":
+                        continue
+                    expect(frames[0]["function"] in ("clock_gettime", "__vdso_clock_gettime"), "the vDSO frame is named", frames[:3])
+                    expect(any(f["module"].endswith("libc.so.6") for f in frames[1:3]), "unwound through the vDSO into libc", frames[:3])
+                    break
+                prefix = os.path.join(workdir, "core")
+                subprocess.run(["gcore", "-o", prefix, str(facts["pid"])], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
+                core = "%s.%d" % (prefix, facts["pid"])
+                _, r, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--native", "--json"])
+                frames = innermost(r, facts["lwp"])
+                if frames[0]["module"] != "[vdso]":
+                    os.unlink(core)
+                    continue
+                theirs = gdb_frames(core)
+                ours = [f["function"] for f in frames if not f.get("inlined")][:2]
+                expect(theirs[:1] == ours[:1] and ours[0], "the vDSO frame named as gdb names it: ours %s, gdb %s" % (ours, theirs), frames[:3])
+                expect(frames[1]["function"] and frames[1]["module"].endswith("libc.so.6"), "unwound through the vDSO into libc", frames[:3])
+                break
+            else:
+                expect(False, "the loop was never caught in the vDSO in %d tries" % TRIES)
+    finally:
+        scenario.cleanup(workdir)
+    print("PASS vdso %s" % args.kind)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""py-tstates-record in real gdb and lldb (batch mode) on real programs, and `pytstates check
+--history` on a core taken after a recorded run: the recorded events held against what the
+programs print they did (their LWPs and thread-state addresses, which thread made, ran, deleted
+each one), and the seed's crash told with who created, cached and deleted its stale thread state."""
+import argparse
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
+from findings_cases import expect  # noqa: E402
+
+BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
+TIMEOUT = 240
+
+
+def marked_gdb(tag, command):
+    return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]
+
+
+# Debian's lldb-14 prints Python tracebacks of its own (its script interpreter is broken); they
+# are not ours, and are dropped before parsing.
+NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
+                   r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
+
+
+def marked_lldb(tag, command):
+    # lldb echoes each command it runs in batch mode ("(lldb) py-tstates-check"): the output is
+    # what follows that line up to the next command. The tag is the command itself.
+    return [command]
+
+
+def between(text, tag):
+    """gdb: the output between the markers; lldb: the output of the command `tag` echoed."""
+    m = re.search(re.escape(BEGIN + tag) + r"\n(.*?)" + re.escape(tag + END), text, re.S)
+    if m is not None:
+        return m.group(1)
+    out, current = {}, None
+    for line in text.splitlines():
+        if NOISE.match(line):
+            continue
+        if line.startswith("(lldb) "):
+            current = line[len("(lldb) "):]
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    expect(tag in out, "the output of %s not found in the debugger's output:\n%s" % (tag, text[-4000:]))
+    return "\n".join(out[tag])
+
+
+
+
+def session(argv, interrupt_at_ready):
+    """Runs a debugger; the program's FACTS (and, when asked, a SIGINT to the program at READY so
+    that the debugger stops it and runs the commands that follow). Returns (facts, output)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out, facts = [], None
+    deadline = time.monotonic() + TIMEOUT
+    buf = b""
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            expect(left > 0, "the debugger did not finish in %d s:\n%s" % (TIMEOUT, b"".join(out).decode(errors="replace")[-4000:]))
+            ready, _, _ = select.select([proc.stdout], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out.append(chunk)
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if "FACTS {" in text:
+                    facts = json.loads(text[text.index("FACTS {") + 6:])
+                elif text.strip() == "READY" and interrupt_at_ready:
+                    expect(facts is not None, "READY before FACTS")
+                    time.sleep(0.3)  # into its blocking call
+                    os.kill(facts["pid"], signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = b"".join(out).decode(errors="replace")
+    expect(facts is not None, "the program printed no FACTS:\n" + text[-4000:])
+    return facts, text
+
+
+def gdb_argv(args, program, after_stop, environment=()):
+    cmds = (["set pagination off", "set confirm off"] + ["set environment " + e for e in environment] +
+            ["break main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill"])
+    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script]
+    for c in cmds:
+        argv += ["-ex", c]
+    return argv + ["--args"] + program
+
+
+def lldb_argv(args, program, after_stop):
+    # Not -b: in batch mode lldb-14 drops the commands after one that stops on a signal, and runs
+    # its -k commands only for some crashes; without it every -o runs in turn, then `quit`.
+    argv = [scenario.LLDB]
+    for c in ["plugin load " + args.plugin, "breakpoint set -n main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
+        argv += ["-o", c]
+    return argv + ["--"] + program
+
+
+def marked(debugger, tag, command):
+    return marked_gdb(tag, command) if debugger == "gdb" else marked_lldb(tag, command)
+
+
+def as_json(text):
+    """The JSON object in a command's output (the program's own lines may precede it)."""
+    return json.loads(text[text.index("\n{") + 1 if not text.startswith("{") else 0:text.rindex("}") + 1])
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def events_of(history, tstate, kind=None, lwp=None):
+    return [e for e in history["events"] if e["tstate"] == tstate and (kind is None or e["event"] == kind)
+            and (lwp is None or e["lwp"] == lwp)]
+
+
+def culprit(event, cpython_hint="libpython"):
+    """The first frame outside CPython (the module the breakpoint is in)."""
+    frames = event["frames"]
+    expect(frames, "the event has frames", event)
+    for f in frames:
+        if f["module"] != frames[0]["module"]:
+            return f
+    return frames[-1]
+
+
+# --- the seed's crash ---------------------------------------------------------------------------
+
+def seed_crash(args, debugger):
+    exe = os.path.join(args.scenarios, "scenario_seed_host")
+    work = tempfile.mkdtemp(prefix="pytstates-history-")
+    try:
+        saved = os.path.join(work, "history.json")
+        core = os.path.join(work, "core")
+        after = (marked(debugger, "py-tstates-check", "py-tstates-check") + marked(debugger, "py-tstates-check --json", "py-tstates-check --json") +
+                 ["py-tstates-record save " + saved] + marked(debugger, "py-tstates-record show", "py-tstates-record show"))
+        if debugger == "gdb":
+            after.append("gcore " + core)
+        argv = (gdb_argv if debugger == "gdb" else lldb_argv)(args, [exe, "svr2", "crash"], after)
+        facts, out = session(argv, interrupt_at_ready=False)
+        expect(debugger == "lldb" or "Traceback" not in out, "no Python traceback in gdb:\n" + out[-3000:])
+        report = as_json(between(out, "py-tstates-check --json"))
+        text = between(out, "py-tstates-check")
+        worker, deleted = facts["worker_lwp"], facts["deleted_tstate"]
+        stale = [f for f in report["findings"] if f["code"] == "stale-tstate" and f["tstate"] == deleted]
+        expect(len(stale) == 1 and stale[0]["lwp"] == worker, "the stale pointer on the worker", report["findings"])
+        history = stale[0].get("history")
+        expect(history, "the stale finding carries its history", stale[0])
+        kinds = [e["event"] for e in history]
+        created = [e for e in history if e["event"] == "created"]
+        deletes = [e for e in history if e["event"] == "deleted"]
+        cached = [e for e in history if e["event"] == "cached" and e["key"] == facts["module_key"]]
+        expect(len(created) == 1 and created[0]["lwp"] == worker, "created once, on the worker", history)
+        maker = culprit(created[0])
+        expect("gil_scoped_acquire" in maker["function"] and os.path.basename(maker["module"]) == "scenario_seed_host",
+               "created by the host's own gil_scoped_acquire", created[0])
+        expect(len(deletes) == 1 and deletes[0]["lwp"] == worker, "deleted once, on the worker", history)
+        killer = culprit(deletes[0])
+        expect("gil_scoped_acquire" in killer["function"] and os.path.basename(killer["module"]) == "scenario_seed_host",
+               "deleted by the host's own gil_scoped_acquire", deletes[0])
+        expect(cached and cached[0]["lwp"] == worker and facts["module_id"] in (cached[0]["source"] or ""),
+               "cached in seed_module's record (key %d)" % facts["module_key"], history)
+        expect(cached[0]["seq"] < deletes[0]["seq"], "cached before it was deleted", history)
+        uses_after = [e for e in history if e["event"] == "used" and e["seq"] > deletes[0]["seq"]]
+        expect(uses_after and all(e["lwp"] == worker for e in uses_after), "used again after its deletion, on the worker", history)
+        expect(any("seed_module" in os.path.basename(f["module"]) for f in uses_after[-1]["frames"]),
+               "the use after deletion comes from seed_module", uses_after[-1])
+        expect(kinds.index("created") < kinds.index("deleted"), "created before deleted", kinds)
+        # "At the end of the first file": the worker's first thread state is the one deleted, and it
+        # was deleted before the worker made its second (file 2's).
+        log = load(saved)
+        made = sorted((e for e in log["events"] if e["event"] == "created" and e["lwp"] == worker), key=lambda e: e["seq"])
+        expect(len(made) >= 2 and made[0]["tstate"] == deleted and made[0]["seq"] < deletes[0]["seq"] < made[1]["seq"],
+               "the thread state of file 1, deleted before file 2's was made", made)
+        flat = " ".join(l.strip() for l in text.splitlines())
+        host = "(scenario_seed_host: pybind11 key %d, cxxabi1002)" % facts["host_key"]
+        expect("history: created by LWP %d in pybind11::gil_scoped_acquire::gil_scoped_acquire %s" % (worker, host) in flat and
+               "deleted by LWP %d in pybind11::gil_scoped_acquire::dec_ref %s" % (worker, host) in flat and
+               "after its deletion" in flat, "the history in the text:\n" + text)
+        expect("cached in pybind11 key %d by pybind11::detail::get_internals (seed_module" % facts["module_key"] in flat,
+               "the record that still caches it, in the text:\n" + text)
+        show = between(out, "py-tstates-record show")
+        expect("THREAD-STATE HISTORY" in show and deleted in show, "py-tstates-record show lists the events:\n" + show)
+        print(text)
+        if debugger == "gdb":
+            # A core taken after the recorded run: the CLI tells the same history from the saved file.
+            status, cli_text, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--exe", exe, "--history", saved])
+            expect(status == 1, "the CLI finds the error: " + err)
+            def history_words(t):
+                lines = t.splitlines()
+                start = next(i for i, l in enumerate(lines) if "history:" in l)
+                end = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("."))
+                return lines[start:end + 1]
+            expect(history_words(cli_text) == history_words(text), "the same history words from the core:\n" + cli_text)
+            status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--exe", exe, "--history", saved, "--json"])
+            cli_stale = [f for f in cli["findings"] if f["code"] == "stale-tstate"]
+            expect(cli_stale and cli_stale[0].get("history") == history, "the same history in the CLI's JSON", cli_stale)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- migrate, coroutine, sub-interpreters -------------------------------------------------------
+
+def recorded_run(args, debugger, program, environment=()):
+    work = tempfile.mkdtemp(prefix="pytstates-history-")
+    saved = os.path.join(work, "history.json")
+    after = marked(debugger, "py-tstates-check --json", "py-tstates-check --json") + ["py-tstates-record save " + saved]
+    argv = gdb_argv(args, program, after, environment) if debugger == "gdb" else lldb_argv(args, program, after)
+    try:
+        facts, out = session(argv, interrupt_at_ready=True)
+        expect(debugger == "lldb" or "Traceback" not in out, "no Python traceback in gdb:\n" + out[-3000:])
+        expect(os.path.exists(saved), "the history was saved:\n" + out[-3000:])
+        return facts, as_json(between(out, "py-tstates-check --json")), load(saved), out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def migrate(args, debugger):
+    facts, report, log, _ = recorded_run(args, debugger, [os.path.join(args.scenarios, "scenario_migrate_host")])
+    t, a, b = facts["tstate"], facts["a_lwp"], facts["b_lwp"]
+    created = events_of(log, t, "created")
+    expect(len(created) == 1 and created[0]["lwp"] == a, "made on thread A", log["events"])
+    uses = events_of(log, t, "used")
+    on_a = [e for e in uses if e["lwp"] == a]
+    on_b = [e for e in uses if e["lwp"] == b]
+    expect(on_a and on_b and on_a[0]["seq"] < on_b[0]["seq"] and uses[-1]["lwp"] == b, "run on A, then on B", uses)
+    expect(any(f["function"] == "threadB" for f in on_b[0]["frames"]), "taken by threadB", on_b[0])
+    # Whether a finding names it depends on what the analysis can tell runs it (CPython 3.11 keeps
+    # one current pointer for the process); any finding that does carries its history.
+    for f in report["findings"]:
+        if f["tstate"] == t and f["code"] in ("foreign-tstate", "shared-tstate", "stale-tstate", "invalid-gil-holder"):
+            expect([e["lwp"] for e in f.get("history", []) if e["event"] == "created"] == [a], "its history: made by A", f)
+
+
+def coroutine(args, debugger):
+    facts, _, log, _ = recorded_run(args, debugger, [os.path.join(args.scenarios, "scenario_coroutine_host")])
+    w, n = facts["worker_lwp"], facts["switches"]
+    for name in ("suspended", "finished"):
+        t = facts[name]
+        created = events_of(log, t, "created", w)
+        expect(len(created) == 1, "coroutine %s's thread state made on the worker" % name, log["events"])
+        swaps = [e for e in events_of(log, t, "used", w) if e["function"] == "PyThreadState_Swap"]
+        expect(len(swaps) == n, "switched to %d times, as the program did (%s)" % (n, name), swaps)
+    deleted = events_of(log, facts["finished"], "deleted", w)
+    expect(len(deleted) == 1 and any(f["function"] == "worker" for f in deleted[0]["frames"]),
+           "the finished coroutine's thread state deleted by the worker", deleted)
+    expect(not events_of(log, facts["suspended"], "deleted"), "the suspended one is not deleted", log["events"])
+    own = events_of(log, facts["own"], "deleted", w)
+    expect(own and any(f["function"] == "PyGILState_Release" for f in own[-1]["frames"]),
+           "the worker's own thread state deleted through PyGILState_Release", own)
+
+
+def subinterpreters(args, debugger):
+    facts, _, log, _ = recorded_run(args, debugger, [os.path.join(args.scenarios, "scenario_subinterp_host")])
+    for sub in facts["subs"]:
+        main = events_of(log, sub["main_tstate"], "created", sub["lwp"])
+        expect(len(main) == 1 and any(f["function"] == "runSub" for f in main[0]["frames"]),
+               "the main interpreter's thread state made by runSub on LWP %d" % sub["lwp"], log["events"])
+        made = events_of(log, sub["tstate"], "created", sub["lwp"])
+        expect(len(made) == 1 and any(f["function"] == "Py_NewInterpreter" for f in made[0]["frames"]),
+               "the sub-interpreter's thread state made in Py_NewInterpreter on LWP %d" % sub["lwp"], made)
+        expect(events_of(log, sub["main_tstate"], "used", sub["lwp"]), "the main thread state used on its thread", log["events"])
+
+
+# --- every CPython version ----------------------------------------------------------------------
+
+def version(args, name):
+    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    python = os.path.join(root, "versions", name, "bin", "python3")
+    expect(os.path.exists(python), "pyenv's CPython %s is missing: %s" % (name, python))
+    script = os.path.join(args.source_dir, "tests", "scenarios", "history", "lifecycle.py")
+    facts, _, log, out = recorded_run(args, "gdb", [python, script])
+    expect(facts["version"] == name, "the interpreter under test", facts)
+    for t in facts["threads"]:
+        lives = [e for e in log["events"] if e["tstate"] == t["tstate"]]
+        made = [e for e in lives if e["event"] == "created" and e["lwp"] == facts["main_lwp"]]
+        ran = [e for e in lives if e["event"] == "used" and e["lwp"] == t["lwp"]]
+        expect(made and ran and made[0]["seq"] < ran[0]["seq"], "%s: made by the main thread, run by LWP %d" % (name, t["lwp"]), lives)
+        if t["ended"]:
+            gone = [e for e in lives if e["event"] == "deleted" and e["lwp"] == t["lwp"] and e["seq"] > ran[0]["seq"]]
+            expect(gone, "%s: the ended thread's state deleted by itself" % name, lives)
+    expect(not log["cannot"], "%s: every lifecycle function has a symbol" % name, log["cannot"])
+
+
+def stripped(args, name):
+    """pyenv's libpython copied and stripped (strip -s, no debug file): what has no symbol is said
+    at `on` and kept in the saved file, and a thread's end is seen as the clear before it."""
+    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    prefix = os.path.join(root, "versions", name)
+    minor = ".".join(name.split(".")[:2])
+    lib = os.path.join(prefix, "lib", "libpython%s.so.1.0" % minor)
+    expect(os.path.exists(lib), "pyenv's CPython %s is missing: %s" % (name, lib))
+    work = tempfile.mkdtemp(prefix="pytstates-stripped-")
+    try:
+        copy = os.path.join(work, os.path.basename(lib))
+        shutil.copy(lib, copy)
+        subprocess.run(["strip", "-s", copy], check=True)
+        script = os.path.join(args.source_dir, "tests", "scenarios", "history", "lifecycle.py")
+        facts, _, log, out = recorded_run(args, "gdb", [os.path.join(prefix, "bin", "python3"), script],
+                                          ["LD_LIBRARY_PATH=" + work])
+        expect(any(copy in w for w in log["watched"]), "the stripped copy is the one watched", log["watched"])
+        missing = "_PyThreadState_DeleteCurrent has no symbol"
+        expect(any(missing in c for c in log["cannot"]) and "not recorded: libpython%s.so.1.0: %s" % (minor, missing) in out,
+               "`on` says what cannot be recorded", log["cannot"])
+        ended = [t for t in facts["threads"] if t["ended"]][0]
+        lives = [e for e in log["events"] if e["tstate"] == ended["tstate"]]
+        expect([e["event"] for e in lives if e["lwp"] == ended["lwp"] and e["event"] in ("cleared", "deleted")][-1:] == ["cleared"],
+               "the ended thread's state: its clear seen, its deletion not", lives)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+def errors(args):
+    out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script, "-ex", "py-tstates-record on",
+                          "-ex", "py-tstates-record show", "-ex", "py-tstates-record bogus"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60).stdout.decode()
+    expect("no running process" in out and "nothing recorded" in out and "expected on, off" in out and "Traceback" not in out,
+           "gdb: one line each\n" + out)
+    out = ""
+    for command in ("py-tstates-record on", "py-tstates-record show"):  # lldb stops at a command's error
+        out += subprocess.run([scenario.LLDB, "-b", "-o", "plugin load " + args.plugin, "-o", command], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60).stdout.decode()
+    expect("no running process" in out and "nothing recorded" in out, "lldb: one line each\n" + out)
+    work = tempfile.mkdtemp(prefix="pytstates-history-")
+    try:
+        bad = os.path.join(work, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"events": []}')
+        facts, core = scenario.take_core([os.path.join(args.scenarios, "scenario_seed_host"), "svr2", "pause"], "gcore", workdir=work)
+        for history, words in ((bad, "not a history saved by py-tstates-record"), (os.path.join(work, "none.json"), "cannot read")):
+            status, _, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--history", history])
+            expect(status == 2 and words in err and len(err.strip().splitlines()) == 1, "one line and status 2: " + err)
+        # A history of another process: told, not joined.
+        other = os.path.join(work, "other.json")
+        with open(other, "w") as f:
+            json.dump({"pytstates_history": 1, "pid": facts["pid"] + 1, "events": [
+                {"seq": 1, "event": "created", "tstate": facts["deleted_tstate"], "lwp": 1, "frames": []}]}, f)
+        status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--history", other, "--json"])
+        expect(status == 1 and not any(f.get("history") for f in report["findings"]) and
+               any("recorded in process" in w for w in report.get("warnings", [])), "another process's history is not joined", report)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--gdb-script", required=True)
+    p.add_argument("--plugin", required=True)
+    p.add_argument("--scenarios", required=True)
+    p.add_argument("--source-dir", required=True)
+    p.add_argument("case")
+    args = p.parse_args()
+    for name in ("pytstates", "gdb_script", "plugin", "scenarios", "source_dir"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))
+    cases = {"gdb.seed-crash": lambda: seed_crash(args, "gdb"), "lldb.seed-crash": lambda: seed_crash(args, "lldb"),
+             "gdb.migrate": lambda: migrate(args, "gdb"), "lldb.migrate": lambda: migrate(args, "lldb"),
+             "gdb.coroutine": lambda: coroutine(args, "gdb"), "lldb.coroutine": lambda: coroutine(args, "lldb"),
+             "gdb.subinterpreters": lambda: subinterpreters(args, "gdb"), "lldb.subinterpreters": lambda: subinterpreters(args, "lldb"),
+             "errors": lambda: errors(args)}
+    if args.case.startswith("stripped-"):
+        stripped(args, args.case[len("stripped-"):])
+    elif args.case.startswith("version-"):
+        version(args, args.case[len("version-"):])
+    else:
+        cases[args.case]()
+    print("PASS history " + args.case)
+
+
+if __name__ == "__main__":
+    main()
