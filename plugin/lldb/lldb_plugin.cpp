@@ -116,8 +116,10 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
             t.pc = t.registers[hostArch().pcRegister];
             t.sp = t.registers[hostArch().spRegister];
         }
-        // A core's first thread took the fatal signal (lldb's stop reason of each thread).
-        if (!live && i == 0 && thread.GetStopReason() == lldb::eStopReasonSignal && thread.GetStopReasonDataCount() > 0) {
+        // A core's first thread took the fatal signal (lldb's stop reason of each thread); in a
+        // live process, the thread lldb stopped on a signal (DebuggerTarget keeps the fatal ones).
+        if ((live ? !input.crash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal &&
+            thread.GetStopReasonDataCount() > 0) {
             CrashSignal c;
             c.lwp = t.lwp;
             c.signal = static_cast<int>(thread.GetStopReasonDataAtIndex(0));
