@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Why a process called abort(): the C++ exception nobody caught (its type and what()), pybind11's
 // error_already_set (the Python exception), a failed assert() or another glibc message
 // (__abort_msg), CPython's fatal error; and the finding an abort follows from, when it came from a

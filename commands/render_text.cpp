@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one-screen text view: runtimes, interpreters and thread states with their stacks, then one
 // row per OS thread with every per-thread pointer side by side.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one report model every front end renders: what the target holds, per runtime,
 // interpreter, thread state and OS thread. Built from symbols/, rendered as text or JSON.
 #pragma once

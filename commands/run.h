@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One entry point for every front end: run tstates / internals / check on a target and get
 // the rendered output and the exit status (CONTRACT.md). Never throws.
 #pragma once

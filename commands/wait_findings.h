@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The wait-for graph over threads[].blocked_on (a thread waiting for the GIL waits for its
 // holder; for a mutex, rwlock or RLock, for its owner; in a join, for the joined thread) and the
 // findings it gives: deadlock (a cycle) and gil-held-while-blocked.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pytstates command line (CONTRACT.md): tstates | internals | check, on a core or a process.
 #include <CLI/CLI.hpp>
 

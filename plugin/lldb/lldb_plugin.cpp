@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pytstates in lldb: an SB API plugin (lldb-14's Python cannot run scripts as Debian ships it)
 // registering py-tstates, pybind-internals and py-tstates-check. Memory through
 // SBProcess::ReadMemory, threads through SBThread; a thread's fs_base from its registers where

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What pytstates needs from Debian, by the names Debian 12 (bookworm) and Debian 13 (trixie) both
 # have: the default-version packages (python3-dbg, lldb, clang...) follow each suite's defaults
 # (3.11 / lldb-14 / clang-14 on 12; 3.13 / lldb-19 / clang-19 on 13). Sourced by scripts/setup

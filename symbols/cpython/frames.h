@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thread state's Python stack, innermost first, read through the layout.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPython's lock objects as a blocked thread's frames hand them over: _thread.RLock (threading's
 // RLock) records its owner, as the owning thread's pthread_t (threading.get_ident()); a plain
 // _thread.lock or a PyMutex records none.

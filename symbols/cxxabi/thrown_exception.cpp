@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/cxxabi/thrown_exception.h"
 
 #include <cxxabi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ exception a thread threw and nobody caught, from memory alone (no libstdc++ DWARF): the
 // Itanium ABI puts a __cxa_exception header right before every thrown object, ending in the
 // _Unwind_Exception whose exception_class is "GNUCC++\0"; a pointer to it (or to the object) stays

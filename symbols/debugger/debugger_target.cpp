@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/debugger/debugger_target.h"
 
 #include <csignal>

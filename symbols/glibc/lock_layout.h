@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where glibc keeps a lock's owner: pthread_mutex_t's __data.__owner (the owner's TID, kept by
 // every mutex kind: normal, recursive, error-checking, robust, PI) and pthread_rwlock_t's
 // __data.__cur_writer (the writer's TID; readers are not recorded). From libc's DWARF (libc6-dbg)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native (C/C++) stacks of a target's threads, unwound by elfutils' libdwfl (CFI from .eh_frame and
 // .debug_frame) over the Target's memory and registers, so cores, live processes and debugger
 // targets unwind the same way. Frames are symbolized like a debugger's backtrace: inlined calls as

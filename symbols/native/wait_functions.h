@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a blocked thread waits for, told by the functions on its native stack: glibc's lock,
 // join and system call entry points, CPython's GIL and lock functions. Names only: which object
 // and which owner are read elsewhere (symbols/glibc/lock_layout, symbols/cpython/locks).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/pybind11/error_already_set.h"
 
 #include "symbols/cpython/python_objects.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pybind11::error_already_set (2.10 and later): the Python exception it carries, through its
 // shared_ptr to detail::error_fetch_and_normalize { object m_type, m_value, m_trace; std::string
 // m_lazy_error_string; bool m_lazy_error_string_completed; ... }.

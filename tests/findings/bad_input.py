@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Bad input gets one clear line and exit status 2 (or a result with a note), never a crash or a
 hang: missing, non-ELF and non-core files, a FIFO or a directory, a core without Python, a wrong,
 relative, truncated or corrupt --exe, a program started as `ld.so PROGRAM`, truncated cores,

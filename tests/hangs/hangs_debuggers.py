@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The hang and abort analyses inside real gdb and lldb-14: a deadlocked service's core (the HANG
 section, the same JSON as the CLI's), and live processes the debugger holds stopped on their
 fatal signal (the CRASH section as for a core: SIGSEGV of the seed's first reproduction with its

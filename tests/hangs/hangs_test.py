@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Real hangs and aborts: `pytstates check` on cores (gcore, the kernel's) and live processes of
 programs that truly deadlock or abort, held against what each program printed about itself
 (gettid, lock addresses) and against gdb's own reading of the lock owners (libc6-dbg)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What each findings scenario (tests/scenarios/findings/) must produce, asserted against what the
 scenario printed about itself. Used for cores (tests/findings) and live processes (tests/live)."""
 import json

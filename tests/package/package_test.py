@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Debian package, for real: `cpack -G DEB` in the build directory, its metadata and contents
 (dpkg-deb), Debian's lintian (no error), `dpkg -i` on this machine, then the installed commands on
 a real core with nothing sourced by hand: gdb (loaded from /etc/gdb/gdbinit.d) and the default lldb (with

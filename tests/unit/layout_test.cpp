@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in layout tables held against the DWARF of real builds: every pyenv CPython on the
 // machine and the suite's libpython3.X (Debian 12's 3.11, 13's 3.13; DWARF from python3-dbg). A
 // missing build fails, naming it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gdb commands py-tstates, pybind-internals, py-tstates-check over the pytstates C++ core.
 
 Memory, threads (with each thread's fs_base) and the auxiliary vector come from gdb, so the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hangs made by pure Python through ctypes, on any CPython: a ctypes.PyDLL call keeps the GIL while
 it blocks (a CDLL call lets it go).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real hangs and aborts of a C++ service that embeds Python with pybind11, one per mode. Each
 // prints "FACTS {json}" (its threads' gettid(), the lock addresses) and "READY" once every thread
 // has taken what it holds and is about to block; the blocking call follows at once.

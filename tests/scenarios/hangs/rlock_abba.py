@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Two Python threads in an ABBA on threading.RLock: T1 holds A and asks for B, T2 holds B and asks
 for A. Prints FACTS (both threads' native ids, the locks' addresses) and READY just before."""
 import json
