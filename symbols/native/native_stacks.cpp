@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <unordered_map>
+#include <vector>
 
 #include "symbols/cpython/frames.h"
 #include "symbols/elf/elf_file.h"
@@ -165,7 +167,6 @@ struct NativeStacks::Impl {
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
     std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
-    std::unordered_map<Dwfl_Module*, std::unordered_map<GElf_Addr, std::string>> lastAlias;  // per address, the name that sorts last
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
 
     Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
@@ -349,27 +350,34 @@ struct NativeStacks::Impl {
     }
 
     // Several function symbols at one address (glibc's clone3 and __clone3): gdb shows the one
-    // whose name sorts last, so say the same.
-    // The symbol table is read once per module (a big one has 100,000 symbols).
+    // whose name sorts last, so say the same. Each module's function symbols are sorted by address
+    // once, not walked once per pc.
     std::string aliasDebuggersShow(Dwfl_Module* mod, GElf_Addr address, const char* found) {
-        auto& last = lastAlias[mod];
-        if (last.empty()) {
+        auto it = functionsByAddress.find(mod);
+        if (it == functionsByAddress.end()) {
+            std::vector<std::pair<GElf_Addr, int>> functions;
             int count = dwfl_module_getsymtab(mod);
             for (int i = 1; i < count; ++i) {
                 GElf_Sym sym;
                 GElf_Addr addr = 0;
                 const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
-                if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
-                auto& best = last[addr];
-                if (best < name) best = name;
+                if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC) functions.emplace_back(addr, i);
             }
-            last[0];  // read, even when it holds no function
+            std::sort(functions.begin(), functions.end());
+            it = functionsByAddress.emplace(mod, std::move(functions)).first;
         }
         std::string best = found;
-        auto it = last.find(address);
-        if (it != last.end() && best < it->second) best = it->second;
+        const auto& functions = it->second;
+        for (auto f = std::lower_bound(functions.begin(), functions.end(), std::make_pair(address, 0));
+             f != functions.end() && f->first == address; ++f) {
+            GElf_Sym sym;
+            GElf_Addr addr = 0;
+            const char* name = dwfl_module_getsym_info(mod, f->second, &sym, &addr, nullptr, nullptr, nullptr);
+            if (name && best < name) best = name;
+        }
         return best;
     }
+    std::map<Dwfl_Module*, std::vector<std::pair<GElf_Addr, int>>> functionsByAddress;
 
     // withDwarf=false: the symbol tables only (cheap: no DWARF is loaded for it).
     const Symbolization& symbolize(uint64_t lookup, bool withDwarf = true) {
