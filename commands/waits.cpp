@@ -153,23 +153,24 @@ private:
         // the thread-state attribution has unwound already, else as deep as the wait shows.
         NativeStack stack;
         const auto& spans = stacks_.spans(thread);
-        for (size_t i = 0; i < spans.size() && i < kWaitFrames; ++i) {
-            NativeFrame f;
-            f.pc = spans[i].pc;
-            f.activation = spans[i].activation;
-            f.function = spans[i].function;
-            f.module = spans[i].module;
-            stack.frames.push_back(std::move(f));
-        }
-        size_t depth = kWaitFrames;
-        if (stack.frames.empty()) {
-            depth = kFirstFrames;
-            stack = stacks_.unwind(thread, depth, 0, false);
-        }
+        auto copySpans = [&](size_t n) {
+            for (size_t i = stack.frames.size(); i < spans.size() && i < n; ++i) {
+                NativeFrame f;
+                f.pc = spans[i].pc;
+                f.activation = spans[i].activation;
+                f.function = spans[i].function;
+                f.module = spans[i].module;
+                stack.frames.push_back(std::move(f));
+            }
+        };
+        size_t depth = kFirstFrames;
+        copySpans(depth);
+        if (stack.frames.empty()) stack = stacks_.unwind(thread, depth, 0, false);
         auto found = classify(stack.frames);
-        if (stack.frames.size() >= depth && depth < kWaitFrames && (!found || found->wait.weak)) {
+        if (stack.frames.size() >= depth && (!found || found->wait.weak)) {
             depth = kWaitFrames;
-            stack = stacks_.unwind(thread, depth, 0, false);
+            if (!spans.empty()) copySpans(depth);
+            else stack = stacks_.unwind(thread, depth, 0, false);
             found = classify(stack.frames);
         }
         if (!found) return b;
