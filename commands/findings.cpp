@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "commands/findings.h"
 #include "commands/tstate_runners.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of CONTRACT.md ("Finding codes"): every per-thread pointer held against the
 // thread-state lists, the GIL, and the pybind11 records.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native stacks in the report: every thread's innermost native frame (its whole stack with
 // --native, with the Python frames each eval-loop frame runs), the crashing thread's whole stack,
 // and after the findings, which finding the crash is.

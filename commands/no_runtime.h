@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one line that says why no CPython runtime was found in a target, and what would help.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders a Report for people (text) or programs (JSON, as CONTRACT.md fixes it).
 #pragma once
 

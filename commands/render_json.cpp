@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -137,6 +138,30 @@ json nativeFramesJson(const std::vector<NativeFrame>& frames) {
     return out;
 }
 
+// Where a thread waits: the native caller and the Python frame, as "at".
+void addWhere(json& out, const NativeFrame& at, const std::optional<PyFrame>& py) {
+    json where = json::object();
+    if (!at.function.empty() || !at.file.empty())
+        where["native"] = {{"function", at.function.empty() ? json(nullptr) : json(at.function)},
+                           {"file", at.file.empty() ? json(nullptr) : json(at.file)},
+                           {"line", at.file.empty() ? json(nullptr) : json(at.line)}};
+    if (py) where["python"] = frameJson(*py);
+    out["at"] = where;
+}
+
+json blockedOnJson(const BlockedOn& b) {
+    json out = {{"kind", waitKindName(b.kind)},
+                {"object", addressOrNull(b.object)},
+                {"held_by", b.heldBy ? json(*b.heldBy) : json(nullptr)},
+                {"function", b.function.empty() ? json(nullptr) : json(b.function)},
+                {"frame", b.frame ? json(*b.frame) : json(nullptr)}};
+    if (!b.call.empty()) out["call"] = b.call;
+    if (!b.layoutSource.empty()) out["layout_source"] = b.layoutSource;
+    if (!b.note.empty()) out["note"] = b.note;
+    if (b.kind != WaitKind::None) addWhere(out, b.at, b.pythonAt);
+    return out;
+}
+
 }  // namespace
 
 std::string renderJson(const Report& report, const RenderOptions& options) {
@@ -177,6 +202,14 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
         if (c.signal.haveSiginfo && c.signal.code <= 0 && c.signal.senderPid) crash["sender_pid"] = c.signal.senderPid;
         if (!c.explanation.empty()) crash["explanation"] = c.explanation;
         if (!c.fatalError.empty()) crash["fatal_error"] = c.fatalError;
+        if (c.abort) {
+            json abort = {{"kind", c.abort->kind},
+                          {"type", c.abort->type.empty() ? json(nullptr) : json(c.abort->type)},
+                          {"message", c.abort->message.empty() ? json(nullptr) : json(c.abort->message)}};
+            if (!c.abort->pythonType.empty()) abort["python_type"] = c.abort->pythonType;
+            if (!c.abort->note.empty()) abort["note"] = c.abort->note;
+            crash["abort"] = abort;
+        }
         if (!c.stack.end.empty()) crash["frames_end"] = c.stack.end;
         target["crash"] = crash;
     }
@@ -260,6 +293,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
         if (t.debuggerThread) row["debugger_thread"] = t.debuggerThread;
         row["native_frames"] = nativeFramesJson(t.nativeFrames);
         if (!t.nativeEnd.empty()) row["native_end"] = t.nativeEnd;
+        if (t.blockedOn) row["blocked_on"] = blockedOnJson(*t.blockedOn);
         threads.push_back(row);
     }
     out["threads"] = threads;
@@ -322,9 +356,26 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                         {"tstate", addressOrNull(f.tstate)},
                         {"message", f.message},
                         {"sources", f.sources}};
+        if (!f.cycle.empty()) {
+            json cycle = json::array();
+            for (const auto& step : f.cycle) {
+                json s = {{"lwp", step.lwp},
+                          {"waits_for", waitKindName(step.waitsFor)},
+                          {"object", addressOrNull(step.object)},
+                          {"held_by", step.heldBy ? json(*step.heldBy) : json(nullptr)}};
+                addWhere(s, step.at, step.pythonAt);
+                cycle.push_back(s);
+            }
+            finding["cycle"] = cycle;
+        }
+        if (f.code == "gil-held-while-blocked") {
+            finding["function"] = f.function;
+            finding["waiters"] = f.waiters;
+        }
         if (!f.history.empty()) finding["history"] = historyJson(f);
         findings.push_back(finding);
     }
+    if (!report.waitNotes.empty()) out["wait_notes"] = report.waitNotes;
     out["findings"] = findings;
     if (!report.warnings.empty()) out["warnings"] = report.warnings;
     makeUtf8(out);

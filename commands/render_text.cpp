@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one-screen text view: runtimes, interpreters and thread states with their stacks, then one
 // row per OS thread with every per-thread pointer side by side.
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdint>
 
 #include "commands/render.h"
+#include "commands/wait_findings.h"
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
@@ -128,10 +130,81 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
             out << (s.senderPid == report.target.pid ? " by the process itself" : " by process " + std::to_string(s.senderPid) + " (uid " + std::to_string(s.senderUid) + ")");
     }
     out << "\n";
+    if (c.abort && c.abort->kind != "fatal-error") {
+        const AbortInfo& a = *c.abort;
+        std::string line = a.kind == "assert" ? "assertion failed: " : a.kind == "uncaught-exception" ? "uncaught exception " : "abort message: ";
+        if (!a.type.empty()) line += a.type + (a.message.empty() ? "" : ": ");
+        line += a.message.empty() && a.type.empty() ? "(" + (a.note.empty() ? std::string("its text is unknown") : a.note) + ")" : a.message;
+        out << wrap(shown(line), 96, "  ");
+    }
     if (!c.fatalError.empty()) out << wrap(shown(c.fatalError), 96, "  ");
     if (!c.explanation.empty()) out << wrap(shown(c.explanation), 96, "  ");
     renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown);
     out << "\n";
+}
+
+std::string waitAt(const NativeFrame& at, const std::optional<PyFrame>& py) {
+    std::string out;
+    if (py && !py->function.empty()) out = shown(py->function) + " (" + shown(basename(py->file)) + ":" + std::to_string(py->line) + ")";
+    if (!at.function.empty()) {
+        out += (out.empty() ? "" : ", native ") + shown(shortFunction(at.function));
+        if (!at.file.empty()) out += " (" + shown(basename(at.file)) + ":" + std::to_string(at.line) + ")";
+    }
+    return out.empty() ? out : "at " + out;
+}
+
+std::string heldByWords(const std::optional<int>& heldBy) {
+    return heldBy ? " held by LWP " + std::to_string(*heldBy) : "";
+}
+
+// The hang first, as the crash: each cycle as a chain, one line per thread with where it waits;
+// the GIL's holder blocked with the threads that wait for it.
+void renderHang(std::ostringstream& out, const Report& report, const RenderOptions& options) {
+    std::map<int, const ThreadRow*> rows;
+    for (const auto& t : report.threads) rows[t.lwp] = &t;
+    std::set<int> gilHolders;
+    for (const auto& rt : report.runtimes)
+        for (const auto& interp : rt.interpreters)
+            if (interp.gilKnown && interp.gilHolder)
+                if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders.insert(*lwp);
+    bool any = false;
+    for (const auto& f : report.findings) {
+        if (f.code == "deadlock") {
+            any = true;
+            out << "HANG  deadlock: " << (f.cycle.size() == 1 ? std::string("1 thread waits for itself") : std::to_string(f.cycle.size()) + " threads wait for each other") << "\n";
+            for (size_t i = 0; i < f.cycle.size(); ++i) {
+                const CycleStep& s = f.cycle[i];
+                const ThreadRow* row = rows.count(s.lwp) ? rows[s.lwp] : nullptr;
+                std::string call = row && row->blockedOn ? row->blockedOn->call : "";
+                out << "  " << (i ? "-> " : "   ") << threadLabel(report, s.lwp, options) << "  "
+                    << (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil ? "holds the GIL, " : "")
+                    << waitWords(s.waitsFor, s.object, call) << heldByWords(s.heldBy) << "\n";
+                std::string at = waitAt(s.at, s.pythonAt);
+                if (!at.empty()) out << "         " << at << "\n";
+            }
+            out << "  -> back to LWP " << f.cycle.front().lwp << "\n";
+        } else if (f.code == "gil-held-while-blocked" && f.lwp && rows.count(*f.lwp)) {
+            any = true;
+            const BlockedOn& b = *rows[*f.lwp]->blockedOn;
+            out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << " thread" << (f.waiters.size() == 1 ? "" : "s")
+                << " wait for the GIL\n";
+            out << "     " << threadLabel(report, *f.lwp, options) << "  holds the GIL and " << waitWords(b.kind, b.object, b.call)
+                << heldByWords(b.heldBy) << "\n";
+            std::string at = waitAt(b.at, b.pythonAt);
+            if (!at.empty()) out << "         " << at << "\n";
+            for (int w : f.waiters) {
+                out << "  <- " << threadLabel(report, w, options) << "  waits for the GIL\n";
+                if (rows.count(w) && rows[w]->blockedOn) {
+                    std::string wat = waitAt(rows[w]->blockedOn->at, rows[w]->blockedOn->pythonAt);
+                    if (!wat.empty()) out << "         " << wat << "\n";
+                }
+            }
+        }
+    }
+    if (any) {
+        for (const auto& n : report.waitNotes) out << "  note: " << shown(n) << "\n";
+        out << "\n";
+    }
 }
 
 void renderNativeStacks(std::ostringstream& out, const Report& report, const RenderOptions& options) {
@@ -402,7 +475,10 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
                 if (v.lwp == t.lwp) value = v.tstate;
             out << pad(pointerCell(report, value), 18);
         }
-        out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function))) << "\n";
+        out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function)));
+        if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
+            out << "  [" << waitWords(t.blockedOn->kind, t.blockedOn->object, t.blockedOn->call) << heldByWords(t.blockedOn->heldBy) << "]";
+        out << "\n";
     }
 }
 
@@ -462,6 +538,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     renderFileSources(out, report);
     for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
+    renderHang(out, report, options);
     if (report.crash) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "commands/report.h"
 
 #include <elf.h>
@@ -6,9 +7,12 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "commands/abort_context.h"
 #include "commands/findings.h"
 #include "commands/native_report.h"
 #include "commands/no_runtime.h"
+#include "commands/wait_findings.h"
+#include "commands/waits.h"
 #include "commands/tstate_runners.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/glibc/pthread_keys.h"
@@ -179,6 +183,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     fillThreadRows(target, glibc, report);
     attributeRunners(target, preparation.native.get(), report);
     if (preparation.native) readNativeStacks(target, *preparation.native, options, report.runtimes, report);
+    if (preparation.native) readWaits(target, *preparation.native, options, report);
     if (options.native) cutFrames(report.runtimes, options.maxFrames);
     for (size_t r = 0; options.greenlets && r < report.runtimes.size(); ++r) {
         auto scan = scanGreenlets(target, glibcFor(glibc, target, report.runtimes[r].moduleIndex), report.runtimes[r], r,
@@ -188,7 +193,9 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     if (options.findings) addFindings(target, report);
     else addRuntimeFindings(report);
+    if (options.findings) addWaitFindings(report);
     explainCrash(target, report);
+    explainAbort(target, report);
     return report;
 }
 

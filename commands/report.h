@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one report model every front end renders: what the target holds, per runtime,
 // interpreter, thread state and OS thread. Built from symbols/, rendered as text or JSON.
 #pragma once
@@ -16,6 +17,7 @@
 #include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
 #include "symbols/native/native_stacks.h"
+#include "symbols/native/wait_functions.h"
 #include "symbols/pybind11/internals_reader.h"
 #include "symbols/target.h"
 
@@ -56,6 +58,20 @@ struct InternalsView {
     std::vector<Value> values;  // threads whose slot is set (or stale)
 };
 
+// What a thread waits for (commands/waits): from its native stack and the lock's memory.
+struct BlockedOn {
+    WaitKind kind = WaitKind::None;
+    uint64_t object = 0;            // the mutex, rwlock, joined struct pthread, Python lock object; 0: none
+    std::optional<int> heldBy;      // the owner's LWP; none when unknown or nobody
+    std::string function;           // the frame that says the kind (take_gil, pthread_mutex_lock, ...)
+    std::optional<size_t> frame;    // its index in the thread's native stack
+    std::string call;               // kind syscall: the call ("read", "poll", "clock_nanosleep")
+    std::string layoutSource;       // where the owner's field was read from (DWARF, table)
+    std::string note;               // what is known about the owner when it is not an LWP
+    NativeFrame at;                 // the caller that waits: the first frame outside the lock's code
+    std::optional<PyFrame> pythonAt;  // the Python frame that waits, for a thread running Python
+};
+
 struct ThreadRow {
     int lwp = 0;
     int namespaceLwp = 0;        // its id in the process's own PID namespace, 0 when it has none
@@ -73,6 +89,17 @@ struct ThreadRow {
     // stack with --native (Python frames merged in).
     std::vector<NativeFrame> nativeFrames;
     std::string nativeEnd;       // why the stack ends early, when it does
+    std::optional<BlockedOn> blockedOn;  // unset when the waits were not analysed (--no-waits)
+};
+
+// One thread of a deadlock's cycle, as the finding tells it.
+struct CycleStep {
+    int lwp = 0;
+    WaitKind waitsFor = WaitKind::None;
+    uint64_t object = 0;
+    std::optional<int> heldBy;
+    NativeFrame at;                   // where it waits
+    std::optional<PyFrame> pythonAt;
 };
 
 // Which OS thread runs a listed thread state now, on what evidence, and which thread made it.
@@ -94,6 +121,9 @@ struct Finding {
     uint64_t tstate = 0;
     std::string message;
     std::vector<std::string> sources;  // every per-thread pointer or record that names `tstate`
+    std::vector<CycleStep> cycle;      // deadlock: every thread of the cycle, from `lwp` round
+    std::string function;              // gil-held-while-blocked: the call the holder is blocked in
+    std::vector<int> waiters;          // gil-held-while-blocked: the threads waiting for the GIL
     // From a recorded history (py-tstates-record, --history): the events of `tstate`'s last life,
     // each with the TLS slot it was cached in (cached events), and those events in words.
     struct HistoryEntry {
@@ -104,6 +134,15 @@ struct Finding {
     std::vector<std::string> historyWords;  // one or two lines
 };
 
+// Why the process called abort() (commands/abort_context).
+struct AbortInfo {
+    std::string kind;        // uncaught-exception | assert | abort-message | fatal-error
+    std::string type;        // uncaught-exception: the C++ type
+    std::string pythonType;  // pybind11::error_already_set: the Python exception's class
+    std::string message;     // what(), the assertion, glibc's or CPython's message; empty when unknown
+    std::string note;        // what could not be read
+};
+
 // What a core's process died of, and which finding explains it.
 struct CrashReport {
     CrashSignal signal;
@@ -111,6 +150,7 @@ struct CrashReport {
     std::vector<size_t> explainedBy;  // indexes into Report::findings
     std::string explanation;          // one line tying a frame's value to a finding; empty if none
     std::string fatalError;           // "Fatal Python error: ..." when CPython aborted with one
+    std::optional<AbortInfo> abort;   // a SIGABRT from abort(): why
 };
 
 struct Report {
@@ -127,6 +167,8 @@ struct Report {
     std::optional<CrashReport> crash;
     std::vector<GreenletScan> greenlets;  // per runtime with greenlet loaded
     bool nativeStacks = false;            // --native: every thread's whole stack
+    bool waitsRead = false;               // threads[].blockedOn filled (not --no-waits)
+    std::vector<std::string> waitNotes;   // what the wait analysis could not know (no GIL, no layout)
     std::map<uint64_t, TstatePlace> places;  // every listed tstate: who runs it, who made it
     std::set<uint64_t> listedTstates;        // every tstate in some interpreter's list
 
@@ -187,6 +229,7 @@ struct ReportOptions {
     bool useDwarf = true;    // false: _Py_DebugOffsets and built-in tables only
     bool native = false;     // every thread's whole native stack, Python frames merged in
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
+    bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
 };
 
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a

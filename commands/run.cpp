@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "commands/run.h"
 
 #include <algorithm>
@@ -37,6 +38,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.useDwarf = request.useDwarf;
         options.native = request.native;
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
+        options.waits = request.waits && request.command != Command::Internals;
         Preparation preparation = prepareReport(target, options);
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);
@@ -74,6 +76,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->native = true;
         } else if (a == "--greenlets" || a == "-g") {
             request->greenlets = true;
+        } else if (a == "--no-waits") {
+            request->waits = false;
         } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
             std::string value = a.rfind("--frames=", 0) == 0 ? a.substr(9) : (i + 1 < args.size() ? args[++i] : "");
             try {
@@ -86,7 +90,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 return false;
             }
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets)";
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --no-waits)";
             return false;
         }
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One entry point for every front end: run tstates / internals / check on a target and get
 // the rendered output and the exit status (CONTRACT.md). Never throws.
 #pragma once
@@ -22,6 +23,7 @@ struct CommandRequest {
     bool useDwarf = true;
     bool native = false;  // every thread's whole native stack
     bool greenlets = false;  // every greenlet with its frames
+    bool waits = true;       // what each thread waits for, deadlock and gil-held-while-blocked (--no-waits)
     // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
     // the findings about one thread state.
     std::shared_ptr<HistoryLog> history;

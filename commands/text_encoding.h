@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strings read from a target are bytes: paths, function names and IDs need not be UTF-8 and may
 // hold control characters. These helpers make them safe to show and lossless in JSON.
 #pragma once

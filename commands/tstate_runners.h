@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which OS thread runs each thread state now, from evidence on that thread, and which made it.
 #pragma once
 

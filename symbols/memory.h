@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read-only view of a target's address space. Every read is bounded and may fail;
 // a failed read is a value (std::nullopt / short count), never an exception.
 #pragma once

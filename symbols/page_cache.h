@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Page-granular cache in front of an expensive memory source (a debugger's API, a syscall per
 // read, a file read with pread): the analyses read many small fields close together. Bounded: the
 // least recently used pages go first, so a huge core never costs more than `capacity` pages.

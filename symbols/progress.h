@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a long step says how far it is (decompressing a core, walking millions of objects,
 // fetching from debuginfod): one line a front end may show while it runs and clear at the end.
 // Nothing is told until a front end installs a sink; the CLI installs one only when stderr is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/target.h"
 
 #include "symbols/modules/debug_session.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Target is whatever pytstates analyses: a core file, a live process, or a debugger's
 // inferior. It gives memory, OS threads with their thread pointer, and loaded modules.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "commands/history/history_log.h"
 
 #include <nlohmann/json.hpp>

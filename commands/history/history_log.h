@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The thread-state history a debugger records (py-tstates-record): one event per breakpoint hit
 // on CPython's lifecycle functions (symbols/cpython/lifecycle_probes), kept per thread state and
 // bounded, named (function, module) when shown or saved, saved to and read from JSON.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // py-tstates-record show: the recorded events, one line each, oldest first.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A recorded history joined to the findings: every finding about one thread state (stale,
 // foreign, shared, invalid GIL holder) gets that thread state's last life (created, cached,
 // deleted, last used: who, on which thread, from which module and pybind11 record) as events

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "commands/history/recording.h"
 
 #include <map>
@@ -67,7 +68,8 @@ bool parseRecordOptions(const std::vector<std::string>& args, HistoryLog::Limits
             return false;
         }
         if (n < 1 || n > 1000000) {
-            *error = a + " needs a number from 1 to 1000000, got '" + value + "'";
+            *error = a;
+            *error += " needs a number from 1 to 1000000, got '" + value + "'";
             return false;
         }
         ++i;

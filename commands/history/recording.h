@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One py-tstates-record session, shared by the gdb and lldb front ends: the probes planned on
 // the process, and the log their hits feed. The front end sets a breakpoint per probe and, on
 // each hit, reads the probe's registers and a few return addresses and calls hit().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pytstates command line (CONTRACT.md): tstates | internals | check, on a core or a process.
 #include <CLI/CLI.hpp>
 
@@ -42,6 +43,7 @@ struct Arguments {
     bool native = false;
     bool greenlets = false;
     bool offline = false;
+    bool noWaits = false;
     bool noCache = false;
     int frames = 5;
     std::string history;  // check: a history saved by py-tstates-record save
@@ -116,6 +118,7 @@ int run(pytstates::Command command, Arguments a) {
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
     request.greenlets = a.greenlets;
+    request.waits = !a.noWaits;
     if (!a.history.empty()) {
         std::ifstream in(a.history);
         if (!in) throw std::runtime_error("cannot read the history file " + a.history);
@@ -181,6 +184,7 @@ int main(int argc, char** argv) try {
     tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
@@ -189,6 +193,7 @@ int main(int argc, char** argv) try {
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
     check->add_option("--history", args.history, "a thread-state history saved by py-tstates-record save (gdb, lldb)");
     try {
         app.parse(argc, argv);

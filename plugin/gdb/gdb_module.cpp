@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ core as a Python extension for gdb's embedded Python: one call runs a command on a
 // DebuggerTarget whose memory, threads and auxiliary vector come from gdb (plugin/gdb/pytstates).
 #include <pybind11/pybind11.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Loads pytstates into gdb from an installed tree that gdb does not load by itself (a prefix other
 # than /usr): (gdb) source PREFIX/share/pytstates/pytstates-gdb.py
 # The package lives in PREFIX/lib/pytstates/python.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pytstates in lldb: an SB API plugin (lldb-14's Python cannot run scripts as Debian ships it)
 // registering py-tstates, pybind-internals and py-tstates-check. Memory through
 // SBProcess::ReadMemory, threads through SBThread; a thread's fs_base from its registers where
@@ -116,8 +117,10 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
             t.pc = t.registers[hostArch().pcRegister];
             t.sp = t.registers[hostArch().spRegister];
         }
-        // A core's first thread took the fatal signal (lldb's stop reason of each thread).
-        if (!live && i == 0 && thread.GetStopReason() == lldb::eStopReasonSignal && thread.GetStopReasonDataCount() > 0) {
+        // A core's first thread took the fatal signal (lldb's stop reason of each thread); in a
+        // live process, the thread lldb stopped on a signal (DebuggerTarget keeps the fatal ones).
+        if ((live ? !input.crash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal &&
+            thread.GetStopReasonDataCount() > 0) {
             CrashSignal c;
             c.lwp = t.lwp;
             c.signal = static_cast<int>(thread.GetStopReasonDataAtIndex(0));

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A private apt state for fetching Debian packages of other suites and architectures, sourced by
 # the fetch scripts (scripts/debian-python, scripts/debian-root, ...). The system's apt lists,
 # cache, status and locks are neither used nor written; nothing is installed.

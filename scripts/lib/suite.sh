@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What pytstates needs from Debian, by the names Debian 12 (bookworm) and Debian 13 (trixie) both
 # have: the default-version packages (python3-dbg, lldb, clang...) follow each suite's defaults
 # (3.11 / lldb-14 / clang-14 on 12; 3.13 / lldb-19 / clang-19 on 13). Sourced by scripts/setup
@@ -24,6 +25,7 @@ suite_demo_packages=(
   libdw-dev libelf-dev                      # ELF and DWARF (libelf, libdw)
   nlohmann-json3-dev                        # --json output
   libzstd-dev liblz4-dev liblzma-dev        # compressed cores (systemd-coredump)
+  zlib1g-dev                                # zlib-compressed debug sections, inflated for type lookups
   libdebuginfod-dev                         # files fetched by build-id (DEBUGINFOD_URLS)
   libcapstone-dev                           # py-tstates-record: the return instructions of CPython's thread-state creators
   libcli11-dev                              # command-line parsing
@@ -42,7 +44,7 @@ suite_packages=(
   python3-greenlet python3-gevent           # the greenlet scenarios (stacks switched in and out of a tstate; gevent's Greenlet)
   libc6-dbg                                 # glibc's struct pthread in gdb, for tests that patch a key slot in a core
   zstd lz4 xz-utils                         # tests: cores compressed by the real tools
-  libffi-dev zlib1g-dev                     # tests: the free-threaded CPython built by scripts/python-freethreaded
+  libffi-dev                                # tests: the free-threaded CPython built by scripts/python-freethreaded (with zlib1g-dev)
   debuginfod iproute2 util-linux            # tests: a real debuginfod server, network and mount namespaces
   gdb-multiarch g++-aarch64-linux-gnu       # tests: arm64 cores (read by gdb-multiarch; programs cross-compiled)
   lintian man-db                            # tests: the .deb checked by Debian's lintian; man -l renders the page

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What differs between the machines pytstates reads, each rule in one place: the registers of a
 // thread as the kernel dumps them (NT_PRSTATUS's pr_reg, ptrace's user_regs) in DWARF numbering,
 // their names, and where the thread pointer leads (the TLS variant).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cores compressed as systemd-coredump writes them (zstd by default; lz4 and xz on other setups),
 // told apart by their magic numbers and decompressed with Debian's libzstd, liblz4 and liblzma.
 //

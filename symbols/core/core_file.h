@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ELF core file as the kernel, gdb's gcore or qemu writes it: PT_LOAD segments and the notes
 // (NT_PRSTATUS per thread with its registers and pr_cursig, NT_SIGINFO, NT_FILE, NT_AUXV,
 // NT_PRPSINFO, NT_ARM_TLS). x86_64 and aarch64, by the rules of symbols/arch.

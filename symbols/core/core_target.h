@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Target over an ELF core. Memory the core left out (clean file pages) is served from the
 // mapped files named in NT_FILE, each checked against the core by build-id.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/core/signal_names.h"
 
 #include <signal.h>

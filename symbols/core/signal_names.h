@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linux signal numbers and si_code values as names and words (asm-generic numbering: x86_64 and
 // aarch64 share it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // _Py_DebugOffsets (CPython 3.13+): the offsets CPython publishes at the start of _PyRuntime
 // (cookie "xdebugpy") so that tools need no table per version. The struct itself grows between
 // minors (3.14 and 3.15 inserted fields in the middle), so its shape is known per minor from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/frames.h"
 
 #include <cstdio>
@@ -38,12 +39,24 @@ bool FrameReader::isCodeObject(uint64_t code) {
     return isCode;
 }
 
+const FrameReader::CodeInfo& FrameReader::codeInfo(uint64_t code) {
+    auto it = codeInfoCache_.find(code);
+    if (it != codeInfoCache_.end()) return it->second;
+    CodeInfo info;
+    info.function = readPyUnicode(memory_, layout_, memory_.readPointer(code + layout_.codeName).value_or(0)).value_or("???");
+    info.file = readPyUnicode(memory_, layout_, memory_.readPointer(code + layout_.codeFilename).value_or(0)).value_or("???");
+    info.firstLine = memory_.readValue<int32_t>(code + layout_.codeFirstLineno).value_or(0);
+    info.lineTable = readPyBytes(memory_, layout_, memory_.readPointer(code + layout_.codeLineTable).value_or(0));
+    return codeInfoCache_.emplace(code, std::move(info)).first->second;
+}
+
 bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
     out->address = frame;
-    out->function = readPyUnicode(memory_, layout_, memory_.readPointer(code + layout_.codeName).value_or(0)).value_or("???");
-    out->file = readPyUnicode(memory_, layout_, memory_.readPointer(code + layout_.codeFilename).value_or(0)).value_or("???");
-    int firstLine = memory_.readValue<int32_t>(code + layout_.codeFirstLineno).value_or(0);
-    auto table = readPyBytes(memory_, layout_, memory_.readPointer(code + layout_.codeLineTable).value_or(0));
+    const CodeInfo& info = codeInfo(code);
+    out->function = info.function;
+    out->file = info.file;
+    int firstLine = info.firstLine;
+    const auto& table = info.lineTable;
     if (!table) return true;
     if (layout_.codeCodeAdaptive != kAbsent) {
         uint64_t instr = memory_.readPointer(frame + layout_.frameInstr).value_or(0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thread state's Python stack, innermost first, read through the layout.
 #pragma once
 
@@ -44,9 +45,19 @@ private:
     bool isCodeObject(uint64_t code);
     bool describe(uint64_t frame, uint64_t code, PyFrame* out);
 
+    // What a code object says (it never changes once made), read once per code object: a thousand
+    // threads in the same functions cost one read of each name and line table.
+    struct CodeInfo {
+        std::string function, file;
+        int firstLine = 0;
+        std::optional<std::vector<unsigned char>> lineTable;
+    };
+    const CodeInfo& codeInfo(uint64_t code);
+
     const Memory& memory_;
     const CPythonLayout& layout_;
     std::map<uint64_t, bool> codeTypeCache_;  // type pointer -> is "code"
+    std::map<uint64_t, CodeInfo> codeInfoCache_;
 };
 
 }  // namespace pytstates

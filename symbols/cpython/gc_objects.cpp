@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/gc_objects.h"
 #include "symbols/progress.h"
 

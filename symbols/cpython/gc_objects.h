@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every object CPython's cyclic garbage collector tracks: the doubly linked PyGC_Head lists of its
 // three generations and the permanent one (GIL builds, 3.8+). There is no other registry of, say,
 // every greenlet: walking these lists is how they are found.

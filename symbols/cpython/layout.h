@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where CPython keeps what pytstates reads: one struct of offsets per CPython build, filled
 // from the best source available (DWARF, _Py_DebugOffsets, or the built-in table of the
 // minor version). The walkers read only through this struct.

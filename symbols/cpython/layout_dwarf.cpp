@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fills a CPythonLayout from the DWARF of libpython (or of a python executable), field by
 // field, by the names CPython's own headers use. Names that changed across versions are
 // listed as alternatives; the first one DWARF knows wins.

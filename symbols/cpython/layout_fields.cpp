@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names of CPythonLayout's fields, as CPython 3.13+'s headers call them (older versions name
 // some differently: f_back for _PyInterpreterFrame.previous), and how a source sets one.
 #include "symbols/cpython/layout.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built-in layouts for CPython release builds on x86_64, measured on the pyenv builds
 // 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0 and Debian's 3.14.10 and 3.15.2 (shared/research,
 // and the DWARF of python3.1X-dbg), on a free-threaded 3.13.15, and on Debian 12's arm64 3.11.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/lifecycle_probes.h"
 
 #include <capstone/capstone.h>
@@ -73,7 +74,7 @@ std::string argumentRegister(const Arch& arch, int index) {
 // ("tstate_delete_common.lto_priv.0": the same function, only renamed). Clones whose calling
 // convention changed (.isra, .constprop, .part) are not taken: their registers mean other things.
 std::optional<std::pair<std::string, ElfSymbol>> functionSymbol(const LoadedModule& module, const std::string& name) {
-    for (std::string candidate : {name, name + ".lto_priv.0", name + ".lto_priv.1"}) {
+    for (const std::string& candidate : {name, name + ".lto_priv.0", name + ".lto_priv.1"}) {
         auto sym = findModuleSymbol(module, candidate);
         if (sym && sym->defined && sym->type == STT_FUNC && sym->value) return std::make_pair(candidate, *sym);
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a debugger can watch CPython's thread-state lifecycle: per CPython version, the functions
 // that create, clear, delete, cache (PyThread_tss_set) and put to use a PyThreadState, the
 // addresses to break at (a function's entry, or its return instructions for a value it returns,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Line numbers from a code object's line table, one decoder per format. Pure functions over
 // bytes, so they are tested without a process.
 #pragma once

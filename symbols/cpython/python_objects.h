@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading the few Python objects pytstates needs (str, bytes, a type's name) from memory.
 #pragma once
 

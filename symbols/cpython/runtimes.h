@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every CPython runtime in a target: each module defining _PyRuntime, its version and
 // layout, and the interpreters and thread states reachable from it.
 #pragma once

@@ -1,4 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/debugger/debugger_target.h"
+
+#include <csignal>
 
 #include <map>
 
@@ -65,7 +68,10 @@ void DebuggerTarget::fillMissingThreadPointers() {
 }
 
 std::optional<CrashSignal> DebuggerTarget::crashSignal() const {
-    if (input_.live || !input_.crash || !signalDumpsCore(input_.crash->signal)) return std::nullopt;
+    if (!input_.crash || !signalDumpsCore(input_.crash->signal)) return std::nullopt;
+    // A live process the debugger holds stopped on a fatal signal is a crash as a core is; its
+    // SIGTRAP is a breakpoint.
+    if (input_.live && input_.crash->signal == SIGTRAP) return std::nullopt;
     return input_.crash;
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Target over whatever a debugger (gdb, lldb) has open: a core, a live process, a remote stub.
 // The front end supplies memory reads, threads (with their thread pointer) and the auxiliary
 // vector; modules come from the link map like everywhere else. Threads the debugger gives no

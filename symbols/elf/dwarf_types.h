@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Struct layouts from DWARF, looked up per type name (libdw). The units' top-level type names are
 // indexed in one pass, on the first lookup: each later name costs a hash lookup, not a walk.
 #pragma once

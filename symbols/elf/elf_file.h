@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One ELF file on disk, read through libelf (mmap'ed, nothing loaded whole).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/elf/tls_access.h"
 
 #include <cstring>

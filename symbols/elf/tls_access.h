@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a function's thread-local variable lives, recovered from the function's x86_64 code:
 // stripped builds lose the TLS symbol (CPython's _Py_tss_tstate is static), but an exported
 // accessor still reaches it through one of the TLS access sequences of the x86_64 ABI.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What DwarfTypes answered for one debug file (member offsets, sizes, which types exist), kept on
 // disk by the file's build-id so a later run answers from a few hundred bytes instead of
 // decompressing and indexing megabytes of DWARF. Under $XDG_CACHE_HOME/pytstates/dwarf (else

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Dwarf handle over only the sections a type lookup reads (.debug_info, .debug_abbrev and the
 // string sections), each decompressed once into one in-memory ELF image. libdw's own
 // dwarf_begin_elf decompresses every debug section it knows (line tables, location and range

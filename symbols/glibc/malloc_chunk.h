@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glibc malloc's traces in freed memory: what a pointer to a freed small block looks like.
 #pragma once
 

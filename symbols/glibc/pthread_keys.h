@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glibc thread-specific data (pthread_key_create / pthread_getspecific), read the way
 // nptl/pthread_getspecific.c does, with offsets from glibc's own _thread_db_* descriptors
 // (exported by libc.so.6 since glibc 2.34), DWARF-free. One GlibcKeys per libc copy: a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C/C++ thread-local variables of any module, for any thread: a dynamic block through the
 // thread's DTV, or the static TLS block, below the thread pointer (TLS variant II, x86_64) or above
 // it (variant I, aarch64). "Not allocated for this thread" is told apart from a NULL value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where greenlet's C++ objects keep what pytstates reads: PyGreenlet -> its implementation
 // (greenlet::Greenlet, UserGreenlet or MainGreenlet) -> saved stack and Python state, and the
 // per-thread greenlet::ThreadState. From the _greenlet module's DWARF, else a table measured per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every greenlet of a CPython runtime (seed 004): found on the collector's lists by type (greenlet's
 // own and its subclasses, such as gevent's Greenlet), tied to its OS thread through the thread's
 // greenlet::ThreadState (a C++ thread_local of the _greenlet module) and its main greenlet, with

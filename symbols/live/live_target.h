@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Target over a running process, read-only. With stop=true every thread is stopped with
 // PTRACE_SEIZE + PTRACE_INTERRUPT for a consistent snapshot and resumed (detached) when the
 // target is destroyed, on any error, and on SIGINT/SIGTERM/SIGHUP of pytstates; a tracer that

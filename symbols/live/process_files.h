@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What /proc says of a local process's files, named as the process itself names them: its file
 // mappings (a file deleted or replaced since it was mapped is marked, and stays readable through
 // /proc/PID/map_files), its executable, its root directory and its pid in each PID namespace.

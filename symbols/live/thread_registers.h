@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stopped thread's registers through ptrace, by the machine's rules (symbols/arch): the
 // general registers as NT_PRSTATUS's pr_reg (PTRACE_GETREGSET, NT_PRSTATUS) and, where they are
 // not among them, the thread pointer (aarch64's tpidr_el0: PTRACE_GETREGSET, NT_ARM_TLS).

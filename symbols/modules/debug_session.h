@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The target's modules reported once to elfutils' libdwfl: their symbol tables, CFI and DWARF,
 // with each module's debug file found as module_files finds it. Shared by everything that reads
 // DWARF (layouts, pybind11, the unwinder, symbolization) so a debug file's compressed sections are

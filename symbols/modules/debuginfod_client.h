@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Files fetched by build-id from the debuginfod servers $DEBUGINFOD_URLS names (the elfutils
 // convention), through elfutils' libdebuginfod, into its usual cache
 // ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client): a module's file when the target's is

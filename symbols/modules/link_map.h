@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dynamic linker's list of loaded objects, read from target memory: auxv AT_PHDR ->
 // the executable's PT_DYNAMIC -> DT_DEBUG -> r_debug -> link_map chain, and through
 // r_debug_extended.r_next (glibc >= 2.35) every dlmopen namespace.

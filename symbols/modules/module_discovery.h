@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The loaded modules of a process, from what any target can give: its memory (the dynamic
 // linker's link map, found through auxv AT_PHDR), and the file mappings it knows (a core's
 // NT_FILE, /proc/PID/maps) for objects the linker does not list.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding a module's files on disk: the file itself (under a sysroot), its separate debug
 // file, and the build-id the target's memory carries for it.
 #pragma once

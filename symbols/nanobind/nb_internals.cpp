@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/nanobind/nb_internals.h"
 
 #include <cxxabi.h>

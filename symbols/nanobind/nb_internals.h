@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nanobind's internals records beside pybind11's: the capsules under
 // "__nb_internals_<abi tag>_<domain>__" in an interpreter's state dict (nanobind 2.x,
 // src/nb_internals.cpp), the nb_internals object each leads to, the modules that use it, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The values of a frame's parameters from DWARF, the way a debugger's backtrace shows
 // `take_gil (tstate=0x7f3a60000d10)`: each parameter's location evaluated at the frame's pc
 // (registers, the frame base, memory), and DW_OP_entry_value through the caller's call site

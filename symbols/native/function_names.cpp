@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/native/function_names.h"
 
 #include <cxxabi.h>

@@ -1,11 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/native/native_stacks.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <unordered_map>
+#include <vector>
 
 #include "symbols/cpython/frames.h"
 #include "symbols/elf/elf_file.h"
@@ -159,9 +163,11 @@ struct NativeStacks::Impl {
     Dwfl* dwfl = nullptr;
     const OsThread* current = nullptr;
     size_t registersDepth = 0;
+    size_t physicalLimit = kMaxPhysicalFrames;  // unwind no deeper than the caller will look
     std::vector<RawFrame>* frames = nullptr;
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
+    std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
 
     Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
@@ -220,7 +226,7 @@ struct NativeStacks::Impl {
             }
         }
         self->frames->push_back(std::move(f));
-        return self->frames->size() >= kMaxPhysicalFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
+        return self->frames->size() >= self->physicalLimit ? DWARF_CB_ABORT : DWARF_CB_OK;
     }
 
     // What physical frame i holds: its DWARF parameters (and those of the calls inlined at its
@@ -345,18 +351,34 @@ struct NativeStacks::Impl {
     }
 
     // Several function symbols at one address (glibc's clone3 and __clone3): gdb shows the one
-    // whose name sorts last, so say the same.
+    // whose name sorts last, so say the same. Each module's function symbols are sorted by address
+    // once, not walked once per pc.
     std::string aliasDebuggersShow(Dwfl_Module* mod, GElf_Addr address, const char* found) {
+        auto it = functionsByAddress.find(mod);
+        if (it == functionsByAddress.end()) {
+            std::vector<std::pair<GElf_Addr, int>> functions;
+            int count = dwfl_module_getsymtab(mod);
+            for (int i = 1; i < count; ++i) {
+                GElf_Sym sym;
+                GElf_Addr addr = 0;
+                const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
+                if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC) functions.emplace_back(addr, i);
+            }
+            std::sort(functions.begin(), functions.end());
+            it = functionsByAddress.emplace(mod, std::move(functions)).first;
+        }
         std::string best = found;
-        int count = dwfl_module_getsymtab(mod);
-        for (int i = 1; i < count; ++i) {
+        const auto& functions = it->second;
+        for (auto f = std::lower_bound(functions.begin(), functions.end(), std::make_pair(address, 0));
+             f != functions.end() && f->first == address; ++f) {
             GElf_Sym sym;
             GElf_Addr addr = 0;
-            const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
-            if (name && addr == address && GELF_ST_TYPE(sym.st_info) == STT_FUNC && best < name) best = name;
+            const char* name = dwfl_module_getsym_info(mod, f->second, &sym, &addr, nullptr, nullptr, nullptr);
+            if (name && best < name) best = name;
         }
         return best;
     }
+    std::map<Dwfl_Module*, std::vector<std::pair<GElf_Addr, int>>> functionsByAddress;
 
     // withDwarf=false: the symbol tables only (cheap: no DWARF is loaded for it).
     const Symbolization& symbolize(uint64_t lookup, bool withDwarf = true) {
@@ -481,25 +503,29 @@ std::vector<NativeFrame> NativeStacks::at(uint64_t pc, bool activation) {
     return out;
 }
 
-std::vector<StackSpan> NativeStacks::spans(const OsThread& thread) {
-    std::vector<StackSpan> out;
-    if (!unavailable_.empty() || thread.registers.empty()) return out;
+const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     Impl& d = *impl_;
+    auto known = d.spansOf.find(thread.lwp);
+    if (known != d.spansOf.end()) return known->second;
+    std::vector<StackSpan>& out = d.spansOf[thread.lwp];
+    if (!unavailable_.empty() || thread.registers.empty()) return out;
     std::vector<RawFrame> raw;
     d.current = &thread;
     d.frames = &raw;
     d.registersDepth = 0;
+    d.physicalLimit = kMaxPhysicalFrames;
     dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     d.current = nullptr;
     d.frames = nullptr;
     for (const auto& r : raw) {
         const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
-        out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function});
+        out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function, s.module ? s.module->path : std::string(),
+                       r.activation});
     }
     return out;
 }
 
-NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth) {
+NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf) {
     NativeStack stack;
     stack.lwp = thread.lwp;
     if (!unavailable_.empty()) {
@@ -515,15 +541,19 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     d.current = &thread;
     d.frames = &raw;
     d.registersDepth = valuesDepth ? valuesDepth + 1 : 0;  // the caller's registers too (entry values, CFA)
+    // Every physical frame gives at least one frame: deeper ones would not be shown. One more than
+    // asked, so that the caller of the last one is known (entry values, tail calls).
+    // Whole stacks (the crash, --native) keep the 1024 bound and its word.
+    d.physicalLimit = maxFrames >= 256 ? kMaxPhysicalFrames : std::min(kMaxPhysicalFrames, std::max(maxFrames, valuesDepth + 2) + 1);
     int status = dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     std::string error = status == -1 ? dwfl_errmsg(-1) : "";
     d.current = nullptr;
     d.frames = nullptr;
-    if (raw.size() >= kMaxPhysicalFrames) stack.end = "more than " + std::to_string(kMaxPhysicalFrames) + " frames: the rest is not shown";
+    if (raw.size() >= kMaxPhysicalFrames && d.physicalLimit == kMaxPhysicalFrames) stack.end = "more than " + std::to_string(kMaxPhysicalFrames) + " frames: the rest is not shown";
     else if (!error.empty() && !raw.empty()) {
         // libdwfl reports the end of some stacks as an error: only a frame in a module without
         // a file, or an unreadable stack, is worth a word.
-        const Symbolization& last = d.symbolize(raw.back().activation ? raw.back().pc : raw.back().pc - 1);
+        const Symbolization& last = d.symbolize(raw.back().activation ? raw.back().pc : raw.back().pc - 1, dwarf);
         if (!last.module) stack.end = "the stack continues in memory that belongs to no known module (" + error + ")";
         else if (!last.module->elf) stack.end = "the stack continues in " + last.module->path + ", whose file is not at hand";
     } else if (raw.empty()) {
@@ -534,7 +564,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     for (size_t i = 0; i < raw.size() && stack.frames.size() < maxFrames; ++i) {
         const RawFrame& r = raw[i];
         uint64_t lookup = r.activation ? r.pc : r.pc - 1;
-        const Symbolization& s = d.symbolize(lookup);
+        const Symbolization& s = d.symbolize(lookup, dwarf);
         if (s.module && !s.module->elf && i + 1 < raw.size() && blind.empty()) blind = s.module->path;
         size_t firstOfFrame = stack.frames.size();
         for (const auto& f : s.chain) {
@@ -542,7 +572,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
             stack.frames.push_back(frameOf(s, f, r.pc, r.activation));
         }
         if (i < valuesDepth) d.addValues(raw, i, s, stack.frames, firstOfFrame);
-        if (i + 1 < raw.size())
+        if (dwarf && i + 1 < raw.size())
             for (auto& tail : d.tailCall(s, raw[i + 1]))
                 if (stack.frames.size() < maxFrames) stack.frames.push_back(tail);
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native (C/C++) stacks of a target's threads, unwound by elfutils' libdwfl (CFI from .eh_frame and
 // .debug_frame) over the Target's memory and registers, so cores, live processes and debugger
 // targets unwind the same way. Frames are symbolized like a debugger's backtrace: inlined calls as
@@ -52,6 +53,8 @@ struct StackSpan {
     uint64_t pc = 0;
     uint64_t sp = 0;         // 0 when unknown
     std::string function;    // from the symbol tables (the outermost function at pc); empty when unknown
+    std::string module;      // the module's path as the target names it; empty: in no known module
+    bool activation = false; // pc is the instruction itself (the innermost frame, a signal frame)
 };
 
 class NativeStacks {
@@ -68,9 +71,12 @@ public:
 
     // The thread's stack, at most maxFrames frames. For the first valuesDepth physical frames,
     // the values each holds (FrameValue).
-    NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0);
+    // dwarf=false: functions named from the symbol tables only (no inlined calls, lines or tail
+    // calls): the cheap look at many threads.
+    NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0, bool dwarf = true);
     // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
-    std::vector<StackSpan> spans(const OsThread& thread);
+    // Kept per thread once unwound: the target does not change under one report.
+    const std::vector<StackSpan>& spans(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
     // The frames at one address, named with DWARF when there is some (inlined calls first):

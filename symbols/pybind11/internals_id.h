@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PYBIND11_INTERNALS_ID strings: what each piece says about the module that made it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/pybind11/internals_layout.h"
 
 #include "symbols/elf/dwarf_types.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where pybind11::detail::internals keeps what pytstates reads, per internals version
 // (x86_64, libstdc++; shared/research/pybind11-internals.md section 3), or from DWARF.
 #pragma once

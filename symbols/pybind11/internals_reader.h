@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every pybind11 internals record of a CPython runtime: the capsules under
 // __pybind11_internals_v* in each interpreter's builtins (v <= 4) and state dict (v >= 5),
 // the internals object each leads to, its TLS key, istate, registered types, and the

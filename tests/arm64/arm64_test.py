@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """arm64 cores analysed on this x86_64 machine: real aarch64 programs of Debian 12's arm64 tree
 run under qemu-aarch64-static (tests/lib/arm64.py), their guest cores read with --sysroot ROOT,
 held against what each program said about itself and against gdb-multiarch on the same core

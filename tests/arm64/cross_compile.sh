@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every source of the pytstates library and CLI compiled for aarch64 (-fsyntax-only, warnings as
 # errors) with Debian's cross compiler: the live target's aarch64 path (PTRACE_GETREGSET,
 # NT_ARM_TLS) builds, though it runs on no arm64 hardware here. The headers that are not the C

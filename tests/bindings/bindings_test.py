@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pytstates on the binding scenarios (tests/scenarios/bindings/run.py): real pybind11 2.10.3,
 2.13.6 and 3.1.x modules and a nanobind 2.x module in one process, for one Python.
 

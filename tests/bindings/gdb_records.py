@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run inside gdb on a core of tests/scenarios/bindings/run.py: reads, for every binding module, the
 record its own holder static points to and that record's fields, through the module's DWARF types
 (each module has its own `pybind11::detail::internals`, so types are looked up in its blocks).

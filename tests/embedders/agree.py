@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What pytstates must say about an embedder, held against what the calls recorded about
 themselves (tests/scenarios/embedders/truth.py) and against gdb's own walk of the same core.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pytstates' commands inside real gdb (its module) and real lldb (its SB API plugin) on a core:
 `py-tstates-check --json` as each debugger prints it."""
 import json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Real programs that embed CPython, nobody here wrote, started by the test: uWSGI with three
 mounted apps (one sub-interpreter each, or --single-interpreter), Apache mod_wsgi (daemon and
 embedded mode, each thread serving several application groups), PostgreSQL's plpython3u, gdb's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real servers from Debian started for one test and stopped by it: each in a temporary directory,
 bound to 127.0.0.1 only, in its own process group (so that a failure still ends every process it
 made, by that group's id), with kernel cores allowed."""

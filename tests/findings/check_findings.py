@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """`pytstates check` on real cores of the findings scenarios (gcore while paused, the kernel's
 core on SIGABRT, or the kernel's core of the real crash), held against what each scenario printed."""
 import argparse

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Names that are not UTF-8 (an executable path with a Latin-1 byte and a control character, a
 script path Python holds with lone surrogates, a function name with one): `--json` is valid JSON
 that json.loads parses, each such string comes with its exact bytes in "<name>_bytes", and the text

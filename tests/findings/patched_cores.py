@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Findings no scenario can make on purpose, from real cores with one field patched: the
 addresses of the fields come from gdb and the DWARF of the real binaries (python3.11-dbg, the
 host's -g build), not from pytstates' own tables.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Thread states run by threads that did not make them (scenario swap_host: uWSGI's pattern of
 sub-interpreter states made on the main thread and swapped into workers, mod_wsgi's thread holding
 its main-interpreter state in PyGILState while it runs a sub-interpreter). Each request reported

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Frames in the vDSO are named from its image (AT_SYSINFO_EHDR), in a gcore core as gdb names
 them, and live: a Python loop calling time.monotonic() (clock_gettime in the vDSO) is caught
 inside it by taking cores (or attaching) until its innermost frame is there."""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: arbitrary bytes as an ELF core. CoreFile must throw std::runtime_error or give a
 // core whose every read stays inside the file, never crash or hang.
 #include <unistd.h>

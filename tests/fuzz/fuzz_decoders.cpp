@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the decoders that read what a damaged process left behind — line tables, pybind11
 // IDs, build-id notes, and Python str/bytes/dict objects in a memory made of the input.
 #include <cstdint>

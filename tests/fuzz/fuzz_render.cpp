@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the renderers with arbitrary bytes in every string a target can supply (paths,
 // function and file names, IDs, messages). JSON must always parse as strict UTF-8 JSON, each
 // replaced string must come with its exact bytes, and text must hold no raw control character.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the unwinder and the DWARF parameter evaluator over arbitrary stacks. The modules are
 // this process's own (real code, real CFI and DWARF: the fuzzer is built with -g); the thread's
 // registers and its whole stack come from the input. Unwinding must end (bounded, cycle-safe)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The gdb commands (py-tstates, pybind-internals, py-tstates-check) in real gdb (-batch -nx) on
 real cores and processes, held against the CLI's JSON for the same core and against what the
 scenarios printed."""

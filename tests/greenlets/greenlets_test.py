@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every greenlet of every thread, from real greenlet programs (seed 004).
 
 tests/scenarios/greenlets/parked.py (3 worker threads x 50 greenlets parked in different

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """py-tstates-record in real gdb and lldb (batch mode) on real programs, and `pytstates check
 --history` on a core taken after a recorded run: the recorded events held against what the
 programs print they did (their LWPs and thread-state addresses, which thread made, ran, deleted

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real arm64 (aarch64) cores of programs run under qemu user-mode emulation on this x86_64 machine.
 
 root() builds (once) the arm64 Debian 12 tree with CPython 3.11 and qemu-aarch64-static

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run inside gdb on a core: walks CPython's interpreters and thread states through the DWARF
 of the libpython (or python executable) gdb loaded, with no help from pytstates, and prints
 GDB-CPYTHON {json}: [{interpreter address, id, tstates: [{address, native_thread_id, thread_id,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Native stacks held against gdb's own backtrace of the same core, and the Python frames that
 `--native` merges into them held against the thread states' own stacks."""
 import re

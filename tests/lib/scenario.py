@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run a scenario program to its pause point (or its crash) and take a real core of it.
 
 A scenario prints one line `FACTS {json}` with what it knows about itself, then `READY`, then

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """`pytstates --pid` on running scenario programs: the same facts as from their cores, the process
 carries on afterwards (answers on stdin, exits 0), and pytstates never leaves it stopped."""
 import argparse

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The lldb plugin's commands in real lldb (-b: the suite's default lldb, lldb-14 on Debian 12, lldb-19 on 13) on real cores and live processes, held against
 the CLI's JSON for the same core and against what the scenarios printed."""
 import argparse

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The man page (packaging/pytstates.1) and the CLI's own help stay in step: every option any
 command's --help lists is in the page, and every command."""
 import re

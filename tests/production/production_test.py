@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What production hands over, on real processes and real cores:
   replaced     a live process whose executable is deleted and whose libpython is replaced by
                another build after it started: the same report as before, files read through

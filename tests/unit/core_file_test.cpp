@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoreFile on cores written by the test: the notes and segments a kernel writes, and the
 // truncations a copy can suffer.
 #include <elf.h>

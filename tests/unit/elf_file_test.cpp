@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ElfFile and DwarfTypes on the test executable itself: symbol values and struct layouts held
 // against what the compiler and the dynamic linker say about the running process.
 #include <gtest/gtest.h>

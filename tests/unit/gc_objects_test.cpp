@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collector's lists walked in this test's own memory, built as CPython lays them out: intact
 // lists, a cycle that does not pass through the head, a link to unmapped memory and a limit. Each
 // must end (no hang) and say why when it ends early.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The recorded history's rules: one call seen by several breakpoints is one event, the limits
 // hold, a thread state's last life starts at its last creation, and a saved history reads back
 // the same; and the return instructions capstone finds in known bytes.

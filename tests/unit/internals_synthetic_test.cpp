@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pybind11 internals layouts decoded from synthetic memory images built from pybind11's published
 // layouts (x86_64, libstdc++, GIL build; shared/research/pybind11-internals.md section 3):
 //   v5  pybind11 2.11-2.13 on CPython 3.12+ : static_property_type 408, tstate 432 (inline Py_tss_t), istate 448

@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in layout tables held against the DWARF of real builds: every pyenv CPython on the
-// machine and Debian's libpython3.11 (DWARF from python3.11-dbg). A missing build fails, naming it.
+// machine and the suite's libpython3.X (Debian 12's 3.11, 13's 3.13; DWARF from python3-dbg). A
+// missing build fails, naming it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,7 +23,7 @@ std::string pyenvRoot() {
     return std::string(home ? home : "/root") + "/.pyenv";
 }
 
-void expectTableMatchesDwarf(const std::string& path, int minor) {
+void expectTableMatchesDwarf(const std::string& path, int minor, int micro = -1) {
     struct stat st;
     ASSERT_EQ(stat(path.c_str(), &st), 0) << "missing on this machine: " << path;
     std::string error;
@@ -31,7 +33,7 @@ void expectTableMatchesDwarf(const std::string& path, int minor) {
     auto dwarf = DwarfTypes::open(debug);
     ASSERT_TRUE(dwarf) << "no DWARF for " << path;
     CPythonLayout layout;
-    ASSERT_TRUE(tableLayout(minor, false, Machine::X86_64, &layout));
+    ASSERT_TRUE(tableLayout(minor, false, Machine::X86_64, &layout, micro));
     ASSERT_TRUE(applyDwarfLayout(*dwarf, &layout));
     for (const auto& d : layout.disagreements) ADD_FAILURE() << path << ": " << d;
     EXPECT_NE(layout.tstateThreadId, kAbsent);
@@ -61,5 +63,6 @@ INSTANTIATE_TEST_SUITE_P(Versions, PyenvLayout, ::testing::Values("3.8.18", "3.9
                          });
 
 TEST(DebianLayout, BuiltInTableEqualsTheDebugPackagesDwarf) {
-    expectTableMatchesDwarf("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", 11);
+    // The suite's python3, as CMake found it (tests/unit/CMakeLists.txt).
+    expectTableMatchesDwarf(PYTSTATES_SUITE_LIBPYTHON, PYTSTATES_SUITE_PYTHON_MINOR, PYTSTATES_SUITE_PYTHON_MICRO);
 }

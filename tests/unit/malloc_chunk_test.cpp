@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glibc malloc's traces in freed memory, read from this test's own heap (the real glibc malloc of
 // the machine): blocks freed into the tcache, blocks freed into a bin once the tcache is full, a
 // block merged into its free neighbour, and blocks still in use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // This test process's own memory as a Memory, read with process_vm_readv so that a bad address
 // fails instead of faulting: unit tests build real structures and read them back through it.
 #pragma once

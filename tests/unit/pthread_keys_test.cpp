@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glibc thread-specific data read from outside the process, the way pthread_getspecific reads it
 // inside: a child process creates keys below and above 32, sets them in two threads, deletes and
 // re-creates one, and tells what it did; the test reads the child with a LiveTarget.

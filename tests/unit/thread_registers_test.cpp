@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live front end's register sets (PTRACE_GETREGSET) read by each machine's rules: aarch64's
 // pr_reg (x0-x30, sp, pc, pstate) and NT_ARM_TLS (tpidr_el0), x86_64's user_regs_struct (fs_base
 // among the general registers). This machine can only run its own; the aarch64 path is checked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DwarfTypes' answers kept per build-id (type_cache.h), on the test executable's own DWARF: a second
 // DwarfTypes answers the same without asking for a Dwarf handle; an entry that does not match, or
 // PYTSTATES_NO_CACHE=1, makes it read DWARF again.

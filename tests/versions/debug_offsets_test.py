@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """_Py_DebugOffsets on a real kernel core of Debian's python3.15 (tests/scenarios/versions/
 threads_gil.py), read with --no-dwarf so that the debug offsets carry the layout, patched at
 addresses gdb gives from python3.15-dbg's DWARF (_PyRuntime.debug_offsets...):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every CPython users run, 3.8 to 3.15 and free-threaded 3.13t, with and without debug info, on real
 binaries and real cores.
 

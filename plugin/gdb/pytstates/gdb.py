@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gdb commands py-tstates, pybind-internals, py-tstates-check over the pytstates C++ core.
 
 Memory, threads (with each thread's fs_base) and the auxiliary vector come from gdb, so the
@@ -72,6 +73,11 @@ def _registers():
         return []
 
 
+# SIGQUIT SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV SIGXCPU SIGXFSZ SIGSYS: the signals that end a process
+# with a core (SIGTRAP too, but under a debugger that is a breakpoint).
+_FATAL_SIGNALS = (3, 4, 6, 7, 8, 11, 24, 25, 31)
+
+
 def _siginfo(thread):
     """(lwp, si_signo, si_code, si_addr, si_pid, si_uid) of a core's thread from $_siginfo, or None."""
     try:
@@ -108,6 +114,12 @@ def _threads(inferior, live):
             threads.append((lwp, fs_base, _registers()))
             if not live and siginfo is None:
                 siginfo = _siginfo(thread)  # a core's first thread is the one that took the signal
+            elif live and siginfo is None:
+                # A live process: the thread whose last stop was a fatal signal (not a breakpoint's
+                # SIGTRAP, not the SIGSTOP that stops the others), as gdb reports it.
+                info = _siginfo(thread)
+                if info is not None and info[1] in _FATAL_SIGNALS:
+                    siginfo = info
     finally:
         if selected is not None and selected.is_valid():
             selected.switch()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An arm64 python3.11 under qemu (tests/lib/arm64.py): two workers in threading.Event.wait()
 and time.sleep(), the main thread reading stdin. Prints FACTS (every thread's LWP, pthread_t,
 PyThreadState_Get() and PyGILState_GetThisThreadState(), and the function it blocks in) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A nanobind module beside the pybind11 ones: its internals record (__nb_internals_<abi>_<domain>__
 // in the interpreter's state dict), a registered class, and a worker parked inside nanobind's
 // gil_scoped_acquire, which is PyGILState_Ensure/Release: nanobind keeps no thread-state cache.

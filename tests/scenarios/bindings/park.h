@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the binding scenario modules share: workers parked until release(), and the hand-off by
 // which a worker tells the importing thread it has filled in its facts.
 #pragma once

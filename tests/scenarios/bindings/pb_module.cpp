@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One pybind11 module, built with each pybind11 release users have today (Debian 12's 2.10.3,
 // trixie's 2.13.6, sid's 3.1.x) into modules named by MODULE_NAME. Each reports what it knows
 // about its own internals record, registers a class, parks a worker thread inside its own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The binding scenarios, run by the Python under test with the modules built for it in argv[1]:
   mixed       pybind11 2.10.3 (where it builds), 2.13.6 and 3.1.x and nanobind 2.x modules, all
               imported on the main thread; each parks a worker thread inside its own

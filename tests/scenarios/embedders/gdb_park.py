@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run by gdb's own Python (gdb -batch -x gdb_park.py): records gdb's thread and interpreter
 (truth.py, in $PYTSTATES_EMBEDDERS_DIR) and parks in park_in_gdb until the test releases it."""
 import os

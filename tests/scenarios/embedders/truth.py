@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a request (or a call) knows about itself, written where the test reads it: the OS thread
 that runs it (threading.get_native_id()), its process, the interpreter it runs in (CPython's own
 id for it), and the function it parks in. Shared by every embedder scenario."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run by vim's :py3file (vim -es): records vim's thread and interpreter (truth.py, in
 $PYTSTATES_EMBEDDERS_DIR) and parks in park_in_vim until the test releases it."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One WSGI application, mounted three times (/alpha, /beta, /gamma) by uWSGI and mod_wsgi, each
 mount in its own interpreter unless the server shares one. ?do=park parks the request in
 park_in_MOUNT, ?do=spin keeps it busy in spin_in_MOUNT, ?do=hold&s=S sleeps S seconds (to spread

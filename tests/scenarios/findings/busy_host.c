@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A busy service for scripts/bench-record: THREADS native threads, each for SECONDS taking and
  * giving up the GIL the way a C++ callback into Python does. Every iteration is one
  * PyGILState_Ensure (which makes a fresh thread state: created, cached in PyGILState's key, used)

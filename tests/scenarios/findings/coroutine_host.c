@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Coroutines on one thread, each with its own thread state, switched with PyThreadState_Swap as
  * libco-style schedulers do: a worker takes the GIL through PyGILState_Ensure, makes a thread state
  * per coroutine (PyThreadState_New), switches between them SWITCHES times each running Python,

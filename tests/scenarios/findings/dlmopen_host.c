@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Two copies of libpython (the suite's) in one process: dlmopen(LM_ID_NEWLM) twice, each copy in its own
  * link-map namespace with its own libc, each initialised on the main thread. Both copies'
  * autoTSSkey get pthread key 0 from their own libc, and both store into the same slot of the main

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libpython 3.12+ loaded with dlopen gets dynamic TLS: each thread's _Py_tss_tstate lives in a
  * block its DTV points to, allocated on the thread's first use. Thread A takes the GIL with
  * PyGILState_Ensure and blocks holding it (its _Py_tss_tstate names its tstate); thread C is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A C++ host that embeds Python with pybind11: the main thread initialises the interpreter and
 // releases the GIL; two worker threads run Python (embed_logic.py): one waits in
 // threading.Event.wait (GIL released), the other calls back into C++ and blocks there holding the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python run by embed_host's worker threads."""
 import threading
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* CPython aborting with a fatal error: a native thread takes the GIL with PyGILState_Ensure,
  * releases it with PyEval_SaveThread (its thread state is no longer current), then calls
  * PyGILState_Release: "Fatal Python error: PyGILState_Release: thread state ... must be current

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed's first reproduction: a host that starts Python with the C API and lets its worker
 // thread make the first pybind11 call. pybind11's internals are then created inside that first
 // gil_scoped_acquire: get_internals() takes the GIL with PyGILState_Ensure (a new thread state T0),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A thread state that migrates: thread A makes it (PyThreadState_New), runs Python on it and
  * releases it; thread B then takes the GIL with that same thread state (PyEval_RestoreThread), as
  * a fiber or coroutine resumed on another OS thread does, and blocks in C holding the GIL with it.

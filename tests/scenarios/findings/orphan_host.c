@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A native thread that takes a thread state with PyGILState_Ensure, runs Python, releases the
  * GIL with PyEval_SaveThread and ends without PyGILState_Release: its thread state stays in the
  * interpreter's list with no thread behind it (orphan-tstate). Prints FACTS, READY, then pauses

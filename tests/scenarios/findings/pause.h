@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pause every scenario sits in after READY: it blocks on stdin without the GIL, answers
  * "ping" with "pong" (so a test can see the process still runs after pytstates detached) and
  * ends the process with status 0 on "quit" or end of input. */

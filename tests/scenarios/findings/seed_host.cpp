@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed's service, rebuilt: a C++ host that embeds Python with pybind11, built with
 // -fabi-version=2 (pybind11 ID ..._cxxabi1002__, like the seed's GCC 4.8.5), hands "files" to a
 // worker thread, and the worker creates a checker per file that imports seed_module (ID

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "torch" of the seed's story: an extension module with its own copy of pybind11, built
 // with the compiler's default C++ ABI (cxxabi1017 on GCC 12), so it keeps its own internals
 // record and its own thread-state TLS key. work() releases and re-acquires the GIL the way a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two threads whose TLS name one thread state: thread A gets its tstate through the host's
 // pybind11 gil_scoped_acquire (stored under pybind11's pthread key) and waits with the GIL
 // released; thread B copies that value into its own slot of the same key, as a pointer cached

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A service that relies on real-time signals: it embeds Python (three threads run Python code
  * and wait), and counts every SIGRTMIN it receives in a C handler. Real-time signals queue, so
  * the count is exact: a debugger that swallows one while attached is caught. Prints FACTS,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Two sub-interpreters, each created on its own native thread with Py_NewInterpreter and each
  * blocked in Python code (time.sleep, the GIL released). Every thread also made a thread state
  * of the main interpreter (the one it used to create its sub-interpreter), which it no longer runs. Prints FACTS and READY

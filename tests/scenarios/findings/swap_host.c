@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Thread states run by threads that did not make them, as uWSGI and mod_wsgi do.
  *
  * uWSGI's pattern: the main thread makes two sub-interpreters and, for each, one thread state per

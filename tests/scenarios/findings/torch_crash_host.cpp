@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed's crash with the real torch (scripts/demo's second scenario): the seed's service (a
 // C++ host embedding Python with pybind11, built with -fabi-version=2) hands "files" to a worker
 // thread; file 1 imports Debian's torch there, so torch's own pybind11 (another internals record,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed's service with the real torch: a C++ host embedding Python with pybind11, built
 // with -fabi-version=2 (ID ..._cxxabi1002__), imports Debian's torch (libtorch_python.so,
 // ..._cxxabi1017__) on a worker thread under the host's gil_scoped_acquire and runs a tensor op.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Imports types_a (-fabi-version=2) and types_b (default ABI), built from one source, so the
 interpreter holds two pybind11 internals records with three classes each. Prints FACTS, READY,
 then waits on stdin ("ping" -> "pong", "quit" ends)."""

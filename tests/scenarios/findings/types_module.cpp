@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One source, built twice (types_a with -fabi-version=2, types_b with the default ABI), so each
 // build keeps its own pybind11 internals record and registers its classes there.
 #include <pybind11/pybind11.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A thread that spends much of its time in the vDSO: time.monotonic() is clock_gettime, which the
 kernel's vDSO answers without a system call. Prints FACTS and READY, then loops until killed."""
 import json

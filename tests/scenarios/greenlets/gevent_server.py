@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A gevent service with parked greenlets (gevent's Greenlet, a greenlet subclass compiled by Cython).
 
 40 greenlets spawned with gevent.spawn wait in different places: on an Event (waits_for_event),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Greenlets parked in known places on several threads (seed 004), for greenlet 2.x and 3.x.
 
 Each of three worker threads makes 50 greenlets (GREENLETS_PER_THREAD) that park by switching back

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Thread states made, used and deleted by CPython's own threading, for recording under a debugger
 (run by the interpreter under test, 3.8 on).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Threads that start and end all the time (a pool of short-lived workers), for attaching while
 the thread list changes. Prints FACTS and READY, then keeps churning; answers "ping" with
 "pong"; exits 0 on "quit"."""

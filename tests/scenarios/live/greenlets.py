@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Greenlets switch a thread's Python stack in and out of its thread state (seed 004): one
 greenlet is parked inside a switch, another runs and blocks in read() of stdin holding the GIL. The
 thread state shows the running greenlet's frames only. Prints FACTS and READY; a line on stdin ends it

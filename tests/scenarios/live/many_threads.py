@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Many Python threads (argv[1], default 220) blocked on an Event, for live-attach tests.
 Prints FACTS with every thread's LWP, pthread and tstate, then READY; answers "ping" on stdin
 with "pong"; exits 0 on "quit" or end of input."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Names that are not UTF-8, as production hands them over: this script runs from a directory whose
 name holds a Latin-1 byte and a control character (so co_filename holds lone surrogates, Python's
 surrogateescape), a worker waits inside a function whose co_name holds a lone surrogate, and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pause Python scenarios sit in after READY (like pause.h for the C ones): answers "ping"
 on stdin with "pong" and returns on "quit" or end of input."""
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Threads that wait and one that spins, for free-threaded and newer CPythons (run by the
 interpreter under test): `waits_on_an_event` in threading.Event.wait(), `sleeps` in time.sleep(),
 `spins` in a pure-Python loop that never blocks (attached the whole time on a free-threaded build,

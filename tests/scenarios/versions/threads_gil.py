@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python threads in known places, for every CPython from 3.8 on (run by the interpreter under test).
 
 Four workers block in C functions called straight from their own Python function, with the GIL

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/wait_findings.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace pytstates {
+
+namespace {
+
+bool hasOwner(WaitKind k) {
+    return k == WaitKind::Gil || k == WaitKind::Mutex || k == WaitKind::Rwlock || k == WaitKind::Join || k == WaitKind::PythonLock;
+}
+
+std::string where(const NativeFrame& at, const std::optional<PyFrame>& py) {
+    std::string out;
+    if (py && !py->function.empty()) {
+        out = py->function + " (" + py->file + ":" + std::to_string(py->line) + ")";
+        if (!at.function.empty()) out += " called from native ";
+    }
+    if (!at.function.empty()) {
+        out += at.function;
+        if (!at.file.empty()) out += " (" + at.file + ":" + std::to_string(at.line) + ")";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string waitWords(WaitKind kind, uint64_t object, const std::string& call) {
+    std::string obj = object ? " " + hexAddress(object) : "";
+    switch (kind) {
+        case WaitKind::Gil: return "waits for the GIL";
+        case WaitKind::Mutex: return "waits for mutex" + obj;
+        case WaitKind::Rwlock: return "waits for rwlock" + obj;
+        case WaitKind::Join: return "joins thread" + obj;
+        case WaitKind::PythonLock: return "waits for Python lock" + obj;
+        case WaitKind::Condition: return "waits on a condition variable";
+        case WaitKind::Futex: return "waits on a futex";
+        case WaitKind::Syscall: return call.empty() ? "is blocked in a system call" : "is blocked in " + call + "()";
+        case WaitKind::None: return "runs";
+    }
+    return "";
+}
+
+void addWaitFindings(Report& report) {
+    if (!report.waitsRead) return;
+    std::map<int, const ThreadRow*> rows;
+    for (const auto& row : report.threads)
+        if (row.blockedOn) rows[row.lwp] = &row;
+    auto next = [&](int lwp) -> std::optional<int> {
+        auto it = rows.find(lwp);
+        if (it == rows.end() || !hasOwner(it->second->blockedOn->kind) || !it->second->blockedOn->heldBy) return std::nullopt;
+        return *it->second->blockedOn->heldBy;
+    };
+    std::set<int> gilHolders;
+    for (const auto& rt : report.runtimes)
+        for (const auto& interp : rt.interpreters)
+            if (interp.gilKnown && interp.gilHolder)
+                if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders.insert(*lwp);
+
+    // Each thread waits for at most one other: a cycle is found by walking from every thread.
+    std::set<int> inCycle, walked;
+    for (const auto& [start, row] : rows) {
+        (void)row;
+        std::vector<int> path;
+        std::map<int, size_t> onPath;
+        std::optional<int> at = start;
+        while (at && !walked.count(*at) && !onPath.count(*at)) {
+            onPath[*at] = path.size();
+            path.push_back(*at);
+            at = next(*at);
+        }
+        for (int lwp : path) walked.insert(lwp);
+        if (!at || !onPath.count(*at)) continue;
+        std::vector<int> cycle(path.begin() + static_cast<long>(onPath[*at]), path.end());
+        // Told from the GIL's holder when the GIL is in the cycle, else from the lowest LWP.
+        auto first = std::find_if(cycle.begin(), cycle.end(), [&](int l) { return gilHolders.count(l) != 0; });
+        if (first == cycle.end()) first = std::min_element(cycle.begin(), cycle.end());
+        std::rotate(cycle.begin(), first, cycle.end());
+        Finding f;
+        f.code = "deadlock";
+        f.severity = "error";
+        f.lwp = cycle.front();
+        std::string chain;
+        for (int lwp : cycle) {
+            inCycle.insert(lwp);
+            const BlockedOn& b = *rows[lwp]->blockedOn;
+            CycleStep step{lwp, b.kind, b.object, b.heldBy, b.at, b.pythonAt};
+            f.cycle.push_back(step);
+            chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(lwp) + " " + waitWords(b.kind, b.object, b.call) +
+                     " held by LWP " + std::to_string(*b.heldBy);
+        }
+        const CycleStep* holder = nullptr;
+        for (const auto& s : f.cycle)
+            if (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil) holder = &s;
+        f.message = (cycle.size() == 1 ? std::string("1 thread waits for itself for ever: ")
+                                        : std::to_string(cycle.size()) + " threads wait for each other for ever: ") + chain + ". ";
+        if (holder) {
+            const ThreadRow* row = rows[holder->lwp];
+            f.message += "LWP " + std::to_string(holder->lwp) + " holds the GIL while it " +
+                         waitWords(holder->waitsFor, holder->object, row->blockedOn->call) +
+                         ": release the GIL before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS), or take the GIL "
+                         "and the other locks in one order everywhere";
+        } else {
+            f.message += "The locks are taken in opposite orders: take them in one order everywhere";
+        }
+        report.findings.push_back(std::move(f));
+    }
+
+    for (int holder : gilHolders) {
+        if (inCycle.count(holder) || !rows.count(holder)) continue;
+        const BlockedOn& b = *rows[holder]->blockedOn;
+        if (b.kind == WaitKind::None || b.kind == WaitKind::Gil) continue;
+        std::vector<int> waiters;
+        for (const auto& [lwp, row] : rows)
+            if (lwp != holder && row->blockedOn->kind == WaitKind::Gil && row->blockedOn->heldBy == holder) waiters.push_back(lwp);
+        if (waiters.empty()) continue;
+        Finding f;
+        f.code = "gil-held-while-blocked";
+        f.severity = "warning";
+        f.lwp = holder;
+        f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
+        f.waiters = waiters;
+        std::string list;
+        for (size_t i = 0; i < waiters.size(); ++i) list += (i ? ", " : "") + std::to_string(waiters[i]);
+        std::string at = where(b.at, b.pythonAt);
+        f.message = "LWP " + std::to_string(holder) + " holds the GIL and " + waitWords(b.kind, b.object, b.call) +
+                    (b.heldBy ? " held by LWP " + std::to_string(*b.heldBy) : "") + (at.empty() ? "" : " in " + at) + ", while " +
+                    std::to_string(waiters.size()) + " thread" + (waiters.size() == 1 ? "" : "s") + " wait for the GIL (LWP " + list +
+                    "): release the GIL around blocking calls (Py_BEGIN_ALLOW_THREADS, py::gil_scoped_release)";
+        report.findings.push_back(std::move(f));
+    }
+}
+
+}  // namespace pytstates

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/waits.h"
+
+#include "symbols/cpython/locks.h"
+#include "symbols/glibc/lock_layout.h"
+
+namespace pytstates {
+
+namespace {
+
+// Deep enough for the longest wait seen: glibc 2.41's cancellable syscall under a condition
+// variable under take_gil under PyEval_RestoreThread under gil_scoped_acquire, with inlined calls,
+// then the caller.
+constexpr size_t kWaitFrames = 28;
+// Most waits show within this many frames: unwound deeper only when they do not.
+constexpr size_t kFirstFrames = 6;
+
+bool isRuntimeModule(const std::string& module) {
+    auto slash = module.rfind('/');
+    std::string name = slash == std::string::npos ? module : module.substr(slash + 1);
+    for (const char* lib : {"libc.so", "libc-", "libpthread", "libstdc++", "libpython", "ld-linux"})
+        if (name.rfind(lib, 0) == 0) return true;
+    return false;
+}
+
+// The first frame that waits for its own reasons, not inside the lock's machinery: outside glibc,
+// libstdc++ and libpython, not std::'s or pybind11's lock wrappers.
+std::optional<size_t> callerFrame(const std::vector<NativeFrame>& frames, size_t from, const std::set<std::string>& cpython) {
+    for (size_t i = from; i < frames.size(); ++i) {
+        const NativeFrame& f = frames[i];
+        if (isRuntimeModule(f.module) || cpython.count(f.module) || waitFunction(f.function).kind != WaitKind::None) continue;
+        const std::string& fn = f.function;
+        if (fn.empty() || fn.rfind("std::", 0) == 0 || fn.rfind("__gthread", 0) == 0 || fn.rfind("pybind11::", 0) == 0) continue;
+        return i;
+    }
+    return std::nullopt;
+}
+
+struct Classified {
+    WaitFunction wait;
+    size_t frame = 0;
+};
+
+// Innermost first: a strong kind (the GIL, a lock, a join) anywhere in the run of wait functions
+// that starts at the innermost frame; else the outermost weak one of that run (the condition
+// variable under std::condition_variable::wait, "sleep" over clock_nanosleep).
+std::optional<Classified> classify(const std::vector<NativeFrame>& frames) {
+    std::optional<Classified> weak;
+    for (size_t i = 0; i < frames.size(); ++i) {
+        WaitFunction w = waitFunction(frames[i].function);
+        // Dropping the GIL (3.x's forced switch waits for another thread to take it): no owner.
+        if (bareFunctionName(frames[i].function) == "drop_gil") return Classified{{WaitKind::Condition, true, {}}, i};
+        if (w.kind == WaitKind::None) {
+            // take_gil inlined with no DWARF to show it: the function that takes the GIL for us.
+            if (weak && takesGil(frames[i].function)) return Classified{{WaitKind::Gil, false, {}}, i};
+            if (i == 0 || !weak) return std::nullopt;  // running: the innermost frame waits for nothing
+            // The run may go on through an inlined helper or a libc internal without a wait name.
+            if (isRuntimeModule(frames[i].module) && i + 1 < frames.size()) continue;
+            return weak;
+        }
+        if (!w.weak) return Classified{w, i};
+        if (!weak || weak->wait.kind != WaitKind::Syscall || w.kind == WaitKind::Syscall || weak->wait.call.empty())
+            weak = Classified{w, i};
+        else if (w.kind == WaitKind::Condition)
+            weak = Classified{w, i};
+    }
+    return weak;
+}
+
+std::optional<uint64_t> parameter(const NativeFrame& f, std::initializer_list<const char*> names) {
+    for (const auto& v : f.values)
+        if (v.kind == FrameValue::Kind::Parameter && v.value)
+            for (const char* n : names)
+                if (v.name == n) return v.value;
+    return std::nullopt;
+}
+
+// A register of the innermost physical frame (its inlined calls come first and hold none).
+std::optional<uint64_t> firstArgument(const std::vector<NativeFrame>& frames, const Arch& arch) {
+    std::string name = arch.machine == Machine::X86_64 ? "rdi" : "x0";
+    for (const auto& f : frames) {
+        for (const auto& v : f.values)
+            if (v.kind == FrameValue::Kind::Register && v.name == name) return v.value;
+        if (!f.inlined) break;
+    }
+    return std::nullopt;
+}
+
+// The object a wait function was handed: its DWARF parameter, in the frame or the inlined calls
+// at its pc; failing that, the futex word the innermost frame's system call waits on (its first
+// argument register: rdi, x0), when that word is the object's first.
+std::optional<uint64_t> objectOf(const std::vector<NativeFrame>& frames, size_t index, std::initializer_list<const char*> names,
+                                 bool futexIsObject, const Arch& arch) {
+    for (size_t i = index; i < frames.size(); ++i) {
+        if (auto v = parameter(frames[i], names)) return v;
+        if (i > index && !frames[i].inlined && !frames[i - 1].inlined) break;
+    }
+    for (size_t i = index; i-- > 0;)
+        if (auto v = parameter(frames[i], names)) return v;
+    if (futexIsObject) return firstArgument(frames, arch);
+    return std::nullopt;
+}
+
+class WaitReader {
+public:
+    WaitReader(const Target& target, NativeStacks& stacks, const ReportOptions& options, Report& report)
+        : target_(target), stacks_(stacks), options_(options), r_(report) {
+        for (const auto& t : target.threads()) {
+            lwpOfPthread_[t.pthread] = t.lwp;
+            lwps_.insert(t.lwp);
+        }
+        // CPython's own module (libpython, or the executable it is linked into): its frames are
+        // the interpreter's, not the code that waits.
+        // Per thread state, once: a thousand threads must not each walk every list.
+        for (const auto& rt : report.runtimes)
+            for (const auto& interp : rt.interpreters) {
+                if (!mainInterp_ && interp.main) mainInterp_ = &interp;
+                for (const auto& ts : interp.tstates) {
+                    interpOfTstate_[ts.address] = &interp;
+                    auto lwp = report.lwpFor(ts.address);
+                    if (!lwp) continue;
+                    runtimeOfLwp_.emplace(*lwp, &rt);
+                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, ts.frames.front());
+                }
+            }
+        for (const auto& rt : report.runtimes) {
+            cpythonModules_.insert(rt.modulePath);
+            for (const auto& interp : rt.interpreters)
+                if (interp.gilKnown && interp.gilHolder)
+                    if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders_.insert(*lwp);
+        }
+    }
+
+    void run() {
+        for (auto& row : r_.threads) {
+            const OsThread* thread = nullptr;
+            for (const auto& t : target_.threads())
+                if (t.lwp == row.lwp) thread = &t;
+            if (!thread) continue;
+            row.blockedOn = readOne(*thread, row);
+        }
+    }
+
+private:
+    BlockedOn readOne(const OsThread& thread, const ThreadRow& row) {
+        BlockedOn b;
+        // The innermost frame first, from the symbol tables: a thread whose innermost function
+        // is no wait function runs (its own code, or the interpreter's) and needs no unwind.
+        auto top = stacks_.top(thread);
+        if (!top.empty() && !top.front().function.empty() && waitFunction(top.front().function).kind == WaitKind::None)
+            return b;
+        // Named from the symbol tables first (cheap for a thousand threads): the physical frames
+        // the thread-state attribution has unwound already, else as deep as the wait shows.
+        NativeStack stack;
+        const auto& spans = stacks_.spans(thread);
+        auto copySpans = [&](size_t n) {
+            for (size_t i = stack.frames.size(); i < spans.size() && i < n; ++i) {
+                NativeFrame f;
+                f.pc = spans[i].pc;
+                f.activation = spans[i].activation;
+                f.function = spans[i].function;
+                f.module = spans[i].module;
+                stack.frames.push_back(std::move(f));
+            }
+        };
+        size_t depth = kFirstFrames;
+        copySpans(depth);
+        if (stack.frames.empty()) stack = stacks_.unwind(thread, depth, 0, false);
+        auto found = classify(stack.frames);
+        if (stack.frames.size() >= depth && (!found || found->wait.weak)) {
+            depth = kWaitFrames;
+            if (!spans.empty()) copySpans(depth);
+            else stack = stacks_.unwind(thread, depth, 0, false);
+            found = classify(stack.frames);
+        }
+        if (!found) return b;
+        // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
+        // The symbol tables' stack has one frame per physical frame: the wait function's values
+        // (its parameters) come from that many physical frames, and the next (its caller's).
+        size_t valuesFrame = found->frame;
+        bool rlock = false;
+        for (size_t i = 0; i < stack.frames.size(); ++i)
+            if (bareFunctionName(stack.frames[i].function) == "rlock_acquire") {
+                rlock = true;
+                valuesFrame = i;
+                break;
+            }
+        bool owned = found->wait.kind == WaitKind::Mutex || found->wait.kind == WaitKind::Rwlock ||
+                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && rlock);
+        // The threads a hang is made of (an owner to find, the GIL's holder) or --native: again with
+        // DWARF, for inlined calls, source lines and the wait function's parameters; the frame
+        // indexes are then those of --native.
+        // A condition variable waited on from CPython's own code may be take_gil inlined out of
+        // the symbol tables' sight.
+        bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < stack.frames.size() &&
+                         cpythonModules_.count(stack.frames[found->frame + 1].module);
+        if (owned || inCpython || found->wait.kind == WaitKind::Gil || gilHolders_.count(row.lwp) || options_.native) {
+            NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
+            if (auto again = classify(detailed.frames)) {
+                stack = std::move(detailed);
+                found = again;
+            }
+        }
+        b.kind = found->wait.kind;
+        b.function = stack.frames[found->frame].function;
+        b.frame = found->frame;
+        b.call = found->wait.call;
+        if (auto caller = callerFrame(stack.frames, found->frame + 1, cpythonModules_)) b.at = stack.frames[*caller];
+        b.pythonAt = pythonFrameOf(row.lwp);
+        switch (b.kind) {
+            case WaitKind::Gil: gil(row, b); break;
+            case WaitKind::Mutex: mutex(stack.frames, found->frame, b); break;
+            case WaitKind::Rwlock: rwlock(stack.frames, found->frame, b); break;
+            case WaitKind::Join: join(stack.frames, found->frame, b); break;
+            case WaitKind::PythonLock: pythonLock(stack.frames, found->frame, row, b); break;
+            default: break;
+        }
+        return b;
+    }
+
+    std::optional<PyFrame> pythonFrameOf(int lwp) const {
+        auto it = pythonTop_.find(lwp);
+        if (it == pythonTop_.end()) return std::nullopt;
+        return it->second;
+    }
+
+    // The interpreter this thread runs in: its current thread state's, else the main one.
+    const Interpreter* interpreterOf(const ThreadRow& row) const {
+        for (uint64_t ts : {row.currentTstate, row.autotssTstate}) {
+            auto it = interpOfTstate_.find(ts);
+            if (ts && it != interpOfTstate_.end()) return it->second;
+        }
+        return mainInterp_;
+    }
+
+    void gil(const ThreadRow& row, BlockedOn& b) {
+        const Interpreter* interp = interpreterOf(row);
+        if (!interp || !interp->gilKnown) {
+            b.note = "the GIL's holder is unknown";
+            return;
+        }
+        if (!interp->gilHolder) {
+            b.note = "the GIL is free: the thread is about to take it";
+            return;
+        }
+        b.heldBy = r_.lwpFor(interp->gilHolder);
+        if (!b.heldBy) b.note = "the GIL is held by thread state " + hexAddress(interp->gilHolder) + ", which no live thread runs";
+    }
+
+    const LockLayout& glibc() {
+        if (!glibc_) glibc_ = glibcLockLayout(target_, options_.useDwarf);
+        return *glibc_;
+    }
+
+    void ownerTid(uint64_t field, BlockedOn& b, const char* nobody) {
+        auto tid = target_.readValue<int32_t>(field);
+        if (!tid) {
+            b.note = "its owner field at " + hexAddress(field) + " is unreadable";
+            return;
+        }
+        // A robust mutex whose owner died holds FUTEX_OWNER_DIED; the TID is the low 30 bits.
+        int owner = *tid & 0x3fffffff;
+        if (owner == 0) b.note = nobody;
+        else if (lwps_.count(owner)) b.heldBy = owner;
+        else b.note = "held by TID " + std::to_string(owner) + ", which is not a thread of this process";
+    }
+
+    void mutex(const std::vector<NativeFrame>& frames, size_t index, BlockedOn& b) {
+        // The futex word is the mutex's first (__lock) when the system call is glibc's lock wait.
+        bool lowLevel = false;
+        for (size_t i = 0; i <= index && i < frames.size(); ++i)
+            lowLevel = lowLevel || frames[i].function.find("lll_lock_wait") != std::string::npos ||
+                       frames[i].function.find("futex_lock_pi") != std::string::npos;
+        auto object = objectOf(frames, index, {"mutex", "futex"}, lowLevel, target_.arch());
+        if (!object) {
+            b.note = "the mutex's address is not in the frame (no DWARF for " + frames[index].function + ")";
+            return;
+        }
+        b.object = *object;
+        b.layoutSource = glibc().source;
+        ownerTid(*object + glibc().mutexOwner, b, "no owner recorded (a mutex being released)");
+    }
+
+    void rwlock(const std::vector<NativeFrame>& frames, size_t index, BlockedOn& b) {
+        auto object = objectOf(frames, index, {"rwlock"}, false, target_.arch());
+        if (!object) {
+            b.note = "the rwlock's address is not in the frame (no DWARF for " + frames[index].function + ")";
+            return;
+        }
+        b.object = *object;
+        b.layoutSource = glibc().source;
+        ownerTid(*object + glibc().rwlockCurWriter, b, "held for reading (readers are not recorded) or being released");
+    }
+
+    void join(const std::vector<NativeFrame>& frames, size_t index, BlockedOn& b) {
+        auto object = objectOf(frames, index, {"threadid", "pd"}, false, target_.arch());
+        if (object) {
+            b.object = *object;
+            auto it = lwpOfPthread_.find(*object);
+            if (it != lwpOfPthread_.end()) b.heldBy = it->second;
+            else b.note = "the joined thread " + hexAddress(*object) + " is not among the process's threads";
+            return;
+        }
+        // glibc waits on the joined thread's tid field: the futex word holds its TID.
+        if (auto futex = firstArgument(frames, target_.arch()))
+            if (auto tid = target_.readValue<int32_t>(*futex); tid && lwps_.count(*tid)) {
+                b.heldBy = *tid;
+                for (const auto& [pthread, lwp] : lwpOfPthread_)
+                    if (lwp == *tid) b.object = pthread;
+                return;
+            }
+        b.note = "the joined thread is not in the frame (no DWARF for " + frames[index].function + ")";
+    }
+
+    void pythonLock(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, BlockedOn& b) {
+        // threading.RLock: rlock_acquire's self records the owner.
+        for (size_t i = index; i < frames.size(); ++i) {
+            if (bareFunctionName(frames[i].function) != "rlock_acquire") continue;
+            b.function = "rlock_acquire";
+            b.frame = i;
+            auto self = parameter(frames[i], {"self"});
+            if (!self) {
+                b.note = "an RLock whose address is not in the frame";
+                return;
+            }
+            b.object = *self;
+            const Runtime* rt = runtimeOf(row);
+            if (!rt) return;
+            RLockLayout layout = rlockLayout(target_, *rt, options_.useDwarf);
+            b.layoutSource = layout.source;
+            auto owner = rlockOwner(target_, *self, layout);
+            if (!owner) {
+                b.note = "the RLock's owner is unreadable (" + layout.source + ")";
+                return;
+            }
+            auto it = lwpOfPthread_.find(*owner);
+            if (*owner == 0) b.note = "the RLock is free: the thread is about to take it";
+            else if (it != lwpOfPthread_.end()) b.heldBy = it->second;
+            else b.note = "the RLock's owner " + hexAddress(*owner) + " is not a thread of this process";
+            return;
+        }
+        b.note = "a Lock or PyMutex: held, its owner is not recorded";
+    }
+
+    const Runtime* runtimeOf(const ThreadRow& row) const {
+        auto it = runtimeOfLwp_.find(row.lwp);
+        if (it != runtimeOfLwp_.end()) return it->second;
+        return r_.runtimes.empty() ? nullptr : &r_.runtimes.front();
+    }
+
+    const Target& target_;
+    NativeStacks& stacks_;
+    const ReportOptions& options_;
+    Report& r_;
+    std::map<uint64_t, int> lwpOfPthread_;
+    std::set<int> lwps_;
+    std::set<std::string> cpythonModules_;
+    std::set<int> gilHolders_;
+    std::map<int, PyFrame> pythonTop_;                  // LWP -> its innermost Python frame
+    std::map<uint64_t, const Interpreter*> interpOfTstate_;
+    std::map<int, const Runtime*> runtimeOfLwp_;
+    const Interpreter* mainInterp_ = nullptr;
+    std::optional<LockLayout> glibc_;
+};
+
+}  // namespace
+
+void readWaits(const Target& target, NativeStacks& stacks, const ReportOptions& options, Report& report) {
+    if (!options.waits) return;
+    if (!stacks.unavailable().empty()) {
+        report.waitNotes.push_back("what each thread waits for is unknown: " + stacks.unavailable());
+        return;
+    }
+    report.waitsRead = true;
+    for (const auto& rt : report.runtimes)
+        for (const auto& interp : rt.interpreters)
+            if (interp.gilDisabled)
+                report.waitNotes.push_back("CPython " + rt.version + " runs without a GIL (free-threaded): no thread waits for one");
+    WaitReader(target, stacks, options, report).run();
+}
+
+}  // namespace pytstates

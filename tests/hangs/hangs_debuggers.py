@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The hang and abort analyses inside real gdb and lldb-14: a deadlocked service's core (the HANG
+section, the same JSON as the CLI's), and live processes the debugger holds stopped on their
+fatal signal (the CRASH section as for a core: SIGSEGV of the seed's first reproduction with its
+findings, SIGABRT of an uncaught exception with its type and message)."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
+
+BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
+NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
+                   r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
+
+
+def expect(cond, what, report=None):
+    if not cond:
+        raise AssertionError(what + ("" if report is None else "\n" + json.dumps(report, indent=1)[:4000]))
+
+
+def gdb(args, target_args, commands, timeout=180):
+    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off", "-ex", "source " + args.gdb_script]
+    for c in commands:
+        argv += ["-ex", c]
+    return subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=timeout).stdout.decode(errors="replace")
+
+
+def marked(tag, command):
+    return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]
+
+
+def between(text, tag):
+    m = re.search(re.escape(BEGIN + tag) + r"\n(.*?)" + re.escape(tag + END), text, re.S)
+    expect(m is not None, "markers %s not found in gdb output:\n%s" % (tag, text[-3000:]))
+    return m.group(1)
+
+
+def lldb(args, target_args, commands, batch=True, timeout=180):
+    # lldb -b stops at a launched process's crash; without it, the commands run on and `quit` ends it.
+    argv = ["lldb-14"] + (["-b"] if batch else []) + ["-o", "plugin load " + args.plugin]
+    for c in commands:
+        argv += ["-o", c]
+    out = subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return "\n".join(l for l in out.stdout.decode(errors="replace").splitlines() if not NOISE.match(l))
+
+
+def json_after(text, marker):
+    """The JSON object printed after the echoed command `marker`."""
+    start = text.index(marker)
+    body = text[text.index("{", start):]
+    depth = 0
+    for i, ch in enumerate(body):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if depth == 0:
+            return json.loads(body[:i + 1])
+    raise AssertionError("no JSON after " + marker)
+
+
+def facts_of(text):
+    m = re.search(r"^FACTS (\{.*\})$", text, re.M)
+    expect(m is not None, "the program printed no FACTS:\n" + text[-3000:])
+    return json.loads(m.group(1))
+
+
+def comparable(report):
+    for row in report["threads"]:
+        row.pop("debugger_thread", None)
+    report["target"].pop("stopped_ms", None)
+    report.pop("warnings", None)
+    if report["target"].get("crash"):
+        for key in ("code", "code_name", "fault_address", "sender_pid"):
+            report["target"]["crash"].pop(key, None)
+    return report
+
+
+def check_cycle(report, facts):
+    dl = [f for f in report["findings"] if f["code"] == "deadlock"]
+    expect(len(dl) == 1, "one deadlock", report)
+    got = {(s["lwp"], s["waits_for"], s["held_by"]) for s in dl[0]["cycle"]}
+    g, o = facts["holder_of_gil"], facts["holder_of_mutex"]
+    expect(got == {(g, "mutex", o), (o, "gil", g)}, "the GIL-mutex cycle: %s" % got, report)
+
+
+def hang_core(args, debugger):
+    exe = os.path.join(args.scenarios, "scenario_hang_host")
+    facts, core = scenario.take_core([exe, "gil-mutex"], "gcore", after_ready=lambda p, f: time.sleep(1.0))
+    try:
+        _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+        if debugger == "gdb":
+            out = gdb(args, [exe, core], marked("json", "py-tstates-check --json") + marked("text", "py-tstates-check"))
+            ours, text = json.loads(between(out, "json")), between(out, "text")
+        else:
+            out = lldb(args, [exe, "-c", core], ["py-tstates-check --json", "py-tstates-check"])
+            ours = json_after(out, "(lldb) py-tstates-check --json")
+            text = out[out.index("(lldb) py-tstates-check\n"):]
+        check_cycle(ours, facts)
+        expect(comparable(ours)["findings"] == comparable(cli)["findings"], "%s and the CLI find the same" % debugger, ours)
+        expect([t.get("blocked_on") for t in ours["threads"]] == [t.get("blocked_on") for t in cli["threads"]],
+               "%s and the CLI: the same blocked_on" % debugger, ours)
+        expect("HANG  deadlock: 2 threads wait for each other" in text, "the HANG section in %s:\n%s" % (debugger, text[:3000]))
+    finally:
+        scenario.cleanup(core)
+
+
+def live_signal(args, debugger):
+    """Started by the debugger and run to its fatal signal: crash is filled as for a core."""
+    cases = [(os.path.join(args.findings_scenarios, "scenario_first_repro_host"), ["crash"], 11),
+             (os.path.join(args.scenarios, "scenario_hang_host"), ["throw"], 6)]
+    for exe, argv, signo in cases:
+        if debugger == "gdb":
+            out = gdb(args, ["--args", exe] + argv, ["run"] + marked("json", "py-tstates-check --json") +
+                      marked("text", "py-tstates-check") + ["kill"])
+            ours, text = json.loads(between(out, "json")), between(out, "text")
+        else:
+            out = lldb(args, ["--", exe] + argv, ["process launch", "py-tstates-check --json", "py-tstates-check", "process kill", "quit"],
+                       batch=False)
+            ours = json_after(out, "(lldb) py-tstates-check --json")
+            text = out[out.index("(lldb) py-tstates-check\n"):]
+        facts = facts_of(out)
+        crash = ours["target"]["crash"]
+        expect(ours["target"]["kind"] == "live" and crash is not None, "%s: a live process stopped on signal %d has a crash" % (debugger, signo), ours)
+        expect(crash["signal"] == signo, "the signal %d" % signo, ours)
+        expect("CRASH  " in text, "the CRASH section in %s:\n%s" % (debugger, text[:2000]))
+        if signo == 11:
+            expect(crash["lwp"] == facts["worker_lwp"], "the worker crashed", ours)
+            codes = {ours["findings"][i]["code"] for i in crash["explained_by"]}
+            expect("stale-tstate" in codes, "the crash is the stale-tstate finding", ours)
+        else:
+            expect(crash["lwp"] == facts["worker"], "the worker aborted", ours)
+            expect(crash["abort"] == {"kind": "uncaught-exception", "type": facts["type"], "message": facts["message"]},
+                   "the uncaught exception", ours)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--gdb-script", required=True)
+    p.add_argument("--plugin", required=True)
+    p.add_argument("--scenarios", required=True)
+    p.add_argument("--findings-scenarios", required=True)
+    p.add_argument("case", choices=["gdb-hang-core", "gdb-live-signal", "lldb-hang-core", "lldb-live-signal"])
+    args = p.parse_args()
+    debugger, what = args.case.split("-", 1)
+    (hang_core if what == "hang-core" else live_signal)(args, debugger)
+    print("PASS " + args.case)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Real hangs and aborts: `pytstates check` on cores (gcore, the kernel's) and live processes of
+programs that truly deadlock or abort, held against what each program printed about itself
+(gettid, lock addresses) and against gdb's own reading of the lock owners (libc6-dbg)."""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
+
+SETTLE = 1.5  # READY comes just before the last blocking call (ctypes' B sleeps 1 s first)
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def python_for(version):
+    if version in (None, "3.11"):
+        return "/usr/bin/python3"
+    if version.endswith("t"):  # free-threaded, built by scripts/python-freethreaded (its prefix on stdout)
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([os.path.join(here, "..", "..", "scripts", "python-freethreaded"), version[:-1]],
+                             stdout=subprocess.PIPE, text=True)
+        expect(out.returncode == 0, "no free-threaded CPython " + version)
+        return os.path.join(out.stdout.strip(), "bin", "python" + version)
+    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip() or os.path.expanduser("~/.pyenv")
+    for name in sorted(os.listdir(os.path.join(root, "versions"))):
+        if name.startswith(version + "."):
+            return os.path.join(root, "versions", name, "bin", "python" + version)
+    raise AssertionError("no pyenv CPython " + version)
+
+
+def argv_of(args):
+    if args.program == "host":
+        return [os.path.join(args.scenarios, "scenario_hang_host"), args.case]
+    script = "rlock_abba.py" if args.program == "rlock" else "ctypes_hang.py"
+    argv = [python_for(args.python), os.path.join(args.scenarios, script)]
+    return argv + ([] if args.program == "rlock" else [args.case])
+
+
+def hex_int(s):
+    return int(s, 16)
+
+
+def gdb_owner(exe, core_or_pid, expr):
+    """An int gdb prints for expr on the core (or pid), with glibc's DWARF from libc6-dbg."""
+    target = ["-p", str(core_or_pid)] if isinstance(core_or_pid, int) else [exe, core_or_pid]
+    out = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "print " + expr] + target, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, timeout=300).stdout
+    for line in out.splitlines():
+        if line.startswith("$1 = "):
+            return int(line.split("=", 1)[1].strip())
+    raise AssertionError("gdb printed no value for %s:\n%s" % (expr, out))
+
+
+def threads_by_lwp(report):
+    return {t["lwp"]: t for t in report["threads"]}
+
+
+def findings(report, code):
+    return [f for f in report["findings"] if f["code"] == code]
+
+
+def check_deadlock(report, text, expected):
+    """expected: [(lwp, waits_for, object or None, held_by)] in cycle order, from any start."""
+    dl = findings(report, "deadlock")
+    expect(len(dl) == 1, "one deadlock finding expected, got %s" % [f["message"] for f in report["findings"]])
+    cycle = dl[0]["cycle"]
+    got = {s["lwp"]: (s["waits_for"], s["object"] and hex_int(s["object"]), s["held_by"]) for s in cycle}
+    want = {lwp: (kind, obj, held) for lwp, kind, obj, held in expected}
+    expect(got == want, "cycle %s, expected %s" % (got, want))
+    expect(dl[0]["severity"] == "error" and dl[0]["lwp"] in want, "deadlock finding: %s" % dl[0])
+    by = threads_by_lwp(report)
+    for lwp, kind, obj, held in expected:
+        b = by[lwp]["blocked_on"]
+        expect(b["kind"] == kind and b["held_by"] == held, "LWP %d blocked_on %s" % (lwp, b))
+        if obj is not None:
+            expect(hex_int(b["object"]) == obj, "LWP %d object %s, expected %#x" % (lwp, b["object"], obj))
+    expect("HANG  deadlock: %d threads wait for each other" % len(expected) in text, "no HANG section:\n" + text[:3000])
+    expect(text.index("HANG") < text.index("FINDINGS"), "HANG is not at the top")
+    for lwp, *_ in expected:
+        expect("LWP %d" % lwp in text.split("FINDINGS")[0], "LWP %d not in the HANG section" % lwp)
+
+
+def check_blocked_holder(report, text, holder, waiters, calls):
+    g = findings(report, "gil-held-while-blocked")
+    expect(len(g) == 1, "one gil-held-while-blocked expected, got %s" % [f["message"] for f in report["findings"]])
+    expect(not findings(report, "deadlock"), "a deadlock where there is none")
+    f = g[0]
+    expect(f["lwp"] == holder and f["severity"] == "warning", "finding %s" % f)
+    expect(f["function"] in calls, "function %r, expected one of %s" % (f["function"], calls))
+    expect(set(waiters) <= set(f["waiters"]), "waiters %s, expected %s" % (f["waiters"], waiters))
+    b = threads_by_lwp(report)[holder]["blocked_on"]
+    expect(b["kind"] == "syscall" and b["call"] in calls, "holder blocked_on %s" % b)
+    for w in waiters:
+        wb = threads_by_lwp(report)[w]["blocked_on"]
+        expect(wb["kind"] == "gil" and wb["held_by"] == holder, "waiter %d blocked_on %s" % (w, wb))
+    expect("HANG  the GIL's holder is blocked" in text, "no HANG section:\n" + text[:3000])
+
+
+def check_hang(args, facts, report, text, exe, where):
+    case = args.case
+    if args.program == "rlock":
+        a, b = hex_int(facts["a"]), hex_int(facts["b"])
+        check_deadlock(report, text, [(facts["t1"], "python-lock", b, facts["t2"]), (facts["t2"], "python-lock", a, facts["t1"])])
+        return
+    if case == "gil-mutex":
+        m = hex_int(facts["mutex"])
+        g, o = facts["holder_of_gil"], facts["holder_of_mutex"]
+        check_deadlock(report, text, [(g, "mutex", m, o), (o, "gil", None, g)])
+        # gdb with libc6-dbg reads the same owner.
+        expect(gdb_owner(exe, where, "((pthread_mutex_t*)%#x)->__data.__owner" % m) == o, "gdb reads another owner")
+    elif case == "mutex-abba":
+        m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
+        check_deadlock(report, text, [(facts["t1"], "mutex", m2, facts["t2"]), (facts["t2"], "mutex", m1, facts["t1"])])
+        if not facts["gil"]:
+            expect(any("without a GIL" in n for n in report.get("wait_notes", [])), "no word of the missing GIL: %s" % report.get("wait_notes"))
+            expect("without a GIL" in text, "the HANG section says there is no GIL")
+    elif case == "cycle3":
+        m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
+        a, b, c = facts["a"], facts["b"], facts["c"]
+        check_deadlock(report, text, [(a, "mutex", m1, b), (b, "mutex", m2, c), (c, "gil", None, a)])
+        expect(gdb_owner(exe, where, "((pthread_mutex_t*)%#x)->__data.__owner" % m2) == c, "gdb reads another owner")
+    elif case == "join":
+        w = facts["worker"]
+        check_deadlock(report, text, [(facts["main_lwp"], "join", hex_int(facts["worker_pthread"]), w), (w, "gil", None, facts["main_lwp"])])
+    elif case == "rwlock":
+        rw = hex_int(facts["rwlock"])
+        r, w = facts["reader"], facts["writer"]
+        check_deadlock(report, text, [(r, "rwlock", rw, w), (w, "gil", None, r)])
+        expect(gdb_owner(exe, where, "((pthread_rwlock_t*)%#x)->__data.__cur_writer" % rw) == w, "gdb reads another writer")
+    elif case in ("read", "poll", "sleep"):
+        calls = {"read": ["read"], "poll": ["poll"], "sleep": ["sleep", "nanosleep", "clock_nanosleep"]}[case]
+        check_blocked_holder(report, text, facts["holder"], facts["waiters"], calls)
+    elif case == "busy":
+        expect(not findings(report, "deadlock") and not findings(report, "gil-held-while-blocked"),
+               "a hang finding on a healthy process: %s" % [f["message"] for f in report["findings"]])
+        b = threads_by_lwp(report)[facts["condition"]]["blocked_on"]
+        expect(b["kind"] == "condition" and b["held_by"] is None, "condition variable thread: %s" % b)
+        expect("HANG" not in text, "a HANG section on a healthy process")
+    else:
+        raise AssertionError("unknown case " + case)
+
+
+def check_abort(facts, report, text):
+    crash = report["target"]["crash"]
+    expect(crash and crash["signal_name"] == "SIGABRT" and crash["lwp"] == facts["worker"], "crash: %s" % crash)
+    abort = crash.get("abort")
+    expect(abort is not None, "no crash.abort: %s" % crash)
+    if "line" in facts:
+        expect(abort["kind"] == "assert", "abort %s" % abort)
+        expect(abort["message"].endswith("Assertion `replicas == 3 && \"the config says three\"' failed."), "assert message %r" % abort["message"])
+        expect(":%d:" % facts["line"] in abort["message"], "assert line not in %r" % abort["message"])
+        expect("assertion failed: " + abort["message"] in text.replace("\n  ", " "), "CRASH section lacks the assertion:\n" + text[:2000])
+    else:
+        expect(abort["kind"] == "uncaught-exception" and abort["type"] == facts["type"], "abort %s" % abort)
+        expect(abort["message"] == facts["message"], "message %r, expected %r" % (abort["message"], facts["message"]))
+        expect("uncaught exception %s: %s" % (facts["type"], facts["message"]) in text, "CRASH section:\n" + text[:2000])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--scenarios", required=True)
+    p.add_argument("--program", choices=["host", "rlock", "ctypes"], default="host")
+    p.add_argument("--python", help="3.11 (Debian's), 3.12, 3.13 (pyenv's)")
+    p.add_argument("--kind", choices=["gcore", "kernel", "crash", "live"], default="gcore")
+    p.add_argument("case")
+    args = p.parse_args()
+    argv = argv_of(args)
+    exe = argv[0]
+    settle = lambda proc, facts: time.sleep(SETTLE)  # noqa: E731
+    if args.kind == "live":
+        with scenario.running(argv) as (proc, facts):
+            time.sleep(SETTLE)
+            status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--json"])
+            _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid)])
+            check_hang(args, facts, report, text, exe, proc.pid)
+            expect(proc.poll() is None, "the process ended")
+        print("PASS %s %s (live)" % (args.program, args.case))
+        return
+    facts, core = scenario.take_core(argv, args.kind, after_ready=None if args.kind == "crash" else settle)
+    try:
+        status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
+        if args.kind == "crash":
+            check_abort(facts, report, text)
+        else:
+            check_hang(args, facts, report, text, exe, core)
+            if args.case != "busy":
+                expect(status == (1 if findings(report, "deadlock") else status), "exit status %d with a deadlock" % status)
+            if args.kind == "kernel":  # a watchdog's SIGABRT: the signal and the hang
+                expect(report["target"]["crash"]["signal_name"] == "SIGABRT" and "abort" not in report["target"]["crash"],
+                       "crash: %s" % report["target"]["crash"])
+                expect("CRASH" in text and "HANG" in text if args.case != "busy" else "CRASH" in text, "CRASH and HANG:\n" + text[:2000])
+            # Without the wait analysis: no blocked_on, no hang finding.
+            _, plain, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json", "--no-waits"])
+            expect(all("blocked_on" not in t for t in plain["threads"]) and not findings(plain, "deadlock"), "--no-waits still waits")
+    finally:
+        scenario.cleanup(core)
+    print("PASS %s %s (%s core)" % (args.program, args.case, args.kind))
+
+
+if __name__ == "__main__":
+    main()
