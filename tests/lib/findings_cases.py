@@ -361,7 +361,7 @@ def check_abort_repro(facts, check, kind):
     starts = [i for i, line in enumerate(lines) if line.startswith("CRASH  ")]
     expect(starts, "a CRASH section:\n" + text[:2000])
     section = lines[starts[0]:starts[0] + 12]
-    tied = [line for line in section if "stale-tstate" in line]
+    tied = [line for line in section if "the abort is likely the" in line and "stale-tstate" in line]
     expect(len(tied) >= 1, "one line of the CRASH section ties the abort to stale-tstate:\n" + "\n".join(section))
     print("CRASH section:\n" + "\n".join(section))
 
