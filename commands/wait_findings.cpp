@@ -50,7 +50,7 @@ void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std
         case WaitKind::Gil:
             if (b.heldBy)
                 if (auto it = gil.find(*b.heldBy); it != gil.end())
-                    out.push_back("GIL holder (_gil.last_holder of interpreter " + std::to_string(it->second.interp) + " names tstate " +
+                    out.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
                                   hexAddress(it->second.tstate) + ", run by LWP " + std::to_string(*b.heldBy) + "; layout from " +
                                   layoutFrom(it->second.layout) + ")");
             break;
@@ -175,7 +175,7 @@ void addWaitFindings(Report& report) {
         f.waiters = waiters;
         addWaitSources(report, holder, b, gilFacts, f.sources);
         if (auto it = gilFacts.find(holder); it != gilFacts.end())
-            f.sources.push_back("GIL holder (_gil.last_holder of interpreter " + std::to_string(it->second.interp) + " names tstate " +
+            f.sources.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
                                 hexAddress(it->second.tstate) + ", run by LWP " + std::to_string(holder) + "; layout from " +
                                 layoutFrom(it->second.layout) + ")");
         for (int w : waiters) f.sources.push_back("native stack of LWP " + std::to_string(w) + " (frame #" +

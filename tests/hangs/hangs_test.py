@@ -94,7 +94,7 @@ def check_deadlock(report, text, expected):
             expect(any(s.startswith("struct pthread ") and s.endswith("of LWP %d (the joined thread)" % held) for s in sources),
                    "no join source: %s" % sources)
         if kind == "gil":
-            expect(any(s.startswith("GIL holder (_gil.last_holder of interpreter ") and ("run by LWP %d;" % held) in s for s in sources),
+            expect(any(s.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % held) in s for s in sources),
                    "no GIL holder source for LWP %d: %s" % (held, sources))
     for s in sources:
         expect("from " + s.split(" (")[0] in text, "the text does not show the source %r" % s)
@@ -120,7 +120,7 @@ def check_blocked_holder(report, text, holder, waiters, calls):
     sources = f["sources"]
     for lwp in [holder] + list(f["waiters"]):
         expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in sources), "no stack source for LWP %d: %s" % (lwp, sources))
-    expect(any(s.startswith("GIL holder (_gil.last_holder of interpreter ") and ("run by LWP %d;" % holder) in s for s in sources),
+    expect(any(s.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % holder) in s for s in sources),
            "no GIL holder source: %s" % sources)
     expect("from native stack of LWP %d" % holder in text, "the text does not show the sources")
     expect("HANG  the GIL's holder is blocked" in text, "no HANG section:\n" + text[:3000])
