@@ -6,7 +6,6 @@
 #include <set>
 
 #include "symbols/cpython/frames.h"
-#include "symbols/glibc/thread_list.h"
 
 namespace pytstates {
 
@@ -98,20 +97,6 @@ std::optional<Claim> structuralClaim(const Target& target, const CPythonLayout& 
     return std::nullopt;
 }
 
-// Each thread's id as the process itself sees it -> its LWP here. glibc's struct pthread holds
-// the former (fork's child rewrites its own); a thread glibc's lists lack keeps its NSpid, else its LWP.
-std::map<int64_t, int> ownThreadIds(const Target& target, const std::map<uint64_t, int>& lwpOfPthread) {
-    std::map<int, int> own;  // lwp -> own id
-    for (const auto& t : target.threads()) own[t.lwp] = t.namespaceLwp ? t.namespaceLwp : t.lwp;
-    for (const auto& g : threadsFromGlibcLists(target)) {
-        auto it = lwpOfPthread.find(g.pthread);
-        if (it != lwpOfPthread.end()) own[it->second] = g.lwp;
-    }
-    std::map<int64_t, int> out;
-    for (const auto& [lwp, id] : own) out[id] = lwp;
-    return out;
-}
-
 }  // namespace
 
 std::string runnerEvidenceWords(const std::string& evidence) {
@@ -127,11 +112,13 @@ std::string runnerEvidenceWords(const std::string& evidence) {
 
 void attributeRunners(const Target& target, NativeStacks* stacks, Report& report) {
     std::map<uint64_t, int> lwpOfPthread;
-    for (const auto& t : target.threads()) lwpOfPthread[t.pthread] = t.lwp;
-    // native_thread_id is gettid() in the process's own PID namespace, while a process in a
-    // container is read (live, by a debugger, or from a gcore written outside) by the ids of
-    // ours: compare in the process's view, report in ours.
-    std::map<int64_t, int> lwpOfOwnTid = ownThreadIds(target, lwpOfPthread);
+    // native_thread_id is gettid() in the process's own PID namespace; a live process in another
+    // namespace is read by its ids here: compare in the process's view, report in ours.
+    std::map<int64_t, int> lwpOfOwnTid;
+    for (const auto& t : target.threads()) {
+        lwpOfPthread[t.pthread] = t.lwp;
+        lwpOfOwnTid[t.namespaceLwp ? t.namespaceLwp : t.lwp] = t.lwp;
+    }
     // Who made each state.
     std::map<uint64_t, const CPythonLayout*> layoutOf;
     for (const auto& rt : report.runtimes)
