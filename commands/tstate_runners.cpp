@@ -112,10 +112,12 @@ std::string runnerEvidenceWords(const std::string& evidence) {
 
 void attributeRunners(const Target& target, NativeStacks* stacks, Report& report) {
     std::map<uint64_t, int> lwpOfPthread;
-    std::set<int> lwps;
+    // native_thread_id is gettid() in the process's own PID namespace; a live process in another
+    // namespace is read by its ids here: compare in the process's view, report in ours.
+    std::map<int64_t, int> lwpOfOwnTid;
     for (const auto& t : target.threads()) {
         lwpOfPthread[t.pthread] = t.lwp;
-        lwps.insert(t.lwp);
+        lwpOfOwnTid[t.namespaceLwp ? t.namespaceLwp : t.lwp] = t.lwp;
     }
     // Who made each state.
     std::map<uint64_t, const CPythonLayout*> layoutOf;
@@ -126,17 +128,18 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
                 layoutOf[ts.address] = &rt.layout;
                 TstatePlace& place = report.places[ts.address];
                 auto it = ts.threadId ? lwpOfPthread.find(ts.threadId) : lwpOfPthread.end();
-                bool nativeExists = ts.nativeThreadId && lwps.count(static_cast<int>(*ts.nativeThreadId));
+                auto native = ts.nativeThreadId ? lwpOfOwnTid.find(*ts.nativeThreadId) : lwpOfOwnTid.end();
+                bool nativeExists = native != lwpOfOwnTid.end();
                 if (it != lwpOfPthread.end()) {
                     place.madeBy = it->second;
                     // A child of fork keeps the forking thread's struct pthread: the same
                     // thread_id with a native_thread_id of no thread here was made in the parent.
-                    if (ts.nativeThreadId && *ts.nativeThreadId != it->second && !nativeExists) {
+                    if (ts.nativeThreadId && !nativeExists) {
                         place.madeBy.reset();
                         place.madeBeforeFork = true;
                     }
                 } else if (nativeExists) {
-                    place.madeBy = static_cast<int>(*ts.nativeThreadId);
+                    place.madeBy = native->second;
                 }
             }
 

@@ -25,11 +25,42 @@ EXPECTED_FILES = ["./etc/gdb/gdbinit.d/pytstates.py", "./usr/bin/pytstates", "./
                   "./usr/lib/pytstates/python/pytstates/__init__.py", "./usr/lib/pytstates/python/pytstates/gdb.py",
                   "./usr/share/doc/pytstates/changelog.gz", "./usr/share/doc/pytstates/copyright",
                   "./usr/share/man/man1/pytstates.1.gz"]
+# What the package installs at the top: what an earlier run or a `cmake --install` to /usr may
+# have left behind.
+INSTALLED_PATHS = ("/usr/bin/pytstates", "/etc/gdb/gdbinit.d/pytstates.py", "/usr/lib/pytstates")
 
 
 def run(argv, **kw):
+    kw.setdefault("stdin", subprocess.DEVNULL)  # dpkg's prompts fail at once rather than wait
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600, **kw)
     return out.returncode, out.stdout.decode(errors="replace")
+
+
+def package_known():
+    """dpkg knows pytstates in any state: installed, half-configured (a failed dpkg -i), or its
+    conffiles only."""
+    out = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", "pytstates"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    return out.returncode == 0 and out.stdout.decode().strip() not in ("", "not-installed")
+
+
+def clear_leftovers(aside):
+    """Purges a pytstates package an earlier run left (even one whose dpkg -i failed), then moves
+    the package's paths that no package owns (a `cmake --install` to /usr) into `aside`: an
+    unowned /etc/gdb/gdbinit.d/pytstates.py makes dpkg -i ask what to do with the conffile, and
+    fail. Returns what was moved, to be put back."""
+    if package_known():
+        status, out = run(["dpkg", "--purge", "pytstates"])
+        expect(status == 0, "dpkg --purge of an earlier run's pytstates failed:\n" + out[-2000:])
+        print("purged the pytstates package an earlier run left")
+    moved = []
+    for path in INSTALLED_PATHS + ("/etc/gdb/gdbinit.d/pytstates.py.dpkg-new", "/etc/gdb/gdbinit.d/pytstates.py.dpkg-old"):
+        if os.path.lexists(path):
+            kept = os.path.join(aside, path.strip("/").replace("/", "%"))
+            shutil.move(path, kept)
+            moved.append((kept, path))
+            print("moved aside %s, owned by no package (put back at the end)" % path)
+    return moved
 
 
 def normalized(report):
@@ -65,8 +96,10 @@ def main():
            "the build directory installs elsewhere than /usr: configure it with -DCMAKE_INSTALL_PREFIX=/usr (scripts/package does)")
     out_dir = tempfile.mkdtemp(prefix="pytstates-deb-")
     workdir = tempfile.mkdtemp(prefix="pytstates-deb-run-")
-    installed = False
+    aside = tempfile.mkdtemp(prefix="pytstates-deb-aside-")
+    moved = []
     try:
+        moved = clear_leftovers(aside)
         status, out = run(["cpack", "-G", "DEB", "-B", out_dir], cwd=args.build)
         expect(status == 0, "cpack failed:\n" + out[-3000:])
         debs = [f for f in os.listdir(out_dir) if f.endswith(".deb")]
@@ -99,7 +132,6 @@ def main():
 
         status, out = run(["dpkg", "-i", deb])
         expect(status == 0, "dpkg -i failed:\n" + out[-2000:])
-        installed = True
         status, version = run(["/usr/bin/pytstates", "--version"])
         expect(status == 0 and re.match(r"^pytstates \d+\.\d+\.\d+", version), "pytstates --version: %r" % version)
         _, gdb_help = run(["gdb", "-q", "-batch", "-ex", "help py-tstates"])
@@ -132,12 +164,19 @@ def main():
                "lldb's py-tstates-check (plugin loaded by ~/.lldbinit) says what the CLI says")
         print("gdb and lldb from the installed package print the CLI's report (%d findings)" % len(cli["findings"]))
     finally:
-        if installed:
-            status, out = run(["dpkg", "--purge", "pytstates"])
-            left = [f for f in ("/usr/bin/pytstates", "/etc/gdb/gdbinit.d/pytstates.py", "/usr/lib/pytstates") if os.path.exists(f)]
-            expect(status == 0 and not left, "dpkg --purge removes everything: left %s" % left)
-        shutil.rmtree(out_dir, ignore_errors=True)
-        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            # Also after a failed dpkg -i: the next run must not meet this one's half-installed package.
+            if package_known():
+                status, out = run(["dpkg", "--purge", "pytstates"])
+                left = [f for f in INSTALLED_PATHS if os.path.lexists(f)]
+                expect(status == 0 and not left, "dpkg --purge removes everything: left %s" % left)
+        finally:
+            for kept, path in moved:
+                if not os.path.lexists(path):
+                    shutil.move(kept, path)
+            shutil.rmtree(aside, ignore_errors=True)
+            shutil.rmtree(out_dir, ignore_errors=True)
+            shutil.rmtree(workdir, ignore_errors=True)
     print("PASS package")
 
 

@@ -179,6 +179,8 @@ def namespace(args):
                    "every file read through /proc/PID/map_files or /proc/PID/root", report)
             tstates = {ts["address"]: ts for rt in report["runtimes"] for i in rt["interpreters"] for ts in i["tstates"]}
             expect(sorted(tstates) == sorted(th["tstate"] for th in facts["threads"]), "every thread state the scenario has", report)
+            # native_thread_id is the namespace's id: no state made by a running thread is "made before a fork".
+            expect(not any(ts.get("made_before_fork") for ts in tstates.values()), "no thread state made before a fork", report)
             expect(report["runtimes"][0]["layout"] == "dwarf", "python3.14-dbg's DWARF found under /proc/PID/root", report)
             _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(pid)])
             print(text[:1500])
@@ -203,6 +205,8 @@ def namespace(args):
             t["lwp"] = t.pop("namespace_lwp")
         for ts in (ts for rt in report["runtimes"] for i in rt["interpreters"] for ts in i["tstates"]):
             ts["lwp"] = ns.get(ts["lwp"], ts["lwp"])
+            if ts.get("made_by_lwp"):
+                ts["made_by_lwp"] = ns.get(ts["made_by_lwp"], ts["made_by_lwp"])
         for r in (report, from_core):
             r["target"].pop("crash", None)
             r["target"].pop("kind", None)
