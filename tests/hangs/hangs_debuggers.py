@@ -45,7 +45,7 @@ def between(text, tag):
 
 def lldb(args, target_args, commands, batch=True, timeout=180):
     # lldb -b stops at a launched process's crash; without it, the commands run on and `quit` ends it.
-    argv = ["lldb-14"] + (["-b"] if batch else []) + ["-o", "plugin load " + args.plugin]
+    argv = [scenario.LLDB] + (["-b"] if batch else []) + ["-o", "plugin load " + args.plugin]
     for c in commands:
         argv += ["-o", c]
     out = subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
