@@ -229,6 +229,9 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
         out << "\n" << wrap(shown(f.message), 96, "      ");
         for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
+        // A hang's evidence is spread over threads: say where each fact was read.
+        if (f.code == "deadlock" || f.code == "gil-held-while-blocked")
+            for (const auto& s : f.sources) out << wrap("from " + shown(s), 96, "      ");
     }
     out << "\n";
 }

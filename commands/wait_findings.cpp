@@ -26,6 +26,51 @@ std::string where(const NativeFrame& at, const std::optional<PyFrame>& py) {
     return out;
 }
 
+std::string layoutFrom(const std::string& source) {
+    if (source == "dwarf") return "DWARF";
+    if (source == "debug_offsets") return "_Py_DebugOffsets";
+    return "the built-in layout table";
+}
+
+// Where the GIL's holder was read: per interpreter, the lock's locked flag and last_holder.
+struct GilFact {
+    int64_t interp = 0;
+    uint64_t tstate = 0;
+    std::string layout;
+};
+
+// The evidence of one thread's wait: its stack, and the field that names whom it waits for.
+void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std::map<int, GilFact>& gil, std::vector<std::string>& out) {
+    std::string stack = "native stack of LWP " + std::to_string(lwp);
+    if (b.frame && !b.function.empty()) stack += " (frame #" + std::to_string(*b.frame) + " " + b.function + ")";
+    out.push_back(stack);
+    std::string obj = b.object ? " at " + hexAddress(b.object) : "";
+    std::string layout = b.layoutSource.empty() ? "" : " (layout from " + b.layoutSource + ")";
+    switch (b.kind) {
+        case WaitKind::Gil:
+            if (b.heldBy)
+                if (auto it = gil.find(*b.heldBy); it != gil.end())
+                    out.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
+                                  hexAddress(it->second.tstate) + ", run by LWP " + std::to_string(*b.heldBy) + "; layout from " +
+                                  layoutFrom(it->second.layout) + ")");
+            break;
+        case WaitKind::Mutex:
+            if (b.object) out.push_back("pthread_mutex_t.__data.__owner" + obj + layout);
+            break;
+        case WaitKind::Rwlock:
+            if (b.object) out.push_back("pthread_rwlock_t.__data.__cur_writer" + obj + layout);
+            break;
+        case WaitKind::Join:
+            if (b.object && b.heldBy) out.push_back("struct pthread" + obj + " of LWP " + std::to_string(*b.heldBy) + " (the joined thread)");
+            break;
+        case WaitKind::PythonLock:
+            if (b.object && b.heldBy) out.push_back("RLock.rlock_owner" + obj + layout);
+            break;
+        default: break;
+    }
+    (void)report;
+}
+
 }  // namespace
 
 std::string waitWords(WaitKind kind, uint64_t object, const std::string& call) {
@@ -55,10 +100,14 @@ void addWaitFindings(Report& report) {
         return *it->second->blockedOn->heldBy;
     };
     std::set<int> gilHolders;
+    std::map<int, GilFact> gilFacts;
     for (const auto& rt : report.runtimes)
         for (const auto& interp : rt.interpreters)
             if (interp.gilKnown && interp.gilHolder)
-                if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders.insert(*lwp);
+                if (auto lwp = report.lwpFor(interp.gilHolder)) {
+                    gilHolders.insert(*lwp);
+                    gilFacts[*lwp] = GilFact{interp.id, interp.gilHolder, rt.layout.source};
+                }
 
     // Each thread waits for at most one other: a cycle is found by walking from every thread.
     std::set<int> inCycle, walked;
@@ -89,6 +138,7 @@ void addWaitFindings(Report& report) {
             const BlockedOn& b = *rows[lwp]->blockedOn;
             CycleStep step{lwp, b.kind, b.object, b.heldBy, b.at, b.pythonAt};
             f.cycle.push_back(step);
+            addWaitSources(report, lwp, b, gilFacts, f.sources);
             chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(lwp) + " " + waitWords(b.kind, b.object, b.call) +
                      " held by LWP " + std::to_string(*b.heldBy);
         }
@@ -123,6 +173,13 @@ void addWaitFindings(Report& report) {
         f.lwp = holder;
         f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
         f.waiters = waiters;
+        addWaitSources(report, holder, b, gilFacts, f.sources);
+        if (auto it = gilFacts.find(holder); it != gilFacts.end())
+            f.sources.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
+                                hexAddress(it->second.tstate) + ", run by LWP " + std::to_string(holder) + "; layout from " +
+                                layoutFrom(it->second.layout) + ")");
+        for (int w : waiters) f.sources.push_back("native stack of LWP " + std::to_string(w) + " (frame #" +
+                                                  std::to_string(rows[w]->blockedOn->frame.value_or(0)) + " " + rows[w]->blockedOn->function + ")");
         std::string list;
         for (size_t i = 0; i < waiters.size(); ++i) list += (i ? ", " : "") + std::to_string(waiters[i]);
         std::string at = where(b.at, b.pythonAt);

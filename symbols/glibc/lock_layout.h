@@ -2,8 +2,9 @@
 // Where glibc keeps a lock's owner: pthread_mutex_t's __data.__owner (the owner's TID, kept by
 // every mutex kind: normal, recursive, error-checking, robust, PI) and pthread_rwlock_t's
 // __data.__cur_writer (the writer's TID; readers are not recorded). From libc's DWARF (libc6-dbg)
-// when at hand, else from the layout glibc has kept since 2.25 on x86_64 and aarch64 (the same
-// in 2.36 and 2.41: checked against both releases' DWARF).
+// when at hand, else from the layout glibc has kept since 2.25 on x86_64 and aarch64 (the
+// defaults below; on x86_64 equal to the DWARF of Debian 12's 2.36 and Debian 13's 2.41-12+deb13u5,
+// held by tests/unit/glibc_layout_check).
 #pragma once
 
 #include <cstdint>

@@ -82,6 +82,22 @@ def check_deadlock(report, text, expected):
         expect(b["kind"] == kind and b["held_by"] == held, "LWP %d blocked_on %s" % (lwp, b))
         if obj is not None:
             expect(hex_int(b["object"]) == obj, "LWP %d object %s, expected %#x" % (lwp, b["object"], obj))
+    # Where each fact was read: every thread's stack, the owner's field at the lock's address.
+    sources = dl[0]["sources"]
+    for lwp, kind, obj, held in expected:
+        expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in sources), "no stack source for LWP %d: %s" % (lwp, sources))
+        field = {"mutex": "pthread_mutex_t.__data.__owner", "rwlock": "pthread_rwlock_t.__data.__cur_writer",
+                 "python-lock": "RLock.rlock_owner"}.get(kind)
+        if field and obj is not None:
+            expect(any(s.startswith("%s at %#x (layout from " % (field, obj)) for s in sources), "no %s source at %#x: %s" % (field, obj, sources))
+        if kind == "join":
+            expect(any(s.startswith("struct pthread ") and s.endswith("of LWP %d (the joined thread)" % held) for s in sources),
+                   "no join source: %s" % sources)
+        if kind == "gil":
+            expect(any(s.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % held) in s for s in sources),
+                   "no GIL holder source for LWP %d: %s" % (held, sources))
+    for s in sources:
+        expect("from " + s.split(" (")[0] in text, "the text does not show the source %r" % s)
     expect("HANG  deadlock: %d threads wait for each other" % len(expected) in text, "no HANG section:\n" + text[:3000])
     expect(text.index("HANG") < text.index("FINDINGS"), "HANG is not at the top")
     for lwp, *_ in expected:
@@ -101,6 +117,12 @@ def check_blocked_holder(report, text, holder, waiters, calls):
     for w in waiters:
         wb = threads_by_lwp(report)[w]["blocked_on"]
         expect(wb["kind"] == "gil" and wb["held_by"] == holder, "waiter %d blocked_on %s" % (w, wb))
+    sources = f["sources"]
+    for lwp in [holder] + list(f["waiters"]):
+        expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in sources), "no stack source for LWP %d: %s" % (lwp, sources))
+    expect(any(s.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % holder) in s for s in sources),
+           "no GIL holder source: %s" % sources)
+    expect("from native stack of LWP %d" % holder in text, "the text does not show the sources")
     expect("HANG  the GIL's holder is blocked" in text, "no HANG section:\n" + text[:3000])
 
 

@@ -48,6 +48,8 @@ def argv(scenarios, case, crash=False):
         return [os.path.join(scenarios, "scenario_seed_host"), case.split("-")[1], "crash" if crash else "pause"]
     if case == "first-repro":
         return [os.path.join(scenarios, "scenario_first_repro_host"), "crash" if crash else "pause"]
+    if case == "abort-repro":  # aborts on its own: no pause mode
+        return [os.path.join(scenarios, "scenario_first_repro_abort_host"), "abort"]
     if case == "shared-gil":
         return [os.path.join(scenarios, "scenario_shared_host"), "gil"]
     if case == "dlmopen":  # the suite's libpython, loaded twice
@@ -343,6 +345,36 @@ def check_first_repro(facts, check, kind):
         expect(r["target"]["crash"] is None, "no crash section while the process runs", r)
 
 
+def check_abort_repro(facts, check, kind):
+    """The first reproduction with pybind11's checks on: the worker's cached, freed T0 is no longer
+    current when its gil_scoped_acquire ends, pybind11_fail throws out of the destructor and the
+    process aborts. The abort is tied to the stale-tstate finding on that thread, in one line."""
+    status, r = check(["--json"])
+    t0, lwp = facts["t0"], facts["worker_lwp"]
+    expect(facts["current"] == facts["task"] and t0 not in all_tstates(r), "the task's state is current, T0 in no list", r)
+    stale = findings(r, "stale-tstate", "error")
+    expect(len(stale) == 1 and stale[0]["lwp"] == lwp and stale[0]["tstate"] == t0, "one stale-tstate on the worker: T0", r)
+    crash = r["target"]["crash"]
+    expect(crash and crash["lwp"] == lwp and crash["signal"] == 6 and crash.get("sender_pid") == facts["pid"],
+           "SIGABRT on the worker, sent by the process itself", r)
+    names = [f["function"] for f in crash["frames"]]
+    expect("pybind11::pybind11_fail" in names and "__cxa_throw" in names, "pybind11_fail -> __cxa_throw on the stack", r)
+    abort = crash.get("abort") or {}
+    expect(abort.get("kind") == "uncaught-exception" and abort.get("type") == "std::runtime_error"
+           and abort.get("message") == "scoped_acquire::dec_ref(): thread state must be current!",
+           "the uncaught exception: std::runtime_error with pybind11's message", r)
+    explained = [r["findings"][i] for i in crash["explained_by"]]
+    expect(any(f["code"] == "stale-tstate" and f["tstate"] == t0 for f in explained), "the abort is tied to the stale-tstate on T0", r)
+    status, text = check([])
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("CRASH  ")]
+    expect(starts, "a CRASH section:\n" + text[:2000])
+    section = lines[starts[0]:starts[0] + 12]
+    tied = [line for line in section if "the abort is likely the" in line and "stale-tstate" in line]
+    expect(len(tied) >= 1, "one line of the CRASH section ties the abort to stale-tstate:\n" + "\n".join(section))
+    print("CRASH section:\n" + "\n".join(section))
+
+
 def check_fatal(facts, check, kind):
     """CPython's own fatal error (PyGILState_Release of a state that is not current): the crash
     section names the thread, SIGABRT sent by the process itself, and the message from the
@@ -378,6 +410,8 @@ def check_case(case, facts, check, kind):
         return check_first_repro(facts, check, kind)
     if case == "fatal":
         return check_fatal(facts, check, kind)
+    if case == "abort-repro":
+        return check_abort_repro(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "shared-gil": check_shared_gil,

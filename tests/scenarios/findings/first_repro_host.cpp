@@ -11,6 +11,12 @@
 //   first_repro_host crash   prints "FACTS {json}" and "READY" while the worker holds the GIL with
 //                            T0, then goes on and crashes
 //   first_repro_host pause   the same, then pauses there (pause.h), the GIL held with T0
+//   first_repro_host abort   built with PYBIND11_DETAILED_ERROR_MESSAGES (scenario_first_repro_abort_host):
+//                            the worker then runs a task on a thread state of its own, swapped in
+//                            under the acquire (PyThreadState_Swap), and the acquire's end finds the
+//                            current state is not its cached, freed T0: pybind11_fail -> __cxa_throw
+//                            out of a noexcept destructor -> std::terminate -> abort(). FACTS adds
+//                            "task" (the swapped-in state).
 #include <pybind11/embed.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -37,6 +43,7 @@ std::string hex(const void* p) {
 
 int main(int argc, char** argv) {
     bool pause = argc > 1 && std::string(argv[1]) == "pause";
+    bool abortMode = argc > 1 && std::string(argv[1]) == "abort";
     Py_Initialize();
     long mainLwp = syscall(SYS_gettid);
     PyThreadState* mainTstate = PyEval_SaveThread();
@@ -45,13 +52,18 @@ int main(int argc, char** argv) {
         auto& internals = py::detail::get_internals();
         auto* cached = static_cast<PyThreadState*>(PYBIND11_TLS_GET_VALUE(internals.tstate));
         py::exec("answer = sum(range(10))");
+        PyThreadState* task = nullptr;
+        if (abortMode) {  // the GIL is held: a state of the main interpreter swapped in for a task
+            task = PyThreadState_New(mainTstate->interp);
+            PyThreadState_Swap(task);
+        }
         std::printf("FACTS {\"pid\": %d, \"main_lwp\": %ld, \"main_tstate\": \"%s\", \"worker_lwp\": %ld, "
                     "\"worker_pthread\": \"%s\", \"t0\": \"%s\", \"current\": \"%s\", \"autotss\": \"%s\", "
-                    "\"host_key\": %u, \"host_id\": \"%s\"}\n",
+                    "\"host_key\": %u, \"host_id\": \"%s\", \"task\": \"%s\"}\n",
                     getpid(), mainLwp, hex(mainTstate).c_str(), static_cast<long>(syscall(SYS_gettid)),
                     hex(reinterpret_cast<void*>(pthread_self())).c_str(), hex(cached).c_str(),
                     hex(_PyThreadState_UncheckedGet()).c_str(), hex(PyGILState_GetThisThreadState()).c_str(),
-                    internalsTstateKey(), PYBIND11_INTERNALS_ID);
+                    internalsTstateKey(), PYBIND11_INTERNALS_ID, hex(task).c_str());
         std::printf("READY\n");
         std::fflush(stdout);
         if (pause) pause_until_quit();
