@@ -238,7 +238,7 @@ private:
         bool live = process.IsValid() && process.GetNumThreads() > 0 && plugin.find("core") == std::string::npos &&
                     process.GetState() != lldb::eStateExited;
         if (what == "on") {
-            if (!live) return fail(result, "no running process: recording needs the program running under lldb (breakpoint set -n main, run)");
+            if (!live) return fail(result, "no running process: recording needs the program running under lldb (breakpoint set -n main -K false, run)");
             HistoryLog::Limits limits;
             int frames = 4;
             std::string error;

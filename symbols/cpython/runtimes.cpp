@@ -102,7 +102,10 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
     bool freeThreaded = header && header->freeThreaded;
     CPythonLayout layout;
     int micro = header ? static_cast<int>((header->version >> 8) & 0xff) : -1;
-    bool known = tableLayout(minor, freeThreaded, target.arch().machine, &layout, micro);
+    // A debug build (Py_DEBUG, as Debian's python3.Xd; Py_REF_DEBUG's _Py_NegativeRefcount says so)
+    // lays out some structs unlike the release build the tables were measured on: it gets none.
+    bool debugBuild = findModuleSymbol(module, "_Py_NegativeRefcount").has_value();
+    bool known = !debugBuild && tableLayout(minor, freeThreaded, target.arch().machine, &layout, micro);
     if (!known) {
         // No table fits this build: every field comes from the sources below or stays unknown,
         // but PyDictKeysObject's (unchanged from 3.11 to 3.15, free-threaded or not).
@@ -129,7 +132,8 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
         }
     for (const auto& d : layout.disagreements) notes->push_back("layout: " + d);
     if (!known && !dwarf && layout.source != "debug_offsets") {
-        std::string build = "CPython 3." + std::to_string(minor) + (freeThreaded ? " (free-threaded)" : "");
+        std::string build = "CPython 3." + std::to_string(minor) + (freeThreaded ? " (free-threaded)" : "") +
+                            (debugBuild ? " (a debug build)" : "");
         *refused = build + " has no built-in table" + (offsetsWhy.empty() ? "" : ", its _Py_DebugOffsets cannot be used (" + offsetsWhy + ")") +
                    (useDwarf ? " and no DWARF was found" : " and DWARF is not used (--no-dwarf)");
         layout.source.clear();

@@ -151,8 +151,8 @@ def debugger(args, which, exe, core):
         argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script, "-ex", "echo " + BEGIN + "\\n",
                 "-ex", "py-tstates-check --json", "-ex", "echo " + END + "\\n", exe, core]
     else:
-        # lldb-14's Python is broken on Debian 12: no script markers; the JSON follows the command's echo.
-        argv = ["lldb-14", "-b", exe, "-c", core, "-o", "plugin load " + args.lldb_plugin, "-o", "py-tstates-check --json"]
+        # Debian 12's lldb-14 has a broken Python: no script markers; the JSON follows the command's echo.
+        argv = [scenario.LLDB, "-b", exe, "-c", core, "-o", "plugin load " + args.lldb_plugin, "-o", "py-tstates-check --json"]
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180).stdout.decode(errors="replace")
     start = out.find("{", out.find(BEGIN) + 1 if which == "gdb" else out.find("(lldb) py-tstates-check --json"))
     depth, end = 0, start

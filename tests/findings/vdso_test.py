@@ -14,7 +14,7 @@ import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "findings", "vdso_loop.py")
-PYTHON = "/usr/bin/python3.11"
+PYTHON = scenario.PYTHON  # the suite's own Python (3.11 on Debian 12, 3.13 on 13)
 TRIES = 60  # the loop is in the vDSO about a third of the time: 60 misses in a row do not happen
 
 

@@ -43,9 +43,17 @@ def between(text, tag):
     return m.group(1)
 
 
+def as_json(text):
+    # gdb 16 may print its own warnings first ("Section `.reg-xstate/N' in core file too small"
+    # on a gcore core): the report is the object from the line that opens it.
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("{")), 0)
+    return json.loads("\n".join(lines[start:]))
+
+
 def lldb(args, target_args, commands, batch=True, timeout=180):
     # lldb -b stops at a launched process's crash; without it, the commands run on and `quit` ends it.
-    argv = ["lldb-14"] + (["-b"] if batch else []) + ["-o", "plugin load " + args.plugin]
+    argv = [scenario.LLDB] + (["-b"] if batch else []) + ["-o", "plugin load " + args.plugin]
     for c in commands:
         argv += ["-o", c]
     out = subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
@@ -97,7 +105,7 @@ def hang_core(args, debugger):
         _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
         if debugger == "gdb":
             out = gdb(args, [exe, core], marked("json", "py-tstates-check --json") + marked("text", "py-tstates-check"))
-            ours, text = json.loads(between(out, "json")), between(out, "text")
+            ours, text = as_json(between(out, "json")), between(out, "text")
         else:
             out = lldb(args, [exe, "-c", core], ["py-tstates-check --json", "py-tstates-check"])
             ours = json_after(out, "(lldb) py-tstates-check --json")
@@ -119,7 +127,7 @@ def live_signal(args, debugger):
         if debugger == "gdb":
             out = gdb(args, ["--args", exe] + argv, ["run"] + marked("json", "py-tstates-check --json") +
                       marked("text", "py-tstates-check") + ["kill"])
-            ours, text = json.loads(between(out, "json")), between(out, "text")
+            ours, text = as_json(between(out, "json")), between(out, "text")
         else:
             out = lldb(args, ["--", exe] + argv, ["process launch", "py-tstates-check --json", "py-tstates-check", "process kill", "quit"],
                        batch=False)

@@ -21,8 +21,8 @@ def expect(cond, what):
 
 
 def python_for(version):
-    if version in (None, "3.11"):
-        return "/usr/bin/python3"
+    if version in (None, scenario.PYTHON_VERSION):  # the suite's own Python
+        return scenario.PYTHON
     if version.endswith("t"):  # free-threaded, built by scripts/python-freethreaded (its prefix on stdout)
         here = os.path.dirname(os.path.abspath(__file__))
         out = subprocess.run([os.path.join(here, "..", "..", "scripts", "python-freethreaded"), version[:-1]],

@@ -110,8 +110,11 @@ def gdb_argv(args, program, after_stop, environment=()):
 def lldb_argv(args, program, after_stop):
     # Not -b: in batch mode lldb-14 drops the commands after one that stops on a signal, and runs
     # its -k commands only for some crashes; without it every -o runs in turn, then `quit`.
+    # -K false: main's first instruction. lldb-19 takes a C++ main whose cold part GCC 14 put
+    # before it (DWARF ranges) to start there, skips a "prologue" into the middle of an
+    # instruction, and the program stops with SIGILL there.
     argv = [scenario.LLDB]
-    for c in ["plugin load " + args.plugin, "breakpoint set -n main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
+    for c in ["plugin load " + args.plugin, "breakpoint set -n main -K false", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
         argv += ["-o", c]
     return argv + ["--"] + program
 
