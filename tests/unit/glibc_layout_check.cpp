@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Holds the glibc lock layout table (symbols/glibc/lock_layout.h) and the wait-function names
 // (symbols/native/wait_functions.cpp) against a real libc's DWARF and symbol table: the table is
 // what the tool reads without libc6-dbg, so it must agree with every glibc release it claims.

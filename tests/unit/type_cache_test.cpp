@@ -32,8 +32,9 @@ namespace {
 class TypeCacheTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        char pattern[] = "/tmp/pytstates-cache-test-XXXXXX";
-        ASSERT_TRUE(mkdtemp(pattern));
+        // GoogleTest's temporary directory honours TEST_TMPDIR and TMPDIR.
+        std::string pattern = ::testing::TempDir() + "pytstates-cache-test-XXXXXX";
+        ASSERT_TRUE(mkdtemp(pattern.data()));
         dir_ = pattern;
         setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
         unsetenv("PYTSTATES_NO_CACHE");
