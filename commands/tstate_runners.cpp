@@ -101,6 +101,8 @@ std::optional<Claim> structuralClaim(const Target& target, const CPythonLayout& 
 
 std::string runnerEvidenceWords(const std::string& evidence) {
     if (evidence == "current") return "CPython's current thread state of that thread";
+    if (evidence == "current_python")
+        return "gilstate.tstate_current, on the one thread that runs Python and no other thread state (no frame of any thread names it)";
     if (evidence == "current_maker") return "gilstate.tstate_current, on the thread that made it (no frame of any thread names it)";
     if (evidence == "cframe") return "its cframe is on that thread's stack";
     if (evidence == "entry_frame") return "its interpreter frames are on that thread's stack";
@@ -218,9 +220,22 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         auto it = best.find(rt.tstateCurrent);
         std::optional<int> runner;
         if (it != best.end()) runner = it->second.lwp;
-        else if (auto maker = report.places[rt.tstateCurrent].madeBy) {
-            runner = maker;
-            best[rt.tstateCurrent] = {*maker, "current_maker", 0, 5};
+        else {
+            // No frame names it (the eval loop may hold it in no register at this instant). The GIL's
+            // holder runs Python: one thread that runs Python and no other state is it. Only then the
+            // maker, which a fork or a hand-over may have left behind.
+            std::set<int> running;
+            for (const auto& [state, c] : best) running.insert(c.lwp);
+            std::vector<int> candidates;
+            for (const auto& r : ranges)
+                if (r.python && !running.count(r.lwp)) candidates.push_back(r.lwp);
+            if (candidates.size() == 1) {
+                runner = candidates.front();
+                best[rt.tstateCurrent] = {*runner, "current_python", 0, 5};
+            } else if (auto maker = report.places[rt.tstateCurrent].madeBy) {
+                runner = maker;
+                best[rt.tstateCurrent] = {*maker, "current_maker", 0, 5};
+            }
         }
         for (auto& row : report.threads) {
             if (row.currentSource != "gilstate.tstate_current") continue;
