@@ -145,8 +145,8 @@ void addWaitFindings(Report& report) {
         const CycleStep* holder = nullptr;
         for (const auto& s : f.cycle)
             if (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil) holder = &s;
-        f.message = (cycle.size() == 1 ? std::string("1 thread waits for itself for ever: ")
-                                        : std::to_string(cycle.size()) + " threads wait for each other for ever: ") + chain + ". ";
+        f.message = (cycle.size() == 1 ? std::string("1 thread waits for itself: ")
+                                        : std::to_string(cycle.size()) + " threads wait for each other in a cycle: ") + chain + ". ";
         if (holder) {
             const ThreadRow* row = rows[holder->lwp];
             f.message += "LWP " + std::to_string(holder->lwp) + " holds the GIL while it " +
