@@ -223,8 +223,29 @@ def seed_crash(args, debugger):
             status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--exe", exe, "--history", saved, "--json"])
             cli_stale = [f for f in cli["findings"] if f["code"] == "stale-tstate"]
             expect(cli_stale and cli_stale[0].get("history") == history, "the same history in the CLI's JSON", cli_stale)
+            # The core opened in gdb and in lldb, the saved file given to py-tstates-check: the same words.
+            for name, got in (("gdb", on_core_gdb(args, exe, core, ["py-tstates-check --history " + saved])),
+                              ("lldb", on_core_lldb(args, exe, core, ["py-tstates-check --history " + saved]))):
+                expect(history_words(got) == history_words(text), "%s on the core: the same history words:\n%s" % (name, got))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def on_core_gdb(args, exe, core, commands):
+    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script, "-ex", "set pagination off"]
+    for c in commands:
+        argv += ["-ex", c]
+    return subprocess.run(argv + [exe, core], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=TIMEOUT).stdout.decode(errors="replace")
+
+
+def on_core_lldb(args, exe, core, commands):
+    # -b: every command here reads the core, none stops a process; lldb stops at a command's error.
+    argv = [scenario.LLDB, "-b", "--core", core, exe, "-o", "plugin load " + args.plugin]
+    for c in commands:
+        argv += ["-o", c]
+    out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT)
+    return "\n".join(l for l in out.stdout.decode(errors="replace").splitlines() if not NOISE.match(l))
 
 
 # --- migrate, coroutine, sub-interpreters -------------------------------------------------------
@@ -432,6 +453,24 @@ def errors(args):
         for history, words in ((bad, "not a history saved by py-tstates-record"), (os.path.join(work, "none.json"), "cannot read")):
             status, _, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--history", history])
             expect(status == 2 and words in err and len(err.strip().splitlines()) == 1, "one line and status 2: " + err)
+        # --history is check's: tstates and internals give none of the findings a history is told in.
+        for command in ("tstates", "internals"):
+            status, _, err = scenario.run_pytstates(args.pytstates, [command, "--core", core, "--history", bad])
+            expect(status == 2 and "--history is check's: %s gives none of the findings" % command in err and
+                   len(err.strip().splitlines()) == 1, "%s --history: one line and status 2: %s" % (command, err))
+        # The same words in gdb and lldb on the core.
+        exe = os.path.join(args.scenarios, "scenario_seed_host")
+        none = os.path.join(work, "none.json")
+        out = on_core_gdb(args, exe, core, ["py-tstates-check --history " + none, "py-tstates --history " + bad,
+                                            "py-tstates-check --history " + bad])
+        expect("py-tstates-check: cannot read the history file " + none in out and
+               "py-tstates: --history is check's: tstates gives none" in out and
+               "not a history saved by py-tstates-record" in out and "Traceback" not in out, "gdb: one line each\n" + out)
+        out = ""
+        for command in ("py-tstates-check --history " + none, "pybind-internals --history " + bad):  # lldb -b stops at an error
+            out += on_core_lldb(args, exe, core, [command])
+        expect("cannot read the history file " + none in out and "--history is check's: internals gives none" in out,
+               "lldb: one line each\n" + out)
         # A history of another process: told, not joined.
         other = os.path.join(work, "other.json")
         with open(other, "w") as f:
