@@ -7,6 +7,7 @@
 #include <libelf.h>
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -198,7 +199,7 @@ ProbePlan planLifecycleProbes(const Target& target) {
         plan.modules.push_back(module.path + " (CPython " + rt.version + ")");
         std::set<uint64_t> creators;         // entries of the creation functions watched here
         std::set<std::string> creatorNames;  // and their names, for calls through the PLT
-        std::set<uint64_t> followed;         // tail-called code without a symbol, watched once
+        std::map<uint64_t, std::vector<size_t>> followed;  // tail-called code without a symbol: its probes
         for (const Spec& spec : kSpecs)
             if (spec.event == LifecycleEvent::Created && minor >= spec.minMinor && minor <= spec.maxMinor)
                 if (auto sym = functionSymbol(module, spec.function)) {
@@ -245,19 +246,26 @@ ProbePlan planLifecycleProbes(const Target& target) {
             for (int64_t target : exits.tailCalls) {
                 uint64_t callee = entry + static_cast<uint64_t>(target);
                 if (creators.count(callee) || creatorNames.count(pltTarget(*module.elf, arch, callee - module.bias))) continue;
-                if (followed.count(callee)) continue;
+                auto seen = followed.find(callee);
+                if (seen != followed.end()) {  // another caller of the same code: named in its probes
+                    for (size_t i : seen->second) {
+                        std::string& label = plan.probes[i].function;
+                        label.insert(label.size() - 1, std::string(", ") + spec.function);
+                    }
+                    continue;
+                }
                 auto returns = unnamedReturns(*module.elf, arch, callee - module.bias);
                 if (returns.empty()) {
                     plan.cannot.push_back(name + ": " + spec.function + " ends in a tail call to " + hexAddress(callee) +
                                           ", which is not watched: the thread states it returns from there are not recorded");
                     continue;
                 }
-                followed.insert(callee);
                 LifecycleProbe tail = probe;
                 tail.atReturn = true;
-                tail.function = std::string(spec.function) + " (its tail call to " + hexAddress(callee - module.bias) + ", no symbol)";
+                tail.function = "<no symbol at " + hexAddress(callee) + ", tail-called by " + spec.function + ">";
                 for (uint64_t at : returns) {
                     tail.address = at + module.bias;
+                    followed[callee].push_back(plan.probes.size());
                     plan.probes.push_back(tail);
                 }
             }

@@ -366,6 +366,9 @@ class Interpreter:
         facts, _, log, out = recorded_run(args, "gdb", [self.python, script], list(self.environment) + list(environment),
                                           self.init, self.stop_at)
         self.is_it(facts)
+        for line in out.splitlines():  # what `on` said, in the test's log
+            if line.startswith(("recording thread-state events", "not recorded: ")):
+                print(line)
         return facts, log, out
 
     def close(self):
@@ -394,9 +397,9 @@ def version(args, name):
 
 
 def stripped(args, name):
-    """Without symbols for CPython's internal functions: pyenv's libpython copied and stripped
-    (strip -s, no debug file), or Debian's static python3.14 without python3.14-dbg (only its
-    dynamic symbols). What has no symbol is said at `on` and kept in the saved file, and a
+    """Without symbols for CPython's internal functions: pyenv's or the free-threaded libpython
+    copied and stripped (strip -s, no debug file), or Debian's static python3.14 / python3.15
+    without python3.1X-dbg (only its dynamic symbols). What has no symbol is said at `on` and kept in the saved file, and a
     thread's end is seen as the clear before it."""
     environment, work = [], None
     if name in ("3.14", "3.15"):
