@@ -111,14 +111,20 @@ def gdb_argv(args, program, after_stop, environment=(), init=(), stop_at="main")
     return argv + ["--args"] + program
 
 
-def lldb_argv(args, program, after_stop):
+def lldb_argv(args, program, after_stop, environment=(), init=(), stop_at="main"):
+    """environment: the inferior's, launched without a shell (a LD_LIBRARY_PATH of another glibc
+    would break it); init: -O commands (before lldb loads the program)."""
     # Not -b: in batch mode lldb-14 drops the commands after one that stops on a signal, and runs
     # its -k commands only for some crashes; without it every -o runs in turn, then `quit`.
     # -K false: main's first instruction. lldb-19 takes a C++ main whose cold part GCC 14 put
     # before it (DWARF ranges) to start there, skips a "prologue" into the middle of an
     # instruction, and the program stops with SIGILL there.
     argv = [scenario.LLDB]
-    for c in ["plugin load " + args.plugin, "breakpoint set -n main -K false", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
+    for c in init:
+        argv += ["-O", c]
+    launch = ["settings set target.env-vars " + " ".join(environment), "process launch -X false"] if environment else ["run"]
+    for c in (["plugin load " + args.plugin, "breakpoint set -n %s -K false" % stop_at] + launch + ["py-tstates-record on", "continue"] +
+              after_stop + ["kill", "quit"]):
         argv += ["-o", c]
     return argv + ["--"] + program
 
@@ -254,7 +260,8 @@ def recorded_run(args, debugger, program, environment=(), init=(), stop_at="main
     work = tempfile.mkdtemp(prefix="pytstates-history-")
     saved = os.path.join(work, "history.json")
     after = marked(debugger, "py-tstates-check --json", "py-tstates-check --json") + ["py-tstates-record save " + saved]
-    argv = gdb_argv(args, program, after, environment, init, stop_at) if debugger == "gdb" else lldb_argv(args, program, after)
+    argv = (gdb_argv(args, program, after, environment, init, stop_at) if debugger == "gdb" else
+            lldb_argv(args, program, after, environment, init, stop_at))
     try:
         facts, out = session(argv, interrupt_at_ready=True)
         expect(debugger == "lldb" or "Traceback" not in out, "no Python traceback in gdb:\n" + out[-3000:])
@@ -317,10 +324,11 @@ LIFECYCLE = ("tests", "scenarios", "history", "lifecycle.py")
 
 
 class Interpreter:
-    """One CPython under test, as gdb starts it: pyenv's 3.8.18 ... 3.13.0 (shared libpython with
+    """One CPython under test, as gdb or lldb starts it: pyenv's 3.8.18 ... 3.13.0 (shared libpython with
     DWARF), Debian unstable's 3.14 / 3.15 (static executable; with_debug_files: its DWARF from
     python3.1X-dbg, else the stripped executable alone, as Debian installs it) and the free-threaded
-    3.13t (scripts/python-freethreaded). argv, environment, init (gdb -iex), stop_at, module (the
+    3.13t (scripts/python-freethreaded). argv, environment, init (gdb -iex; lldb's -O in
+    sid.lldb_init), stop_at, module (the
     file CPython is in) and what the program must say of itself (series, free-threaded)."""
 
     def __init__(self, args, name, with_debug_files=True):
@@ -361,10 +369,11 @@ class Interpreter:
         expect(facts.get("free_threaded", False) == self.free_threaded,
                "%s: free-threaded (the GIL disabled) is %s" % (self.name, self.free_threaded), facts)
 
-    def record(self, args, environment=()):
+    def record(self, args, environment=(), debugger="gdb"):
         script = os.path.join(args.source_dir, *LIFECYCLE)
-        facts, _, log, out = recorded_run(args, "gdb", [self.python, script], list(self.environment) + list(environment),
-                                          self.init, self.stop_at)
+        environment = list(self.environment) + list(environment)
+        init = self.init if debugger == "gdb" else (self.sid.lldb_init if self.sid else [])
+        facts, _, log, out = recorded_run(args, debugger, [self.python, script], environment, init, self.stop_at)
         self.is_it(facts)
         for line in out.splitlines():  # what `on` said, in the test's log
             if line.startswith(("recording thread-state events", "not recorded: ")):
@@ -376,10 +385,10 @@ class Interpreter:
             self.sid.close()
 
 
-def version(args, name):
+def version(args, name, debugger="gdb"):
     target = Interpreter(args, name)
     try:
-        facts, log, out = target.record(args)
+        facts, log, out = target.record(args, debugger=debugger)
     finally:
         target.close()
     for t in facts["threads"]:
@@ -392,11 +401,11 @@ def version(args, name):
             expect(gone, "%s: the ended thread's state deleted by itself" % name, lives)
     expect(not log["cannot"], "%s: every lifecycle function has a symbol" % name, log["cannot"])
     expect(any(os.path.basename(target.module) in w for w in log["watched"]), "%s: %s is watched" % (name, target.module), log["watched"])
-    print("%s: %d events from %d breakpoint hits, %d thread states" % (name, len(log["events"]), log["hits"],
+    print("%s (%s): %d events from %d breakpoint hits, %d thread states" % (name, debugger, len(log["events"]), log["hits"],
                                                                       len({e["tstate"] for e in log["events"]})))
 
 
-def stripped(args, name):
+def stripped(args, name, debugger="gdb"):
     """Without symbols for CPython's internal functions: pyenv's or the free-threaded libpython
     copied and stripped (strip -s, no debug file), or Debian's static python3.14 / python3.15
     without python3.1X-dbg (only its dynamic symbols). What has no symbol is said at `on` and kept in the saved file, and a
@@ -413,7 +422,7 @@ def stripped(args, name):
         subprocess.run(["strip", "-s", lib], check=True)
         environment = ["LD_LIBRARY_PATH=" + work]
     try:
-        facts, log, out = target.record(args, environment)
+        facts, log, out = target.record(args, environment, debugger)
     finally:
         target.close()
         if work:
@@ -431,7 +440,7 @@ def stripped(args, name):
     lives = [e for e in log["events"] if e["tstate"] == ended["tstate"]]
     expect([e["event"] for e in lives if e["lwp"] == ended["lwp"] and e["event"] in ("cleared", "deleted")][-1:] == ["cleared"],
            "the ended thread's state: its clear seen, its deletion not", lives)
-    print("%s stripped: not recorded:\n  %s" % (name, "\n  ".join(log["cannot"])))
+    print("%s stripped (%s): not recorded:\n  %s" % (name, debugger, "\n  ".join(log["cannot"])))
 
 
 # --- bad input ----------------------------------------------------------------------------------
@@ -509,6 +518,10 @@ def main():
         stripped(args, args.case[len("stripped-"):])
     elif args.case.startswith("version-"):
         version(args, args.case[len("version-"):])
+    elif args.case.startswith("lldb.stripped-"):
+        stripped(args, args.case[len("lldb.stripped-"):], "lldb")
+    elif args.case.startswith("lldb.version-"):
+        version(args, args.case[len("lldb.version-"):], "lldb")
     else:
         cases[args.case]()
     print("PASS history " + args.case)

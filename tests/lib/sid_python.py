@@ -52,7 +52,8 @@ def set_interpreter(path, interpreter):
 
 class SidPython:
     """A startable copy of the root's python<series>: the executable, the inferior's environment,
-    and the gdb settings it needs (gdb_init: -iex commands, run before gdb loads the program). with_debug_files: gdb's debug-file-directory (and so pytstates') is the
+    and the debugger settings it needs (gdb_init: gdb's -iex commands, lldb_init: lldb's -O ones,
+    run before the debugger loads the program). with_debug_files: gdb's debug-file-directory (and so pytstates') is the
     root's /usr/lib/debug (python3.1X-dbg installed); else only the stripped executable is there."""
 
     def __init__(self, root, series, with_debug_files):
@@ -69,6 +70,7 @@ class SidPython:
                             "LD_LIBRARY_PATH=" + os.path.join(root, "lib", "x86_64-linux-gnu")]
         debug = os.path.join(root, "usr", "lib", "debug") if with_debug_files else os.path.join(self.work, "no-debug")
         self.gdb_init = ["set startup-with-shell off", "set debug-file-directory " + debug]
+        self.lldb_init = ["settings set target.debug-file-search-paths " + debug]
         # Without the debug file the executable's symbols are its dynamic ones: no main.
         self.stop_at = "main" if with_debug_files else "Py_BytesMain"
 
