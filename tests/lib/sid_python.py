@@ -5,8 +5,8 @@ for the program and never sees python3.1X (nor its symbols: `break main` stays p
 of the executable is made whose PT_INTERP names the unpacked root's ld.so, through a short symlink
 (the string is rewritten in place: no byte of code, no address and not the build-id changes). The
 debugger then starts it as any user's `gdb --args python3.14 ...` does, with LD_LIBRARY_PATH on the
-root's libraries and, gdb being told so, not through the host's shell (which that LD_LIBRARY_PATH
-would break).
+root's libraries and not through the host's shell (which that LD_LIBRARY_PATH would break: gdb's
+`set startup-with-shell off`, lldb's `process launch -X false`).
 """
 import os
 import shutil
@@ -53,8 +53,9 @@ def set_interpreter(path, interpreter):
 class SidPython:
     """A startable copy of the root's python<series>: the executable, the inferior's environment,
     and the debugger settings it needs (gdb_init: gdb's -iex commands, lldb_init: lldb's -O ones,
-    run before the debugger loads the program). with_debug_files: gdb's debug-file-directory (and so pytstates') is the
-    root's /usr/lib/debug (python3.1X-dbg installed); else only the stripped executable is there."""
+    run before the debugger loads the program). with_debug_files: the debugger's debug-file
+    directory (and so pytstates') is the root's /usr/lib/debug (python3.1X-dbg installed); else
+    only the stripped executable is there."""
 
     def __init__(self, root, series, with_debug_files):
         self.root = root
