@@ -3,6 +3,7 @@
 
 #include "symbols/cpython/locks.h"
 #include "symbols/glibc/lock_layout.h"
+#include "symbols/text/base_name.h"
 
 namespace pytstates {
 
@@ -16,8 +17,7 @@ constexpr size_t kWaitFrames = 28;
 constexpr size_t kFirstFrames = 6;
 
 bool isRuntimeModule(const std::string& module) {
-    auto slash = module.rfind('/');
-    std::string name = slash == std::string::npos ? module : module.substr(slash + 1);
+    std::string name = baseName(module);
     for (const char* lib : {"libc.so", "libc-", "libpthread", "libstdc++", "libpython", "ld-linux"})
         if (name.rfind(lib, 0) == 0) return true;
     return false;
