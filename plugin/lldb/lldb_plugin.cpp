@@ -267,27 +267,14 @@ private:
         if (what == "show") {
             size_t last = 0;
             if (args.size() > 1) return fail(result, "show takes at most one number");
-            if (!args.empty()) {
-                try {
-                    size_t used = 0;
-                    long n = std::stol(args[0], &used);
-                    if (used != args[0].size() || n < 1) throw std::invalid_argument(args[0]);
-                    last = static_cast<size_t>(n);
-                } catch (const std::exception&) {
-                    return fail(result, "show takes a number of events, got '" + args[0] + "'");
-                }
-            }
+            std::string error;
+            if (!args.empty() && !parseShowCount(args[0], &last, &error)) return fail(result, error);
             result.Printf("%s", historyText(*log, last).c_str());
             result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
             return true;
         }
         if (args.size() != 1) return fail(result, "save needs one FILE");
-        std::ofstream out(args[0]);
-        if (out) out << log->toJson();
-        out.close();
-        if (!out) return fail(result, "cannot write " + args[0]);
-        result.Printf("saved %zu events (%llu breakpoint hits) to %s\n", log->events().size(), static_cast<unsigned long long>(log->hits()),
-                      args[0].c_str());
+        result.Printf("%s", saveHistory(*log, args[0]).c_str());
         result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
         return true;
     }
