@@ -194,6 +194,7 @@ struct Report {
             if (place.lwp == lwp) found.emplace_back(place.depth, tstate);
         std::sort(found.begin(), found.end());
         std::vector<uint64_t> out;
+        out.reserve(found.size());
         for (const auto& f : found) out.push_back(f.second);
         return out;
     }
