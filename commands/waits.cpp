@@ -59,9 +59,9 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames) {
             return weak;
         }
         if (!w.weak) return Classified{w, i};
-        if (!weak || weak->wait.kind != WaitKind::Syscall || w.kind == WaitKind::Syscall || weak->wait.call.empty())
-            weak = Classified{w, i};
-        else if (w.kind == WaitKind::Condition)
+        // A named syscall stays over an outer weak wait of another kind, except a condition variable.
+        if (!weak || weak->wait.kind != WaitKind::Syscall || w.kind == WaitKind::Syscall || weak->wait.call.empty() ||
+            w.kind == WaitKind::Condition)
             weak = Classified{w, i};
     }
     return weak;
