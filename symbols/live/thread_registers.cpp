@@ -20,6 +20,7 @@ bool threadFromRegisterSets(const Arch& arch, const void* prReg, size_t prRegSiz
     std::vector<uint64_t> regs(words);
     std::memcpy(regs.data(), prReg, words * 8);
     t->registers = arch.registersFromPrReg(regs.data(), words);
+    t->syscall = arch.syscallFromPrReg(regs.data(), words);
     t->pc = t->registers[arch.pcRegister];
     t->sp = t->registers[arch.spRegister];
     if (arch.prRegThreadPointer >= 0) t->threadPointer = regs[static_cast<size_t>(arch.prRegThreadPointer)];
