@@ -166,8 +166,9 @@ def check_hang(args, facts, report, text, exe, where):
         r, w = facts["reader"], facts["writer"]
         check_deadlock(report, text, [(r, "rwlock", rw, w), (w, "gil", None, r)])
         expect(gdb_owner(exe, where, "((pthread_rwlock_t*)%#x)->__data.__cur_writer" % rw) == w, "gdb reads another writer")
-    elif case in ("read", "poll", "sleep"):
-        calls = {"read": ["read"], "poll": ["poll"], "sleep": ["sleep", "nanosleep", "clock_nanosleep"]}[case]
+    elif case in ("read", "poll", "sleep", "syscall"):
+        # syscall(SYS_read, ...): no wrapper names the call, the number in the registers does.
+        calls = {"read": ["read"], "poll": ["poll"], "sleep": ["sleep", "nanosleep", "clock_nanosleep"], "syscall": ["read"]}[case]
         check_blocked_holder(report, text, facts["holder"], facts["waiters"], calls)
     elif case == "busy":
         expect(not findings(report, "deadlock") and not findings(report, "gil-held-while-blocked"),

@@ -10,7 +10,8 @@
 //                         and asks the rwlock for reading
 //   hang_host mutex-abba  T1 holds M1 and asks for M2, T2 holds M2 and asks for M1, both attached
 //                         to Python (at once only where there is no GIL: a free-threaded build)
-//   hang_host read|poll|sleep  H holds the GIL across read()/poll()/sleep(); two Python threads wait
+//   hang_host read|poll|sleep|syscall  H holds the GIL across read()/poll()/sleep() or
+//                         syscall(SYS_read, ...) (the call told by its number alone); two Python threads wait
 //   hang_host busy        the control: two Python threads compute, one C++ thread waits on a
 //                         std::condition_variable, one Python thread on threading.Event
 //   hang_host throw       a worker's std::runtime_error escapes (std::terminate)
@@ -228,6 +229,9 @@ started.wait()
         if (how == "read") {
             ssize_t n = read(fds[0], &c, 1);  // never written
             (void)n;
+        } else if (how == "syscall") {
+            long n = syscall(SYS_read, fds[0], &c, 1);  // never written
+            (void)n;
         } else if (how == "poll") {
             struct pollfd p = {fds[0], POLLIN, 0};
             poll(&p, 1, -1);
@@ -308,13 +312,13 @@ int main(int argc, char** argv) {
     else if (mode == "join") joinHoldingGil();
     else if (mode == "rwlock") rwlockWriter();
     else if (mode == "mutex-abba") mutexAbba();
-    else if (mode == "read" || mode == "poll" || mode == "sleep") gilAcrossBlocking(mode);
+    else if (mode == "read" || mode == "poll" || mode == "sleep" || mode == "syscall") gilAcrossBlocking(mode);
     else if (mode == "busy") busy();
     else if (mode == "throw") throwing(false);
     else if (mode == "pyerror") throwing(true);
     else if (mode == "assert") failedAssert();
     else {
-        std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|mutex-abba|read|poll|sleep|busy|throw|pyerror|assert\n");
+        std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|mutex-abba|read|poll|sleep|syscall|busy|throw|pyerror|assert\n");
         return 2;
     }
     return 0;
