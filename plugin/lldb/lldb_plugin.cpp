@@ -113,8 +113,6 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
         lldb::SBFrame frame = thread.GetFrameAtIndex(0);
         if (auto fsBase = registerValue(frame, "fs_base")) t.threadPointer = t.pthread = *fsBase;
         t.registers = registers(frame);
-        // The system call the thread is in (-1 outside one).
-        if (auto nr = registerValue(frame, "orig_rax"); nr && static_cast<int64_t>(*nr) >= 0) t.syscall = static_cast<int64_t>(*nr);
         if (!t.registers.empty()) {
             t.pc = t.registers[hostArch().pcRegister];
             t.sp = t.registers[hostArch().spRegister];
