@@ -127,6 +127,25 @@ def live_signal(args, debugger):
                    "the uncaught exception", ours)
 
 
+def live_syscall(args, debugger):
+    """Attached to a live process whose GIL holder sits in syscall(SYS_read): the call from gdb's
+    orig_rax, and for lldb (no such register) from /proc/PID/task/TID/syscall."""
+    exe = os.path.join(args.scenarios, "scenario_hang_host")
+    with scenario.running([exe, "syscall"]) as (proc, facts):
+        time.sleep(1.5)
+        _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--json"])
+        if debugger == "gdb":
+            out = gdb(args, ["-p", str(proc.pid)], marked("json", "py-tstates-check --json") + ["detach"])
+            ours = as_json(between(out, "json"))
+        else:
+            out = lldb(args, ["-p", str(proc.pid)], ["py-tstates-check --json", "detach"])
+            ours = json_after(out, "(lldb) py-tstates-check --json")
+        check_syscall(cli, facts)
+        check_syscall(ours, facts)
+        expect(ours["target"]["kind"] == "live", "a live target", ours)
+        expect(proc.poll() is None, "the process lives on after %s detached" % debugger)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -134,10 +153,11 @@ def main():
     p.add_argument("--plugin", required=True)
     p.add_argument("--scenarios", required=True)
     p.add_argument("--findings-scenarios", required=True)
-    p.add_argument("case", choices=["gdb-hang-core", "gdb-live-signal", "lldb-hang-core", "lldb-live-signal"])
+    p.add_argument("case", choices=["gdb-hang-core", "gdb-live-signal", "gdb-live-syscall", "lldb-hang-core", "lldb-live-signal",
+                                    "lldb-live-syscall"])
     args = p.parse_args()
     debugger, what = args.case.split("-", 1)
-    (hang_core if what == "hang-core" else live_signal)(args, debugger)
+    {"hang-core": hang_core, "live-signal": live_signal, "live-syscall": live_syscall}[what](args, debugger)
     print("PASS " + args.case)
 
 
