@@ -8,7 +8,6 @@
 #include "symbols/core/signal_names.h"
 #include "symbols/glibc/thread_list.h"
 #include "symbols/live/process_files.h"
-#include "symbols/live/thread_registers.h"
 
 
 namespace pytstates {
@@ -37,9 +36,6 @@ DebuggerTarget::DebuggerTarget(DebuggerInput input)
             namespacePids_ = files.namespacePids;
             if (in.mappings.empty()) in.mappings = std::move(files.mappings);
             if (!files.executable.empty()) in.executable = files.executable;
-            // lldb hands over no orig_rax: the kernel says which call a blocked thread is in.
-            for (auto& t : input_.threads)
-                if (t.syscall < 0) t.syscall = procThreadSyscall(input_.pid, t.lwp);
         } else {
             in.search.processDir.clear();  // not a process we can see (another machine's pid)
         }
