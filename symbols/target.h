@@ -23,6 +23,7 @@ struct OsThread {
     uint64_t pc = 0;
     uint64_t sp = 0;
     std::vector<uint64_t> registers;  // DWARF-numbered (Arch::dwarfRegisters); empty: only pc and sp known
+    int64_t syscall = -1;        // the system call's number in its registers (Arch::prRegSyscall); -1: none or unknown
     int signal = 0;              // the signal the thread was dumped or stopped with (pr_cursig), 0: none
     int namespaceLwp = 0;        // a live process in its own PID namespace: the thread's id there (NSpid); 0: none
 };

@@ -42,7 +42,7 @@ size_t readThroughGdb(const py::function& readMemory, uint64_t addr, void* buf, 
     }
 }
 
-// (lwp, fs_base, registers in DWARF order: empty when gdb could not read them)
+// (lwp, fs_base, registers in DWARF order, then orig_rax when gdb has it: empty when gdb could not read them)
 using GdbThread = std::tuple<int, uint64_t, std::vector<uint64_t>>;
 // (lwp, si_signo, si_code, si_addr, si_pid, si_uid) of the core's first thread, from $_siginfo
 using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
@@ -59,10 +59,12 @@ DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThr
         t.lwp = lwp;
         t.threadPointer = fsBase;
         t.pthread = fsBase;
-        if (registers.size() == arch.dwarfRegisters) {
-            t.registers = registers;
+        if (registers.size() == arch.dwarfRegisters || registers.size() == arch.dwarfRegisters + 1) {
+            t.registers.assign(registers.begin(), registers.begin() + arch.dwarfRegisters);
             t.pc = registers[arch.pcRegister];
             t.sp = registers[arch.spRegister];
+            if (registers.size() > arch.dwarfRegisters && static_cast<int64_t>(registers.back()) >= 0)
+                t.syscall = static_cast<int64_t>(registers.back());
         }
         input.threads.push_back(t);
     }

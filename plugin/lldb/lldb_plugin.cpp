@@ -22,6 +22,7 @@
 #include "commands/run.h"
 #include "plugin/lldb/guarded_command.h"
 #include "symbols/debugger/debugger_target.h"
+#include "symbols/live/thread_registers.h"
 
 namespace lldb {
 bool PluginInitialize(lldb::SBDebugger debugger);
@@ -163,6 +164,11 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
     input.pid = static_cast<int>(process.GetProcessID());
     input.live = live;
     input.search.debugDirs = debugFileSearchPaths(target.GetDebugger());
+    // lldb hands over no orig_rax: for a live process on this machine (the host platform, not a
+    // remote lldb-server's) the kernel says which call each blocked thread is in.
+    const char* platform = target.GetPlatform().GetName();
+    if (live && input.pid > 0 && platform && std::string(platform) == "host")
+        for (auto& t : input.threads) t.syscall = procThreadSyscall(input.pid, t.lwp);
     return input;
 }
 

@@ -65,12 +65,18 @@ _DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
 
 
 def _registers():
-    """The selected thread's innermost-frame registers in DWARF order; [] when gdb has none."""
+    """The selected thread's innermost-frame registers in DWARF order, then orig_rax (the system
+    call the thread is in, -1 outside one) when gdb has it; [] when gdb has none."""
     try:
         frame = gdb.newest_frame()
-        return [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in _DWARF_REGISTERS]
+        regs = [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in _DWARF_REGISTERS]
     except (gdb.error, ValueError):
         return []
+    try:
+        regs.append(int(frame.read_register("orig_rax")) & 0xFFFFFFFFFFFFFFFF)
+    except (gdb.error, ValueError):
+        pass
+    return regs
 
 
 # SIGQUIT SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV SIGXCPU SIGXFSZ SIGSYS: the signals that end a process
