@@ -177,16 +177,18 @@ struct NativeStacks::Impl {
 
     static Impl* self(void* arg) { return static_cast<Impl*>(*static_cast<void**>(arg)); }
 
+    // libdwfl hands threadArg back to setInitialRegisters: this unwinder, whose current thread
+    // it is, so that the registers are set by the target's machine.
     static pid_t nextThread(Dwfl*, void* arg, void** threadArg) {
         Impl* self = Impl::self(arg);
         if (*threadArg || !self->current) return 0;  // one thread per unwind
-        *threadArg = const_cast<OsThread*>(self->current);
+        *threadArg = self;
         return self->current->lwp;
     }
     static bool getThread(Dwfl*, pid_t tid, void* arg, void** threadArg) {
         Impl* self = Impl::self(arg);
         if (!self->current || self->current->lwp != tid) return false;
-        *threadArg = const_cast<OsThread*>(self->current);
+        *threadArg = self;
         return true;
     }
     static bool memoryRead(Dwfl*, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
@@ -197,11 +199,19 @@ struct NativeStacks::Impl {
         return true;
     }
     static bool setInitialRegisters(Dwfl_Thread* thread, void* threadArg) {
-        const auto* t = static_cast<const OsThread*>(threadArg);
-        if (t->registers.size() < 2) return false;
-        // The pc is the last DWARF register of both machines (x86_64's rip, the return address
-        // column; aarch64's pc, which libdwfl takes apart): every other one, then the pc.
-        std::vector<Dwarf_Word> regs(t->registers.begin(), t->registers.end() - 1);
+        const auto* self = static_cast<const Impl*>(threadArg);
+        const OsThread* t = self->current;
+        if (!t || t->registers.size() < 2) return false;
+        // The pc is the last DWARF register of both machines. x86_64's rip (16) is also the
+        // return address column, which CFI may read: the PLT's CFA is rsp + 8, or + 16 after the
+        // lazy binding's push, chosen by rip (DW_OP_breg16), so it is set like the others (as
+        // elfutils' own x86_64 backend does). aarch64's pc is no DWARF register libdwfl keeps:
+        // every other one, then the pc.
+        const Arch& arch = self->target.arch();
+        bool pcIsRegister = arch.machine == Machine::X86_64 && t->registers.size() == arch.dwarfRegisters &&
+                            arch.pcRegister + 1 == arch.dwarfRegisters;
+        std::vector<Dwarf_Word> regs(t->registers.begin(), t->registers.end() - (pcIsRegister ? 0 : 1));
+        if (pcIsRegister) regs.back() = t->pc;
         if (!dwfl_thread_state_registers(thread, 0, static_cast<unsigned>(regs.size()), regs.data())) return false;
         dwfl_thread_state_register_pc(thread, t->pc);
         return true;
