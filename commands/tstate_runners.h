@@ -19,7 +19,9 @@ namespace pytstates {
 //                (what PyEval_SaveThread returned, kept by Py_BEGIN_ALLOW_THREADS or
 //                gil_scoped_release across a blocking call; the eval loop's own tstate)
 //   maker_unverified  the maker, when that thread's stack cannot be read (no registers: --no-stop)
-// A state none of these places is parked. Corrects ThreadRow::currentTstate for <= 3.11 (the
+// A state none of these places is parked. The first three need no unwinding (a thread's stack
+// extent comes from its registers); only the threads they leave unplaced are unwound and searched,
+// and only while a state is left to place. Corrects ThreadRow::currentTstate for <= 3.11 (the
 // process-wide pointer is the running thread's, not its maker's). stacks may be null.
 void attributeRunners(const Target& target, NativeStacks* stacks, Report& report);
 

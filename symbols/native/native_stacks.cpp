@@ -513,6 +513,11 @@ std::vector<NativeFrame> NativeStacks::at(uint64_t pc, bool activation) {
     return out;
 }
 
+const std::vector<StackSpan>* NativeStacks::unwoundSpans(const OsThread& thread) const {
+    auto known = impl_->spansOf.find(thread.lwp);
+    return known == impl_->spansOf.end() ? nullptr : &known->second;
+}
+
 const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     Impl& d = *impl_;
     auto known = d.spansOf.find(thread.lwp);

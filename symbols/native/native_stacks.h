@@ -77,6 +77,8 @@ public:
     // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
     // Kept per thread once unwound: the target does not change under one report.
     const std::vector<StackSpan>& spans(const OsThread& thread);
+    // The same, only when that thread was unwound already; else null (nothing is unwound).
+    const std::vector<StackSpan>* unwoundSpans(const OsThread& thread) const;
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
     // The frames at one address, named with DWARF when there is some (inlined calls first):
