@@ -31,6 +31,7 @@ struct StackRange {
     bool unwound = false;
     uint64_t high = 0;    // unwound: the outermost frame's sp (else the fallback extent)
     bool python = false;  // unwound: an eval-loop frame is on its stack
+    bool cutShort = false;  // unwound: the frames stop before the stack's end (some may be unseen)
     bool contains(uint64_t a) const { return a >= low && a < top; }
 };
 
@@ -65,6 +66,7 @@ void unwindRange(StackRange& r, NativeStacks* stacks, const std::vector<StackRan
             r.high = std::max(r.high, span.sp);
             r.python = r.python || isEvalLoopFunction(span.function);
         }
+    r.cutShort = stacks && stacks->spansCutShort(*r.thread);
     if (r.high <= r.sp) r.high = r.sp + kUnwoundFallback;
     for (const auto& o : all)
         if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
@@ -121,6 +123,9 @@ std::string runnerEvidenceWords(const std::string& evidence) {
     if (evidence == "register") return "a register of that thread holds it";
     if (evidence == "stack_word") return "a live frame of that thread holds it";
     if (evidence == "maker_unverified") return "the thread that made it; its stack could not be read to verify";
+    if (evidence == "unknown")
+        return "gilstate.tstate_current: it runs, but no frame of any thread names it and the thread running Python is not known "
+               "(a stack could not be unwound to its end, or several threads run Python and no other state)";
     return evidence;
 }
 
@@ -257,18 +262,27 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         else {
             // No frame names it (the eval loop may hold it in no register at this instant). The GIL's
             // holder runs Python: one thread that runs Python and no other state is it. Only then the
-            // maker, which a fork or a hand-over may have left behind.
+            // maker, which a fork or a hand-over may have left behind, when no thread does. A thread
+            // whose stack could not be unwound to its end may run Python unseen: then neither is
+            // known, and the state is said to run on a thread not found rather than guessed.
             std::set<int> running;
             for (const auto& [state, c] : best) running.insert(c.lwp);
             std::vector<int> candidates;
-            for (StackRange* r : open)
-                if (!running.count(r->lwp) && runsPython(r)) candidates.push_back(r->lwp);
-            if (candidates.size() == 1) {
+            bool unseen = false;
+            for (StackRange* r : open) {
+                if (running.count(r->lwp)) continue;
+                if (runsPython(r)) candidates.push_back(r->lwp);
+                else if (r->cutShort) unseen = true;
+            }
+            auto maker = report.places[rt.tstateCurrent].madeBy;
+            if (candidates.size() == 1 && !unseen) {
                 runner = candidates.front();
                 best[rt.tstateCurrent] = {*runner, "current_python", 0, 5};
-            } else if (auto maker = report.places[rt.tstateCurrent].madeBy) {
+            } else if (candidates.empty() && !unseen && maker) {
                 runner = maker;
                 best[rt.tstateCurrent] = {*maker, "current_maker", 0, 5};
+            } else if (!candidates.empty() || unseen) {
+                report.places[rt.tstateCurrent].runnerUnknown = true;
             }
         }
         for (auto& row : report.threads) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -168,6 +169,7 @@ struct NativeStacks::Impl {
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
     std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
+    std::set<int> cutShort;                                     // LWPs whose spans stop before their stack's end
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
 
     Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
@@ -513,6 +515,11 @@ std::vector<NativeFrame> NativeStacks::at(uint64_t pc, bool activation) {
     return out;
 }
 
+bool NativeStacks::spansCutShort(const OsThread& thread) {
+    spans(thread);
+    return impl_->cutShort.count(thread.lwp) != 0;
+}
+
 const std::vector<StackSpan>* NativeStacks::unwoundSpans(const OsThread& thread) const {
     auto known = impl_->spansOf.find(thread.lwp);
     return known == impl_->spansOf.end() ? nullptr : &known->second;
@@ -529,9 +536,16 @@ const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     d.frames = &raw;
     d.registersDepth = 0;
     d.physicalLimit = kMaxPhysicalFrames;
-    dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
+    int status = dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     d.current = nullptr;
     d.frames = nullptr;
+    // As unwind() tells it: libdwfl ends most stacks with an error; only an end in memory of no
+    // known module, or in a module whose file (its CFI) is missing, leaves frames unseen.
+    if (raw.empty()) d.cutShort.insert(thread.lwp);
+    else if (status == -1) {
+        const Symbolization& last = d.symbolize(raw.back().activation ? raw.back().pc : raw.back().pc - 1, false);
+        if (!last.module || !last.module->elf) d.cutShort.insert(thread.lwp);
+    }
     for (const auto& r : raw) {
         const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
         out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function, s.module ? s.module->path : std::string(),
