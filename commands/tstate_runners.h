@@ -11,7 +11,7 @@ namespace pytstates {
 // Fills report.places for every listed thread state, best evidence first:
 //   current      CPython's current thread state of that thread (_Py_tss_tstate, 3.12+), or
 //                gilstate.tstate_current (<= 3.11) where no stack evidence names its thread
-//   cframe       tstate->cframe points into that thread's live stack (3.11-3.12: the eval loop's
+//   cframe       tstate->cframe points into that thread's live stack (3.10-3.12: the eval loop's
 //                local CFrame while the state runs; root_cframe, inside the state, when it does not)
 //   entry_frame  one of its interpreter frames lies on that thread's live stack (3.12+: the eval
 //                loop's entry frame)
