@@ -365,7 +365,7 @@ private:
                             ", which is in no thread list; " + secondLook(interp.gilHolder, i).words +
                             ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
                         sources);
-                else if (!it->second.lwp && !it->second.madeBy)
+                else if (!it->second.lwp && !it->second.madeBy && !r_.places.at(interp.gilHolder).runnerUnknown)
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
                             " which runs on no thread and whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
@@ -380,7 +380,7 @@ private:
                     // A state its maker left behind: running nowhere, its maker gone. One made
                     // before a fork was the parent's to keep; the child may hand it out.
                     const TstatePlace& place = r_.places.at(ts.address);
-                    if (place.lwp || place.madeBy || place.madeBeforeFork) continue;
+                    if (place.lwp || place.madeBy || place.madeBeforeFork || place.runnerUnknown) continue;
                     std::string msg = "thread state " + hexAddress(ts.address) + " (" + (ts.id ? "id " + std::to_string(*ts.id) + ", " : "") +
                                       "interpreter " + std::to_string(interp.id) + ") ";
                     if (!ts.threadId)

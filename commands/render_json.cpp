@@ -232,8 +232,9 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                 auto place = report.places.find(ts.address);
                 if (place != report.places.end()) {
                     const TstatePlace& p = place->second;
-                    t["parked"] = !p.lwp;
+                    t["parked"] = !p.lwp && !p.runnerUnknown;
                     if (p.lwp) t["lwp_evidence"] = p.evidence;
+                    else if (p.runnerUnknown) t["lwp_evidence"] = "unknown";  // runs, on a thread not found
                     // made_by_lwp only where the maker is not the runner; null: no such thread.
                     if (p.madeBy != p.lwp || (!p.madeBy && !p.lwp)) t["made_by_lwp"] = p.madeBy ? json(*p.madeBy) : json(nullptr);
                     if (p.madeBeforeFork) t["made_before_fork"] = true;

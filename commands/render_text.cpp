@@ -407,8 +407,11 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
+                auto place = report.places.find(ts.address);
+                bool unknown = !lwp && place != report.places.end() && place->second.runnerUnknown;
                 out << "    tstate " << hexAddress(ts.address) << "  id " << (ts.id ? std::to_string(*ts.id) : std::string("?")) << "  "
-                    << (lwp ? "LWP " + std::to_string(*lwp) : std::string("parked")) << "  " << madeByWords(report, ts);
+                    << (lwp ? "LWP " + std::to_string(*lwp) : unknown ? std::string("runs on a thread not found") : std::string("parked")) << "  "
+                    << madeByWords(report, ts);
                 // Without a GIL, whether each thread state is attached is what says who runs Python.
                 if (rt.layout.freeThreaded && ts.state) out << "  " << threadStateWords(*ts.state);
                 if (interp.gilKnown && interp.gilHolder == ts.address) out << "  [holds GIL]";

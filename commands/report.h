@@ -113,6 +113,7 @@ struct TstatePlace {
     uint64_t depth = 0;           // where on that thread's stack the evidence lies: 0 innermost
     std::optional<int> madeBy;    // the thread that made it (thread_id / native_thread_id), when it exists
     bool madeBeforeFork = false;  // thread_id names a thread of this process, native_thread_id no thread of it
+    bool runnerUnknown = false;   // it runs (the GIL holder's state), on a thread no evidence names: not parked
 };
 
 struct Finding {

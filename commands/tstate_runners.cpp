@@ -14,48 +14,62 @@ namespace {
 constexpr uint64_t kRedZone = 128;                  // x86_64's red zone below sp: a leaf's locals
 constexpr uint64_t kMaxStackScan = 1 << 20;         // bytes of one thread's live frames searched for words
 constexpr uint64_t kUnwoundFallback = uint64_t{256} * 1024;  // the stack's extent when it cannot be unwound
+constexpr uint64_t kMaxStackTop = uint64_t{64} << 20;        // farther above sp, struct pthread is not the stack's top
+constexpr uint64_t kUnknownTop = uint64_t{8} << 20;          // the extent when nothing bounds it (the main thread)
 constexpr size_t kMaxFrameWalk = 4096;
 constexpr uint64_t kInsideState = 0x4000;           // root_cframe and the like lie within the state itself
 
-// The live part of one thread's stack: from below its sp to its outermost unwound frame.
+// One thread's stack. Two extents: `top`, from the registers alone (glibc puts struct pthread,
+// and the thread pointer, just above a thread's stack), where the running structures of a state
+// (its cframe, its entry frame) are looked for; and, only for the threads that need it, the live
+// frames as the unwinder found them (to the outermost frame), searched for words.
 struct StackRange {
+    const OsThread* thread = nullptr;
     int lwp = 0;
     uint64_t sp = 0;
-    uint64_t low = 0, high = 0;
-    std::vector<uint64_t> registers;
-    bool python = false;  // an eval-loop frame is on its stack
-    bool contains(uint64_t a) const { return a >= low && a < high; }
+    uint64_t low = 0, top = 0;
+    bool unwound = false;
+    uint64_t high = 0;    // unwound: the outermost frame's sp (else the fallback extent)
+    bool python = false;  // unwound: an eval-loop frame is on its stack
+    bool cutShort = false;  // unwound: the frames stop before the stack's end (some may be unseen)
+    bool contains(uint64_t a) const { return a >= low && a < top; }
 };
 
-std::vector<StackRange> stackRanges(const Target& target, NativeStacks* stacks) {
+std::vector<StackRange> stackRanges(const Target& target) {
     std::vector<StackRange> out;
     for (const auto& t : target.threads()) {
         if (!t.sp) continue;
         StackRange r;
+        r.thread = &t;
         r.lwp = t.lwp;
         r.sp = t.sp;
         r.low = t.sp > kRedZone ? t.sp - kRedZone : 0;
-        r.high = 0;
-        if (stacks)
-            for (const auto& span : stacks->spans(t)) {
-                r.high = std::max(r.high, span.sp);
-                r.python = r.python || isEvalLoopFunction(span.function);
-            }
-        if (r.high <= t.sp) r.high = t.sp + kUnwoundFallback;
-        r.registers = t.registers;
+        for (uint64_t above : {t.pthread, t.threadPointer})
+            if (above > t.sp && above - t.sp <= kMaxStackTop && (!r.top || above < r.top)) r.top = above;
+        if (!r.top) r.top = t.sp + kUnknownTop;
         out.push_back(r);
     }
-    // Without an unwound extent a range stops at the next thread's stack: stacks do not overlap.
+    // Stacks do not overlap: a range stops at the next thread's stack.
     for (auto& r : out)
         for (const auto& o : out)
-            if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
+            if (o.lwp != r.lwp && o.low > r.low && o.low < r.top) r.top = o.low;
     return out;
 }
 
-bool rangeRunsPython(const std::vector<StackRange>& ranges, int lwp) {
-    for (const auto& r : ranges)
-        if (r.lwp == lwp) return r.python;
-    return false;
+// The live frames of one thread, unwound on first need: where they end, whether Python runs there.
+void unwindRange(StackRange& r, NativeStacks* stacks, const std::vector<StackRange>& all) {
+    if (r.unwound) return;
+    r.unwound = true;
+    r.high = 0;
+    if (stacks)
+        for (const auto& span : stacks->spans(*r.thread)) {
+            r.high = std::max(r.high, span.sp);
+            r.python = r.python || isEvalLoopFunction(span.function);
+        }
+    r.cutShort = stacks && stacks->spansCutShort(*r.thread);
+    if (r.high <= r.sp) r.high = r.sp + kUnwoundFallback;
+    for (const auto& o : all)
+        if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
 }
 
 const StackRange* rangeHolding(const std::vector<StackRange>& ranges, uint64_t address) {
@@ -109,6 +123,9 @@ std::string runnerEvidenceWords(const std::string& evidence) {
     if (evidence == "register") return "a register of that thread holds it";
     if (evidence == "stack_word") return "a live frame of that thread holds it";
     if (evidence == "maker_unverified") return "the thread that made it; its stack could not be read to verify";
+    if (evidence == "unknown")
+        return "gilstate.tstate_current: it runs, but no frame of any thread names it and the thread running Python is not known "
+               "(a stack could not be unwound to its end, or several threads run Python and no other state)";
     return evidence;
 }
 
@@ -155,29 +172,51 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         if (row.currentTstate && row.currentSource == "_Py_tss_tstate" && report.listed(row.currentTstate))
             claim(row.currentTstate, {row.lwp, "current", 0, 0});
 
-    auto ranges = stackRanges(target, stacks);
+    auto ranges = stackRanges(target);
     for (const auto& [tstate, layout] : layoutOf)
         if (auto c = structuralClaim(target, *layout, tstate, ranges)) claim(tstate, *c);
+
+    // What follows needs the threads' frames: only the threads no evidence above placed a state
+    // on are unwound and searched, and only while a state is left to place (the cost of a check of
+    // a thousand threads is there).
+    std::set<int> placed;  // threads stronger evidence placed a state on
+    for (const auto& [tstate, c] : best) placed.insert(c.lwp);
+    bool statesLeft = false;
+    for (const auto& [tstate, layout] : layoutOf) statesLeft = statesLeft || !best.count(tstate);
+    std::vector<StackRange*> open;  // the threads left, when a state is left
+    if (statesLeft)
+        for (auto& r : ranges)
+            if (!placed.count(r.lwp)) open.push_back(&r);
+    auto runsPython = [&](StackRange* r) {
+        if (!r) return false;
+        unwindRange(*r, stacks, ranges);
+        return r->python;
+    };
+    auto rangeOf = [&](int lwp) -> StackRange* {
+        for (StackRange* r : open)
+            if (r->lwp == lwp) return r;
+        return nullptr;
+    };
 
     // Words. A live frame may still hold a stale copy from an earlier, deeper call (printf's
     // arguments, a previous request's state): a state held by one thread is that thread's; held by
     // several, it goes to the one running Python (an eval-loop frame on its stack), else to its
     // maker among them, else to none. A thread takes the outermost state it holds: stale copies
-    // lie nearer the stack pointer, where shorter calls reuse the space.
-    std::set<int> placed;  // threads stronger evidence placed a state on
-    for (const auto& [tstate, c] : best) placed.insert(c.lwp);
+    // lie nearer the stack pointer, where shorter calls reuse the space. A thread placed above
+    // runs its state: what its frames hold is not read.
     std::map<int, std::map<uint64_t, uint64_t>> wordsOf;  // lwp -> state -> its outermost offset
     std::map<uint64_t, std::set<int>> holders;
-    for (const auto& r : ranges) {
-        auto& mine = wordsOf[r.lwp];
-        for (uint64_t v : r.registers)
+    for (StackRange* r : open) {
+        auto& mine = wordsOf[r->lwp];
+        for (uint64_t v : r->thread->registers)
             if (report.listed(v)) mine.emplace(v, 0);
-        uint64_t from = r.sp, to = std::min(r.high, r.sp + kMaxStackScan);
+        unwindRange(*r, stacks, ranges);
+        uint64_t from = r->sp, to = std::min(r->high, r->sp + kMaxStackScan);
         std::vector<uint64_t> words(to > from ? (to - from) / 8 : 0);
         size_t got = words.empty() ? 0 : target.read(from, words.data(), words.size() * 8) / 8;
         for (size_t w = 0; w < got; ++w)
             if (report.listed(words[w])) mine[words[w]] = 8 + w * 8;
-        for (const auto& [state, offset] : mine) holders[state].insert(r.lwp);
+        for (const auto& [state, offset] : mine) holders[state].insert(r->lwp);
     }
     // On a thread running no Python, a word counts only for a state that thread made: a pointer
     // to another thread's state left in its frames (an argument passed on, a copy) is no sign of
@@ -188,11 +227,11 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         std::optional<int> lwp;
         std::vector<int> python;
         for (int l : h)
-            if (rangeRunsPython(ranges, l)) python.push_back(l);
+            if (runsPython(rangeOf(l))) python.push_back(l);
         if (h.size() == 1) lwp = *h.begin();
         else if (python.size() == 1) lwp = python.front();
         else if (maker && h.count(*maker)) lwp = maker;
-        if (lwp && !rangeRunsPython(ranges, *lwp) && maker != lwp) return std::nullopt;
+        if (lwp && !runsPython(rangeOf(*lwp)) && maker != lwp) return std::nullopt;
         return lwp;
     };
     // <= 3.11: the process-wide current pointer is the GIL holder's, on the thread holding it.
@@ -204,14 +243,14 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             placed.insert(*lwp);
         }
     }
-    for (const auto& r : ranges) {
-        if (placed.count(r.lwp)) continue;
+    for (StackRange* r : open) {
+        if (placed.count(r->lwp)) continue;
         std::optional<std::pair<uint64_t, uint64_t>> outermost;  // (offset, state)
-        for (const auto& [state, offset] : wordsOf[r.lwp])
-            if (!best.count(state) && owner(state) == r.lwp && (!outermost || offset > outermost->first))
+        for (const auto& [state, offset] : wordsOf[r->lwp])
+            if (!best.count(state) && owner(state) == r->lwp && (!outermost || offset > outermost->first))
                 outermost = std::make_pair(offset, state);
         if (outermost)
-            claim(outermost->second, {r.lwp, outermost->first ? "stack_word" : "register", outermost->first, 4});
+            claim(outermost->second, {r->lwp, outermost->first ? "stack_word" : "register", outermost->first, 4});
     }
 
     // <= 3.11: the process-wide current pointer belongs to the thread that runs it.
@@ -223,18 +262,27 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         else {
             // No frame names it (the eval loop may hold it in no register at this instant). The GIL's
             // holder runs Python: one thread that runs Python and no other state is it. Only then the
-            // maker, which a fork or a hand-over may have left behind.
+            // maker, which a fork or a hand-over may have left behind, when no thread does. A thread
+            // whose stack could not be unwound to its end may run Python unseen: then neither is
+            // known, and the state is said to run on a thread not found rather than guessed.
             std::set<int> running;
             for (const auto& [state, c] : best) running.insert(c.lwp);
             std::vector<int> candidates;
-            for (const auto& r : ranges)
-                if (r.python && !running.count(r.lwp)) candidates.push_back(r.lwp);
-            if (candidates.size() == 1) {
+            bool unseen = false;
+            for (StackRange* r : open) {
+                if (running.count(r->lwp)) continue;
+                if (runsPython(r)) candidates.push_back(r->lwp);
+                else if (r->cutShort) unseen = true;
+            }
+            auto maker = report.places[rt.tstateCurrent].madeBy;
+            if (candidates.size() == 1 && !unseen) {
                 runner = candidates.front();
                 best[rt.tstateCurrent] = {*runner, "current_python", 0, 5};
-            } else if (auto maker = report.places[rt.tstateCurrent].madeBy) {
+            } else if (candidates.empty() && !unseen && maker) {
                 runner = maker;
                 best[rt.tstateCurrent] = {*maker, "current_maker", 0, 5};
+            } else if (!candidates.empty() || unseen) {
+                report.places[rt.tstateCurrent].runnerUnknown = true;
             }
         }
         for (auto& row : report.threads) {

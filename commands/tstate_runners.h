@@ -11,7 +11,7 @@ namespace pytstates {
 // Fills report.places for every listed thread state, best evidence first:
 //   current      CPython's current thread state of that thread (_Py_tss_tstate, 3.12+), or
 //                gilstate.tstate_current (<= 3.11) where no stack evidence names its thread
-//   cframe       tstate->cframe points into that thread's live stack (3.11-3.12: the eval loop's
+//   cframe       tstate->cframe points into that thread's live stack (3.10-3.12: the eval loop's
 //                local CFrame while the state runs; root_cframe, inside the state, when it does not)
 //   entry_frame  one of its interpreter frames lies on that thread's live stack (3.12+: the eval
 //                loop's entry frame)
@@ -19,7 +19,9 @@ namespace pytstates {
 //                (what PyEval_SaveThread returned, kept by Py_BEGIN_ALLOW_THREADS or
 //                gil_scoped_release across a blocking call; the eval loop's own tstate)
 //   maker_unverified  the maker, when that thread's stack cannot be read (no registers: --no-stop)
-// A state none of these places is parked. Corrects ThreadRow::currentTstate for <= 3.11 (the
+// A state none of these places is parked. The first three need no unwinding (a thread's stack
+// extent comes from its registers); only the threads they leave unplaced are unwound and searched,
+// and only while a state is left to place. Corrects ThreadRow::currentTstate for <= 3.11 (the
 // process-wide pointer is the running thread's, not its maker's). stacks may be null.
 void attributeRunners(const Target& target, NativeStacks* stacks, Report& report);
 

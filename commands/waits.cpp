@@ -155,7 +155,9 @@ private:
         // Named from the symbol tables first (cheap for a thousand threads): the physical frames
         // the thread-state attribution has unwound already, else as deep as the wait shows.
         NativeStack stack;
-        const auto& spans = stacks_.spans(thread);
+        static const std::vector<StackSpan> kNone;
+        const auto* unwound = stacks_.unwoundSpans(thread);
+        const auto& spans = unwound ? *unwound : kNone;
         auto copySpans = [&](size_t n) {
             for (size_t i = stack.frames.size(); i < spans.size() && i < n; ++i) {
                 NativeFrame f;

@@ -90,6 +90,7 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     f.set(&L::tstateNativeThreadId, "PyThreadState.native_thread_id", {{"_ts", "native_thread_id"}});
     f.set(&L::tstateId, "PyThreadState.id", {{"_ts", "id"}});
     if (l->minor <= 10) {
+        if (l->minor == 10) f.set(&L::tstateCframe, "PyThreadState.cframe", {{"_ts", "cframe"}});
         f.set(&L::tstateFrame, "PyThreadState.frame", {{"_ts", "frame"}});
         f.set(&L::framePrevious, "PyFrameObject.f_back", {{"_frame", "f_back"}});
         f.set(&L::frameCode, "PyFrameObject.f_code", {{"_frame", "f_code"}});

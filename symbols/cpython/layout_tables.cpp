@@ -93,6 +93,7 @@ bool gilTable(int minor, int micro, CPythonLayout* l) {
             l->interpSysdict = 872;
             l->interpBuiltins = 880;
             l->interpDict = minor == 9 ? 1376 : 1344;
+            if (minor == 10) l->tstateCframe = 48;  // the eval loop's CFrame while the state runs, else root_cframe
             l->tstateThreadId = 176;
             l->tstateId = 256;
             frameObjectLayout(l);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -168,6 +169,7 @@ struct NativeStacks::Impl {
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
     std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
+    std::set<int> cutShort;                                     // LWPs whose spans stop before their stack's end
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
 
     Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
@@ -177,16 +179,18 @@ struct NativeStacks::Impl {
 
     static Impl* self(void* arg) { return static_cast<Impl*>(*static_cast<void**>(arg)); }
 
+    // libdwfl hands threadArg back to setInitialRegisters: this unwinder, whose current thread
+    // it is, so that the registers are set by the target's machine.
     static pid_t nextThread(Dwfl*, void* arg, void** threadArg) {
         Impl* self = Impl::self(arg);
         if (*threadArg || !self->current) return 0;  // one thread per unwind
-        *threadArg = const_cast<OsThread*>(self->current);
+        *threadArg = self;
         return self->current->lwp;
     }
     static bool getThread(Dwfl*, pid_t tid, void* arg, void** threadArg) {
         Impl* self = Impl::self(arg);
         if (!self->current || self->current->lwp != tid) return false;
-        *threadArg = const_cast<OsThread*>(self->current);
+        *threadArg = self;
         return true;
     }
     static bool memoryRead(Dwfl*, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
@@ -197,11 +201,19 @@ struct NativeStacks::Impl {
         return true;
     }
     static bool setInitialRegisters(Dwfl_Thread* thread, void* threadArg) {
-        const auto* t = static_cast<const OsThread*>(threadArg);
-        if (t->registers.size() < 2) return false;
-        // The pc is the last DWARF register of both machines (x86_64's rip, the return address
-        // column; aarch64's pc, which libdwfl takes apart): every other one, then the pc.
-        std::vector<Dwarf_Word> regs(t->registers.begin(), t->registers.end() - 1);
+        const auto* self = static_cast<const Impl*>(threadArg);
+        const OsThread* t = self->current;
+        if (!t || t->registers.size() < 2) return false;
+        // The pc is the last DWARF register of both machines. x86_64's rip (16) is also the
+        // return address column, which CFI may read: the PLT's CFA is rsp + 8, or + 16 after the
+        // lazy binding's push, chosen by rip (DW_OP_breg16), so it is set like the others (as
+        // elfutils' own x86_64 backend does). aarch64's pc is no DWARF register libdwfl keeps:
+        // every other one, then the pc.
+        const Arch& arch = self->target.arch();
+        bool pcIsRegister = arch.machine == Machine::X86_64 && t->registers.size() == arch.dwarfRegisters &&
+                            arch.pcRegister + 1 == arch.dwarfRegisters;
+        std::vector<Dwarf_Word> regs(t->registers.begin(), t->registers.end() - (pcIsRegister ? 0 : 1));
+        if (pcIsRegister) regs.back() = t->pc;
         if (!dwfl_thread_state_registers(thread, 0, static_cast<unsigned>(regs.size()), regs.data())) return false;
         dwfl_thread_state_register_pc(thread, t->pc);
         return true;
@@ -513,6 +525,16 @@ std::vector<NativeFrame> NativeStacks::at(uint64_t pc, bool activation) {
     return out;
 }
 
+bool NativeStacks::spansCutShort(const OsThread& thread) {
+    spans(thread);
+    return impl_->cutShort.count(thread.lwp) != 0;
+}
+
+const std::vector<StackSpan>* NativeStacks::unwoundSpans(const OsThread& thread) const {
+    auto known = impl_->spansOf.find(thread.lwp);
+    return known == impl_->spansOf.end() ? nullptr : &known->second;
+}
+
 const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     Impl& d = *impl_;
     auto known = d.spansOf.find(thread.lwp);
@@ -524,9 +546,16 @@ const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     d.frames = &raw;
     d.registersDepth = 0;
     d.physicalLimit = kMaxPhysicalFrames;
-    dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
+    int status = dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     d.current = nullptr;
     d.frames = nullptr;
+    // As unwind() tells it: libdwfl ends most stacks with an error; only an end in memory of no
+    // known module, or in a module whose file (its CFI) is missing, leaves frames unseen.
+    if (raw.empty()) d.cutShort.insert(thread.lwp);
+    else if (status == -1) {
+        const Symbolization& last = d.symbolize(raw.back().activation ? raw.back().pc : raw.back().pc - 1, false);
+        if (!last.module || !last.module->elf) d.cutShort.insert(thread.lwp);
+    }
     for (const auto& r : raw) {
         const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
         out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function, s.module ? s.module->path : std::string(),

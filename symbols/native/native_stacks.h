@@ -77,6 +77,11 @@ public:
     // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
     // Kept per thread once unwound: the target does not change under one report.
     const std::vector<StackSpan>& spans(const OsThread& thread);
+    // The same, only when that thread was unwound already; else null (nothing is unwound).
+    const std::vector<StackSpan>* unwoundSpans(const OsThread& thread) const;
+    // Whether those spans stop short of the stack's end (no frame, or an end in memory of no known
+    // module or of a module whose file is missing): frames may be unseen.
+    bool spansCutShort(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
     // The frames at one address, named with DWARF when there is some (inlined calls first):
