@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -43,6 +44,8 @@ struct TargetSummary {
     std::string sysroot;             // --sysroot
     std::string executable;
     std::optional<double> stoppedMs;
+    // live, stopped: what was read from the process after it ran again (parts and page reads)
+    std::optional<std::vector<Target::PartRead>> readAfterResume;
     std::vector<ModuleFile> files;
 };
 
@@ -230,6 +233,9 @@ struct ReportOptions {
     bool native = false;     // every thread's whole native stack, Python frames merged in
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
     bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
+    // Called once what must be one moment's has been read (threads, registers, stacks, thread
+    // states and their frames, per-thread pointers): a live target resumes the process here.
+    std::function<void()> afterConsistentReads;
 };
 
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a

@@ -139,12 +139,15 @@ int run(pytstates::Command command, Arguments a) {
         LiveTarget target(live);
         if (live.stop) {
             request.beforeAnalysis = [&target] { target.stop(); };
+            request.afterConsistentReads = [&target] { target.resume(); };
             request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
         }
         CommandResult result = runCommand(target, request);
         target.resume();
         progressLine.clear();
         printReadStats(target);
+        if (std::getenv("PYTSTATES_STATS"))
+            std::fprintf(stderr, "pytstates-stats: stop snapshot: %zu pages in %zu reads\n", target.snapshotPages(), target.snapshotCalls());
         if (result.status == 2) throw std::runtime_error(result.error);
         std::fwrite(result.output.data(), 1, result.output.size(), stdout);
         return result.status;
