@@ -130,6 +130,7 @@ Preparation prepareReport(const Target& target, const ReportOptions& options) {
     if (options.internals || options.findings) p.pybind11 = scanBindingModules(target, options.useDwarf);
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
     p.greenletModules = findGreenletModules(target, options.useDwarf);
+    p.glibc = findGlibcKeys(target);  // libc's symbols and its constant thread_db descriptors
     return p;
 }
 
@@ -178,7 +179,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     }
     for (const auto& rt : report.runtimes)
         if (!rt.tssTstateNote.empty()) report.warnings.push_back(rt.modulePath + ": " + rt.tssTstateNote);
-    auto glibc = findGlibcKeys(target);
+    const auto& glibc = preparation.glibc;
     if (glibc.empty()) report.warnings.push_back("no glibc with __pthread_keys found: thread-specific data is not read");
     fillThreadRows(target, glibc, report);
     // The rest reads the stacks the stop copied, the pages read so far, and what does not

@@ -15,6 +15,7 @@
 
 #include "commands/history/history_log.h"
 #include "symbols/cpython/runtimes.h"
+#include "symbols/glibc/pthread_keys.h"
 #include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
 #include "symbols/native/native_stacks.h"
@@ -245,6 +246,7 @@ struct Preparation {
     Pybind11ModuleScan pybind11;
     std::shared_ptr<NativeStacks> native;  // modules reported to the unwinder
     std::vector<GreenletModule> greenletModules;
+    std::vector<GlibcKeys> glibc;
 };
 Preparation prepareReport(const Target& target, const ReportOptions& options);
 

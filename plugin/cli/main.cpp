@@ -147,7 +147,8 @@ int run(pytstates::Command command, Arguments a) {
         progressLine.clear();
         printReadStats(target);
         if (std::getenv("PYTSTATES_STATS"))
-            std::fprintf(stderr, "pytstates-stats: stop snapshot: %zu pages in %zu reads\n", target.snapshotPages(), target.snapshotCalls());
+            std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms\n",
+                         target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs());
         if (result.status == 2) throw std::runtime_error(result.error);
         std::fwrite(result.output.data(), 1, result.output.size(), stdout);
         return result.status;

@@ -149,7 +149,10 @@ void LiveTarget::stop() {
     if (!stopWanted_ || !threads_.empty()) return;
     cache_.setCapacity(SIZE_MAX);  // every page read while stopped belongs to the snapshot
     stopAll();
+    auto since = [this] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count(); };
+    stoppedAllMs_ = since();
     takeSnapshot();
+    snapshotDoneMs_ = since();
     namespaceLwps();
     // Test hook: hold the stop so a test can kill pytstates mid-snapshot.
     if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);

@@ -56,6 +56,10 @@ public:
     // The snapshot's batched reads: pages copied and the system calls they took.
     size_t snapshotPages() const { return snapshotPages_; }
     size_t snapshotCalls() const { return snapshotCalls_; }
+    // Where the stop's time went (ms from the first thread stopped): all threads stopped and
+    // their registers read, the snapshot copied.
+    double stoppedAllMs() const { return stoppedAllMs_; }
+    double snapshotDoneMs() const { return snapshotDoneMs_; }
 
 private:
     size_t readUncached(uint64_t addr, void* buf, size_t len) const;
@@ -81,6 +85,7 @@ private:
     PageCache cache_;  // while stopped and after (its pages pinned), or for one --no-stop read
     bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
     size_t snapshotPages_ = 0, snapshotCalls_ = 0;
+    double stoppedAllMs_ = 0, snapshotDoneMs_ = 0;
     mutable std::vector<PartRead> afterResume_;
 };
 
