@@ -52,6 +52,8 @@ def summary(report):
     for key in ("stopped_ms", "files", "namespace_pids", "root", "sysroot"):
         r["target"].pop(key, None)
     r.pop("warnings", None)
+    for runtime in r.get("runtimes", []):  # whether pytstates' layout cache answered: a run's history
+        runtime.pop("layout_cached", None)
     return r
 
 

@@ -12,9 +12,10 @@
 //                            T0, then goes on and crashes
 //   first_repro_host pause   the same, then pauses there (pause.h), the GIL held with T0
 //   first_repro_host abort   built with PYBIND11_DETAILED_ERROR_MESSAGES (scenario_first_repro_abort_host):
-//                            the worker then runs a task on a thread state of its own, swapped in
-//                            under the acquire (PyThreadState_Swap), and the acquire's end finds the
-//                            current state is not its cached, freed T0: pybind11_fail -> __cxa_throw
+//                            the worker then runs a task on a thread state the main thread made for
+//                            it (before T0 exists), swapped in under the acquire (PyThreadState_Swap),
+//                            and the acquire's end finds the current state is not its cached, freed
+//                            T0: pybind11_fail -> __cxa_throw
 //                            out of a noexcept destructor -> std::terminate -> abort(). FACTS adds
 //                            "task" (the swapped-in state).
 #include <pybind11/embed.h>
@@ -46,17 +47,16 @@ int main(int argc, char** argv) {
     bool abortMode = argc > 1 && std::string(argv[1]) == "abort";
     Py_Initialize();
     long mainLwp = syscall(SYS_gettid);
+    // The task's state is made here, before T0 is made and freed: made later, malloc could give it
+    // T0's freed block (seen on 3.13), and the acquire's end would find its T0 current after all.
+    PyThreadState* task = abortMode ? PyThreadState_New(PyInterpreterState_Get()) : nullptr;
     PyThreadState* mainTstate = PyEval_SaveThread();
     std::thread worker([&, pause] {
         py::gil_scoped_acquire acquire;  // the first pybind11 call of the process
         auto& internals = py::detail::get_internals();
         auto* cached = static_cast<PyThreadState*>(PYBIND11_TLS_GET_VALUE(internals.tstate));
         py::exec("answer = sum(range(10))");
-        PyThreadState* task = nullptr;
-        if (abortMode) {  // the GIL is held: a state of the main interpreter swapped in for a task
-            task = PyThreadState_New(mainTstate->interp);
-            PyThreadState_Swap(task);
-        }
+        if (abortMode) PyThreadState_Swap(task);  // the GIL is held: a state of the main interpreter, for a task
         std::printf("FACTS {\"pid\": %d, \"main_lwp\": %ld, \"main_tstate\": \"%s\", \"worker_lwp\": %ld, "
                     "\"worker_pthread\": \"%s\", \"t0\": \"%s\", \"current\": \"%s\", \"autotss\": \"%s\", "
                     "\"host_key\": %u, \"host_id\": \"%s\", \"task\": \"%s\"}\n",
