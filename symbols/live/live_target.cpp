@@ -222,12 +222,15 @@ void LiveTarget::stopAll() {
     }
     std::set<int> done;
     cache_.clear();  // what was read while running is not part of the snapshot
+    // The first list is read before the clock starts: nothing is stopped while it is read.
+    std::vector<int> tasks = listTasks(pid_);
     stoppedAt_ = std::chrono::steady_clock::now();
     // Threads may start or end while we stop the others: list again until nothing is new.
     for (int round = 0; round < 50; ++round) {
         // Interrupt every new thread first, then collect the stops: the threads stop in parallel.
         std::vector<int> interrupted;
-        for (int tid : listTasks(pid_)) {
+        if (round > 0) tasks = listTasks(pid_);
+        for (int tid : tasks) {
             if (!done.insert(tid).second) continue;
             if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
                 if (errno == ESRCH) continue;  // ended meanwhile
