@@ -5,6 +5,7 @@
 #include <set>
 
 #include "symbols/cpython/frames.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
@@ -43,8 +44,6 @@ size_t mergePython(std::vector<NativeFrame>& frames, const std::vector<PyFrame>&
     }
     return py.size() - next;
 }
-
-std::string hex(uint64_t v) { return hexAddress(v); }
 
 }  // namespace
 
@@ -91,11 +90,11 @@ std::string holderWords(const NativeFrame& frame, size_t index, const FrameValue
     std::string where = (frame.function.empty() ? "an unknown function" : frame.function) + " (frame #" + std::to_string(index) + ")";
     switch (v.kind) {
         case FrameValue::Kind::Parameter:
-            return where + " was handed " + v.name + "=" + hex(v.value);
+            return where + " was handed " + v.name + "=" + hexAddress(v.value);
         case FrameValue::Kind::Register:
-            return where + " holds " + hex(v.value) + " in register " + v.name;
+            return where + " holds " + hexAddress(v.value) + " in register " + v.name;
         case FrameValue::Kind::StackWord:
-            return "a word of the stack frame of " + where + " holds " + hex(v.value);
+            return "a word of the stack frame of " + where + " holds " + hexAddress(v.value);
     }
     return where;
 }

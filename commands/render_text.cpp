@@ -15,17 +15,13 @@
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
+#include "symbols/text/base_name.h"
 
 namespace pytstates {
 
 namespace {
 
 constexpr size_t kCrashFramesShown = 32;
-
-std::string basename(const std::string& path) {
-    auto slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' '); }
 
@@ -97,11 +93,11 @@ std::string nativeFrameLine(const NativeFrame& f, size_t index) {
     if (!params.empty()) line += " (" + params + ")";
     if (f.inlined) line += " [inlined]";
     if (f.tailCall) line += " [tail call]";
-    if (!f.file.empty()) line += "  " + shown(basename(f.file)) + ":" + std::to_string(f.line);
+    if (!f.file.empty()) line += "  " + shown(baseName(f.file)) + ":" + std::to_string(f.line);
     if (!f.module.empty()) {
         char off[32];
         std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
-        line += "  (" + shown(basename(f.module)) + off + ")";
+        line += "  (" + shown(baseName(f.module)) + off + ")";
     }
     return line;
 }
@@ -111,7 +107,7 @@ void renderNativeFrames(std::ostringstream& out, const std::vector<NativeFrame>&
     for (size_t i = 0; i < frames.size() && i < limit; ++i) {
         out << indent << nativeFrameLine(frames[i], i) << "\n";
         for (const auto& p : frames[i].python)
-            out << indent << "      Python: " << shown(p.function) << " (" << shown(basename(p.file)) << ":" << p.line << ")\n";
+            out << indent << "      Python: " << shown(p.function) << " (" << shown(baseName(p.file)) << ":" << p.line << ")\n";
     }
     if (frames.size() > limit) out << indent << "(" << frames.size() - limit << " more frames: --json has them all)\n";
     if (!end.empty()) out << indent << "(the stack ends here: " << shown(end) << ")\n";
@@ -145,10 +141,10 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
 
 std::string waitAt(const NativeFrame& at, const std::optional<PyFrame>& py) {
     std::string out;
-    if (py && !py->function.empty()) out = shown(py->function) + " (" + shown(basename(py->file)) + ":" + std::to_string(py->line) + ")";
+    if (py && !py->function.empty()) out = shown(py->function) + " (" + shown(baseName(py->file)) + ":" + std::to_string(py->line) + ")";
     if (!at.function.empty()) {
         out += (out.empty() ? "" : ", native ") + shown(shortFunction(at.function));
-        if (!at.file.empty()) out += " (" + shown(basename(at.file)) + ":" + std::to_string(at.line) + ")";
+        if (!at.file.empty()) out += " (" + shown(baseName(at.file)) + ":" + std::to_string(at.line) + ")";
     }
     return out.empty() ? out : "at " + out;
 }
@@ -351,7 +347,7 @@ void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*
         if (!g->note.empty()) out << indent << "    note: " << shown(g->note) << "\n";
         for (size_t i = 0; i < g->frames.size(); ++i) {
             const auto& f = g->frames[i];
-            out << indent << "    #" << i << " " << shown(f.function) << " (" << shown(basename(f.file)) << ":" << f.line << ")\n";
+            out << indent << "    #" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
         }
     }
 }
@@ -359,7 +355,7 @@ void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*
 void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, const RenderOptions& options) {
     std::set<int> lwps;
     for (const auto& t : scan.threads) lwps.insert(t.lwp);
-    out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(basename(scan.module)) << ", "
+    out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(baseName(scan.module)) << ", "
         << (scan.layoutSource == "dwarf" ? "layout from DWARF" : scan.layoutSource == "table" ? "built-in layout" : "no layout")
         << "): " << scan.greenlets.size() << " greenlets on " << lwps.size() << " thread" << (lwps.size() == 1 ? "" : "s")
         << ", " << scan.gcObjects << " objects on the collector's lists\n";
@@ -422,7 +418,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 if (ts.frames.empty()) out << "        (no Python frames)\n";
                 for (size_t i = 0; i < ts.frames.size(); ++i) {
                     const auto& f = ts.frames[i];
-                    out << "        #" << i << " " << shown(f.function) << " (" << shown(basename(f.file)) << ":" << f.line << ")\n";
+                    out << "        #" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
                 }
                 if (!greenlets || !lwp) continue;
                 std::vector<const GreenletInfo*> mine;

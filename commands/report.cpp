@@ -4,7 +4,6 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <stdexcept>
 
 #include "commands/abort_context.h"
@@ -27,12 +26,6 @@ std::string threadStateWords(int state) {
         case 2: return "suspended";
         default: return "state " + std::to_string(state);
     }
-}
-
-std::string hexAddress(uint64_t value) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-    return buf;
 }
 
 namespace {

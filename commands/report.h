@@ -20,6 +20,7 @@
 #include "symbols/nanobind/nb_internals.h"
 #include "symbols/native/native_stacks.h"
 #include "symbols/native/wait_functions.h"
+#include "symbols/text/hex_address.h"
 #include "symbols/pybind11/internals_reader.h"
 #include "symbols/target.h"
 
@@ -197,6 +198,7 @@ struct Report {
             if (place.lwp == lwp) found.emplace_back(place.depth, tstate);
         std::sort(found.begin(), found.end());
         std::vector<uint64_t> out;
+        out.reserve(found.size());
         for (const auto& f : found) out.push_back(f.second);
         return out;
     }
@@ -253,8 +255,6 @@ Preparation prepareReport(const Target& target, const ReportOptions& options);
 // Throws std::runtime_error (one line) when the target holds no CPython runtime.
 Report buildReport(const Target& target, const ReportOptions& options, const Preparation& preparation);
 Report buildReport(const Target& target, const ReportOptions& options);
-
-std::string hexAddress(uint64_t value);
 
 // PyThreadState.state (3.13+): "detached", "attached", "suspended" (a stop-the-world pause).
 std::string threadStateWords(int state);

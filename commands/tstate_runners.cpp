@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint64_t kRedZone = 128;                  // x86_64's red zone below sp: a leaf's locals
 constexpr uint64_t kMaxStackScan = 1 << 20;         // bytes of one thread's live frames searched for words
-constexpr uint64_t kUnwoundFallback = 256 * 1024;   // the stack's extent when it cannot be unwound
+constexpr uint64_t kUnwoundFallback = uint64_t{256} * 1024;  // the stack's extent when it cannot be unwound
 constexpr size_t kMaxFrameWalk = 4096;
 constexpr uint64_t kInsideState = 0x4000;           // root_cframe and the like lie within the state itself
 

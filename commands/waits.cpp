@@ -3,6 +3,7 @@
 
 #include "symbols/cpython/locks.h"
 #include "symbols/glibc/lock_layout.h"
+#include "symbols/text/base_name.h"
 
 namespace pytstates {
 
@@ -16,8 +17,7 @@ constexpr size_t kWaitFrames = 28;
 constexpr size_t kFirstFrames = 6;
 
 bool isRuntimeModule(const std::string& module) {
-    auto slash = module.rfind('/');
-    std::string name = slash == std::string::npos ? module : module.substr(slash + 1);
+    std::string name = baseName(module);
     for (const char* lib : {"libc.so", "libc-", "libpthread", "libstdc++", "libpython", "ld-linux"})
         if (name.rfind(lib, 0) == 0) return true;
     return false;
@@ -59,9 +59,9 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames) {
             return weak;
         }
         if (!w.weak) return Classified{w, i};
-        if (!weak || weak->wait.kind != WaitKind::Syscall || w.kind == WaitKind::Syscall || weak->wait.call.empty())
-            weak = Classified{w, i};
-        else if (w.kind == WaitKind::Condition)
+        // A named syscall stays over an outer weak wait of another kind, except a condition variable.
+        if (!weak || weak->wait.kind != WaitKind::Syscall || w.kind == WaitKind::Syscall || weak->wait.call.empty() ||
+            w.kind == WaitKind::Condition)
             weak = Classified{w, i};
     }
     return weak;

@@ -7,16 +7,11 @@
 #include <stdexcept>
 
 #include "symbols/native/native_stacks.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
 namespace {
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 uint64_t unhex(const nlohmann::json& v) {
     if (v.is_number_unsigned()) return v.get<uint64_t>();
@@ -153,10 +148,10 @@ std::string HistoryLog::toJson() const {
     json events = json::array();
     for (const auto& e : this->events()) {
         json frames = json::array();
-        for (const auto& f : e.frames) frames.push_back({{"pc", hex(f.pc)}, {"function", f.function}, {"module", f.module}});
+        for (const auto& f : e.frames) frames.push_back({{"pc", hexAddress(f.pc)}, {"function", f.function}, {"module", f.module}});
         json pcs = json::array();
-        for (uint64_t pc : e.pcs) pcs.push_back(hex(pc));
-        json j = {{"seq", e.seq}, {"event", lifecycleEventName(e.event)}, {"function", e.function}, {"tstate", hex(e.tstate)},
+        for (uint64_t pc : e.pcs) pcs.push_back(hexAddress(pc));
+        json j = {{"seq", e.seq}, {"event", lifecycleEventName(e.event)}, {"function", e.function}, {"tstate", hexAddress(e.tstate)},
                   {"lwp", e.lwp}, {"key", e.key ? json(*e.key) : json(nullptr)}, {"ms", e.ms}, {"pcs", pcs}, {"frames", frames}};
         events.push_back(j);
     }

@@ -4,22 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "symbols/text/base_name.h"
+#include "symbols/text/hex_address.h"
+
 namespace pytstates {
-
-namespace {
-
-std::string baseName(const std::string& path) {
-    auto slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
-}  // namespace
 
 std::string historyText(const HistoryLog& log, size_t maxEvents) {
     auto events = log.events();
@@ -37,7 +25,7 @@ std::string historyText(const HistoryLog& log, size_t maxEvents) {
         const auto& e = events[i];
         char head[160];
         std::snprintf(head, sizeof head, "  #%-6llu %9.3f ms  LWP %-7d %-8s %s", static_cast<unsigned long long>(e.seq), e.ms, e.lwp,
-                      lifecycleEventName(e.event), hex(e.tstate).c_str());
+                      lifecycleEventName(e.event), hexAddress(e.tstate).c_str());
         out << head;
         if (e.key) out << "  key " << *e.key;
         out << "  " << e.function;
@@ -46,7 +34,7 @@ std::string historyText(const HistoryLog& log, size_t maxEvents) {
         for (size_t j = 0; j < e.frames.size() && shown < 4; ++j) {
             const auto& f = e.frames[j];
             if (j == 0 || (f.function == e.function && f.module == e.frames[0].module)) continue;
-            out << " <- " << (f.function.empty() ? hex(f.pc) : f.function) << " (" << (f.module.empty() ? "?" : baseName(f.module)) << ")";
+            out << " <- " << (f.function.empty() ? hexAddress(f.pc) : f.function) << " (" << (f.module.empty() ? "?" : baseName(f.module)) << ")";
             ++shown;
         }
         out << "\n";

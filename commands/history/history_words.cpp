@@ -3,14 +3,12 @@
 
 #include <set>
 
+#include "symbols/text/base_name.h"
+#include "symbols/text/hex_address.h"
+
 namespace pytstates {
 
 namespace {
-
-std::string baseName(const std::string& path) {
-    auto slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 class Words {
 public:
@@ -53,10 +51,7 @@ public:
     }
 
     static std::string named(const HistoryFrame& f) {
-        if (!f.function.empty()) return f.function;
-        char buf[48];
-        std::snprintf(buf, sizeof buf, "an unnamed function at 0x%llx", static_cast<unsigned long long>(f.pc));
-        return buf;
+        return f.function.empty() ? "an unnamed function at " + hexAddress(f.pc) : f.function;
     }
 
     // "pybind11 key 1, cxxabi1002": the records a module uses, by their key (the report names

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/history/recording.h"
 
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -79,6 +80,29 @@ bool parseRecordOptions(const std::vector<std::string>& args, HistoryLog::Limits
         if (a == "--frames") *frames = static_cast<int>(n);
     }
     return true;
+}
+
+bool parseShowCount(const std::string& text, size_t* last, std::string* error) {
+    try {
+        size_t used = 0;
+        long n = std::stol(text, &used);
+        if (used == text.size() && n >= 1) {
+            *last = static_cast<size_t>(n);
+            return true;
+        }
+    } catch (const std::invalid_argument&) {
+    } catch (const std::out_of_range&) {
+    }
+    *error = "show takes a number of events, got '" + text + "'";
+    return false;
+}
+
+std::string saveHistory(const HistoryLog& log, const std::string& path) {
+    std::ofstream out(path);
+    if (out) out << log.toJson();
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + path);
+    return "saved " + std::to_string(log.events().size()) + " events (" + std::to_string(log.hits()) + " breakpoint hits) to " + path + "\n";
 }
 
 std::string recordHelp() {

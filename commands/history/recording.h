@@ -39,6 +39,14 @@ private:
 // bad one. frames: how many frames the front end reads per hit.
 bool parseRecordOptions(const std::vector<std::string>& args, HistoryLog::Limits* limits, int* frames, std::string* error);
 
+// `show N`: the number of last events to show (text not empty); false and *error for anything
+// but a whole number from 1.
+bool parseShowCount(const std::string& text, size_t* last, std::string* error);
+
+// `save FILE`: the log as JSON in FILE; the line that says so. Throws std::runtime_error
+// ("cannot write FILE") when FILE cannot be written.
+std::string saveHistory(const HistoryLog& log, const std::string& path);
+
 // The help text of py-tstates-record.
 std::string recordHelp();
 

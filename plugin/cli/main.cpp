@@ -103,6 +103,15 @@ std::string absolute(const std::string& path) {
     return ec ? path : p.lexically_normal().string();
 }
 
+// The command's output on stdout and its exit status; status 2 is an error, one line (main's).
+int finish(const pytstates::Target& target, const pytstates::CommandResult& result) {
+    progressLine.clear();
+    printReadStats(target);
+    if (result.status == 2) throw std::runtime_error(result.error);
+    std::fwrite(result.output.data(), 1, result.output.size(), stdout);
+    return result.status;
+}
+
 int run(pytstates::Command command, Arguments a) {
     using namespace pytstates;
     a.exe = absolute(a.exe);
@@ -144,14 +153,10 @@ int run(pytstates::Command command, Arguments a) {
         }
         CommandResult result = runCommand(target, request);
         target.resume();
-        progressLine.clear();
-        printReadStats(target);
         if (std::getenv("PYTSTATES_STATS"))
             std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms\n",
                          target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs());
-        if (result.status == 2) throw std::runtime_error(result.error);
-        std::fwrite(result.output.data(), 1, result.output.size(), stdout);
-        return result.status;
+        return finish(target, result);
     }
     CoreOptions options;
     options.corePath = a.core;
@@ -168,11 +173,7 @@ int run(pytstates::Command command, Arguments a) {
             if (threads[i].lwp == lwp) return static_cast<int>(i + 1);
         return 0;
     });
-    progressLine.clear();
-    printReadStats(target);
-    if (result.status == 2) throw std::runtime_error(result.error);
-    std::fwrite(result.output.data(), 1, result.output.size(), stdout);
-    return result.status;
+    return finish(target, result);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <map>
 #include <string>
@@ -168,24 +167,11 @@ std::tuple<int, std::string, std::string> recordOutput(const std::string& what, 
         }
         if (what == "show") {
             size_t last = 0;
-            if (!argument.empty()) {
-                size_t used = 0;
-                long n = std::stol(argument, &used);
-                if (used != argument.size() || n < 1) throw std::invalid_argument(argument);
-                last = static_cast<size_t>(n);
-            }
+            std::string error;
+            if (!argument.empty() && !parseShowCount(argument, &last, &error)) return {2, "", error};
             return {0, historyText(*log, last), ""};
         }
-        std::ofstream out(argument);
-        if (!out) return {2, "", "cannot write " + argument};
-        out << log->toJson();
-        out.close();
-        if (!out) return {2, "", "cannot write " + argument};
-        return {0, "saved " + std::to_string(log->events().size()) + " events (" + std::to_string(log->hits()) + " breakpoint hits) to " + argument + "\n", ""};
-    } catch (const std::invalid_argument&) {
-        return {2, "", "show takes a number of events, got '" + argument + "'"};
-    } catch (const std::out_of_range&) {
-        return {2, "", "show takes a number of events, got '" + argument + "'"};
+        return {0, saveHistory(*log, argument), ""};
     } catch (const std::exception& e) {
         return {2, "", e.what()};
     }

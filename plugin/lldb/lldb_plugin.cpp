@@ -20,6 +20,7 @@
 #include "commands/history/history_show.h"
 #include "commands/history/recording.h"
 #include "commands/run.h"
+#include "plugin/lldb/guarded_command.h"
 #include "symbols/debugger/debugger_target.h"
 
 namespace lldb {
@@ -199,33 +200,18 @@ bool onExit(void*, lldb::SBProcess& process, lldb::SBThread&, lldb::SBBreakpoint
     return false;
 }
 
-class RecordCommand : public lldb::SBCommandPluginInterface {
+class RecordCommand : public GuardedCommand {
 public:
-    bool DoExecute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
-        try {
-            return execute(debugger, arguments, result);
-        } catch (const std::exception& e) {
-            fail(result, e.what());
-        } catch (...) {
-            fail(result, "internal error");
-        }
-        return false;
-    }
+    RecordCommand() : GuardedCommand("py-tstates-record") {}
 
 private:
-    static bool fail(lldb::SBCommandReturnObject& result, const std::string& why) {
-        result.SetError(("py-tstates-record: " + why).c_str());
-        result.SetStatus(lldb::eReturnStatusFailed);
-        return false;
-    }
-
     static void removeBreakpoints() {
         if (recorder.target.IsValid())
             for (auto id : recorder.breakpoints) recorder.target.BreakpointDelete(id);
         recorder.breakpoints.clear();
     }
 
-    bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) {
+    bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
         std::vector<std::string> args;
         for (char** a = arguments; a && *a; ++a) args.emplace_back(*a);
         if (args.empty() || (args[0] != "on" && args[0] != "off" && args[0] != "show" && args[0] != "save"))
@@ -281,69 +267,34 @@ private:
         if (what == "show") {
             size_t last = 0;
             if (args.size() > 1) return fail(result, "show takes at most one number");
-            if (!args.empty()) {
-                try {
-                    size_t used = 0;
-                    long n = std::stol(args[0], &used);
-                    if (used != args[0].size() || n < 1) throw std::invalid_argument(args[0]);
-                    last = static_cast<size_t>(n);
-                } catch (const std::exception&) {
-                    return fail(result, "show takes a number of events, got '" + args[0] + "'");
-                }
-            }
+            std::string error;
+            if (!args.empty() && !parseShowCount(args[0], &last, &error)) return fail(result, error);
             result.Printf("%s", historyText(*log, last).c_str());
             result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
             return true;
         }
         if (args.size() != 1) return fail(result, "save needs one FILE");
-        std::ofstream out(args[0]);
-        if (out) out << log->toJson();
-        out.close();
-        if (!out) return fail(result, "cannot write " + args[0]);
-        result.Printf("saved %zu events (%llu breakpoint hits) to %s\n", log->events().size(), static_cast<unsigned long long>(log->hits()),
-                      args[0].c_str());
+        result.Printf("%s", saveHistory(*log, args[0]).c_str());
         result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
         return true;
     }
 };
 
-class PytstatesCommand : public lldb::SBCommandPluginInterface {
+class PytstatesCommand : public GuardedCommand {
 public:
-    PytstatesCommand(Command command, const char* name) : command_(command), name_(name) {}
-
-    bool DoExecute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
-        try {
-            return execute(debugger, arguments, result);
-        } catch (const std::exception& e) {
-            fail(result, e.what());
-        } catch (...) {
-            fail(result, "internal error");
-        }
-        return false;
-    }
+    PytstatesCommand(Command command, const char* name) : GuardedCommand(name), command_(command) {}
 
 private:
-    void fail(lldb::SBCommandReturnObject& result, const std::string& why) {
-        result.SetError((name_ + ": " + why).c_str());
-        result.SetStatus(lldb::eReturnStatusFailed);
-    }
-
-    bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) {
+    bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
         CommandRequest request;
         request.command = command_;
         std::vector<std::string> args;
         for (char** a = arguments; a && *a; ++a) args.emplace_back(*a);
         std::string error;
-        if (!parseCommandArguments(args, &request, &error)) {
-            fail(result, error);
-            return false;
-        }
+        if (!parseCommandArguments(args, &request, &error)) return fail(result, error);
         lldb::SBTarget target = debugger.GetSelectedTarget();
         lldb::SBProcess process = target.IsValid() ? target.GetProcess() : lldb::SBProcess();
-        if (!process.IsValid() || process.GetNumThreads() == 0) {
-            fail(result, "no process or core: attach to a process or load a core first (target create --core FILE)");
-            return false;
-        }
+        if (!process.IsValid() || process.GetNumThreads() == 0) return fail(result, "no process or core: attach to a process or load a core first (target create --core FILE)");
         std::string plugin = process.GetPluginName() ? process.GetPluginName() : "";
         bool live = plugin.find("core") == std::string::npos;
 
@@ -355,17 +306,13 @@ private:
             auto it = indexOfLwp.find(lwp);
             return it == indexOfLwp.end() ? 0 : it->second;
         });
-        if (out.status == 2) {
-            fail(result, out.error);
-            return false;
-        }
+        if (out.status == 2) return fail(result, out.error);
         result.Printf("%s", out.output.c_str());
         result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
         return true;
     }
 
     Command command_;
-    std::string name_;
 };
 
 }  // namespace

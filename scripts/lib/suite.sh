@@ -45,7 +45,7 @@ suite_packages=(
   libc6-dbg                                 # glibc's struct pthread in gdb, for tests that patch a key slot in a core
   zstd lz4 xz-utils                         # tests: cores compressed by the real tools
   libffi-dev                                # tests: the free-threaded CPython built by scripts/python-freethreaded (with zlib1g-dev)
-  debuginfod iproute2 util-linux            # tests: a real debuginfod server, network and mount namespaces
+  debuginfod iproute2 util-linux mount      # tests: a real debuginfod server, network and mount namespaces (mount(8))
   gdb-multiarch g++-aarch64-linux-gnu       # tests: arm64 cores (read by gdb-multiarch; programs cross-compiled)
   lintian man-db                            # tests: the .deb checked by Debian's lintian; man -l renders the page
   file dpkg-dev                             # scripts/package: dpkg-shlibdeps

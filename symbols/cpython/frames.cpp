@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/frames.h"
 
-#include <cstdio>
 #include <set>
 
 #include "symbols/cpython/line_table.h"
 #include "symbols/cpython/python_objects.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
@@ -107,11 +107,7 @@ std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std
         auto codeField = codeOf(frame);
         auto previous = memory_.readPointer(frame + layout_.framePrevious);
         if (!codeField || !previous) {
-            if (note) {
-                char where[24];
-                std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(frame));
-                *note = std::string("the frame at ") + where + " is unreadable";
-            }
+            if (note) *note = "the frame at " + hexAddress(frame) + " is unreadable";
             break;
         }
         uint64_t code = *codeField;

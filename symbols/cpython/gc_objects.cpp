@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/gc_objects.h"
 #include "symbols/progress.h"
+#include "symbols/text/hex_address.h"
 
-#include <cstdio>
 #include <vector>
 
 namespace pytstates {
@@ -15,12 +15,6 @@ constexpr int kGenerations = 3;
 // flags (CPython masks them with ~3). Objects are 16-byte aligned but a list head need not be:
 // Debian 13's 3.13.5 keeps its generations at 4 past an 8-byte boundary (interp + 7420).
 constexpr uint64_t kLinkMask = ~uint64_t(3);
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 }  // namespace
 
@@ -40,7 +34,7 @@ GcWalk walkGcObjects(const Memory& memory, const CPythonLayout& layout, uint64_t
     for (uint64_t head : heads) {
         auto first = memory.readPointer(head);
         if (!first) {
-            walk.problem = "the collector's list at " + hex(head) + " is unreadable";
+            walk.problem = "the collector's list at " + hexAddress(head) + " is unreadable";
             continue;
         }
         uint64_t prev = head, node = *first & kLinkMask;
@@ -48,15 +42,15 @@ GcWalk walkGcObjects(const Memory& memory, const CPythonLayout& layout, uint64_t
         while (node != head) {
             uint64_t words[4];
             if (!node || !memory.readExact(node, words, sizeof words)) {
-                walk.problem = "the collector's list at " + hex(head) + " leads to unreadable " + hex(node);
+                walk.problem = "the collector's list at " + hexAddress(head) + " leads to unreadable " + hexAddress(node);
                 break;
             }
             if ((words[1] & kLinkMask) != prev) {
-                walk.problem = "the collector's list at " + hex(head) + " is broken at " + hex(node);
+                walk.problem = "the collector's list at " + hexAddress(head) + " is broken at " + hexAddress(node);
                 break;
             }
             if (++walked > maxObjects) {
-                walk.problem = "the collector's list at " + hex(head) + " is longer than " + std::to_string(maxObjects);
+                walk.problem = "the collector's list at " + hexAddress(head) + " is longer than " + std::to_string(maxObjects);
                 break;
             }
             uint64_t object = node + objectOffset;

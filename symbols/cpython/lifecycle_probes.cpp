@@ -6,13 +6,14 @@
 #include <gelf.h>
 #include <libelf.h>
 
-#include <cstdio>
 #include <set>
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/modules/module_files.h"
+#include "symbols/text/base_name.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
@@ -79,17 +80,6 @@ std::optional<std::pair<std::string, ElfSymbol>> functionSymbol(const LoadedModu
         if (sym && sym->defined && sym->type == STT_FUNC && sym->value) return std::make_pair(candidate, *sym);
     }
     return std::nullopt;
-}
-
-std::string hexAddress(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
-std::string baseName(const std::string& path) {
-    auto slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // The function a PLT stub jumps to: the stub's `jmp *slot(%rip)` (x86_64) names a GOT slot, and

@@ -12,6 +12,7 @@
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/modules/debug_session.h"
 #include "symbols/modules/module_files.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
@@ -19,12 +20,6 @@ namespace {
 
 constexpr size_t kMaxInterpreters = 1024;
 constexpr size_t kMaxThreadStates = 100000;
-
-std::string hex(uint64_t v) {
-    char buf[32];
-    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // The version from the runtime's own module, never by running anything.
 // _Py_DebugOffsets first (3.13+): it is the running runtime's own, and its shape follows it.
@@ -188,7 +183,7 @@ public:
         std::set<uint64_t> seen;
         for (uint64_t interp = *head; interp; ) {
             if (seen.size() >= kMaxInterpreters || !seen.insert(interp).second) {
-                rt_.notes.push_back("the interpreter list is cyclic or too long; stopped at " + hex(interp));
+                rt_.notes.push_back("the interpreter list is cyclic or too long; stopped at " + hexAddress(interp));
                 break;
             }
             Interpreter info;
@@ -196,7 +191,7 @@ public:
             info.main = interp == mainInterp;
             if (!readInterpreter(interp, &info, why)) {
                 if (rt_.interpreters.empty()) return false;  // the head itself is bad: not a runtime
-                rt_.notes.push_back("interpreter " + hex(interp) + ": " + *why);
+                rt_.notes.push_back("interpreter " + hexAddress(interp) + ": " + *why);
                 break;
             }
             rt_.interpreters.push_back(std::move(info));
@@ -214,14 +209,14 @@ private:
         auto id = target_.readValue<int64_t>(interp + l_.interpId);
         auto threadsHead = target_.readPointer(interp + l_.interpThreadsHead);
         if (!id || !threadsHead) {
-            *why = "unreadable PyInterpreterState at " + hex(interp);
+            *why = "unreadable PyInterpreterState at " + hexAddress(interp);
             return false;
         }
         if (l_.interpRuntime != kAbsent) {
             auto back = target_.readPointer(interp + l_.interpRuntime);
             if (!back || *back != rt_.address) {
-                *why = "PyInterpreterState at " + hex(interp) + " does not point back to _PyRuntime (" +
-                       (back ? hex(*back) : "unreadable") + ")";
+                *why = "PyInterpreterState at " + hexAddress(interp) + " does not point back to _PyRuntime (" +
+                       (back ? hexAddress(*back) : "unreadable") + ")";
                 return false;
             }
         }
@@ -235,7 +230,7 @@ private:
         uint64_t prev = 0;
         for (uint64_t ts = *threadsHead; ts;) {
             if (seen.size() >= kMaxThreadStates || !seen.insert(ts).second) {
-                info->note = "the thread-state list is cyclic or too long; stopped at " + hex(ts);
+                info->note = "the thread-state list is cyclic or too long; stopped at " + hexAddress(ts);
                 break;
             }
             ThreadState t;
@@ -244,7 +239,7 @@ private:
             auto next = target_.readPointer(ts + l_.tstateNext);
             auto back = target_.readPointer(ts + l_.tstatePrev);
             if (!owner || !next || !back) {
-                info->note = "thread state " + hex(ts) + " is unreadable; the list ends there";
+                info->note = "thread state " + hexAddress(ts) + " is unreadable; the list ends there";
                 break;
             }
             if (*owner != interp) {
@@ -252,10 +247,10 @@ private:
                     *why = "its first thread state does not point back to it";
                     return false;
                 }
-                info->note = "thread state " + hex(ts) + " names interpreter " + hex(*owner) + "; the list ends there";
+                info->note = "thread state " + hexAddress(ts) + " names interpreter " + hexAddress(*owner) + "; the list ends there";
                 break;
             }
-            if (*back != prev) t.note = "its prev pointer is " + hex(*back) + ", expected " + hex(prev);
+            if (*back != prev) t.note = "its prev pointer is " + hexAddress(*back) + ", expected " + hexAddress(prev);
             t.interp = *owner;
             if (l_.tstateId != kAbsent) t.id = target_.readValue<uint64_t>(ts + l_.tstateId);
             t.threadId = target_.readValue<uint64_t>(ts + l_.tstateThreadId).value_or(0);
@@ -350,7 +345,7 @@ RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf) {
         rt.modulePath = module.path;
         auto versionHex = detectVersionHex(target, module, rt.address);
         if (!versionHex) {
-            result.rejected.push_back(module.path + ": _PyRuntime at " + hex(rt.address) + ": the CPython version is unknown");
+            result.rejected.push_back(module.path + ": _PyRuntime at " + hexAddress(rt.address) + ": the CPython version is unknown");
             continue;
         }
         rt.versionHex = *versionHex;
@@ -377,7 +372,7 @@ RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candid
         std::string why;
         Walker walker(target, rt, maxFrames);
         if (!walker.walk(&why)) {
-            result.rejected.push_back(rt.modulePath + ": _PyRuntime at " + hex(rt.address) + " (CPython " + rt.version + "): " + why);
+            result.rejected.push_back(rt.modulePath + ": _PyRuntime at " + hexAddress(rt.address) + " (CPython " + rt.version + "): " + why);
             continue;
         }
         if (!(rt.versionHex & 0xffff)) refineVersionFromSys(target, rt);

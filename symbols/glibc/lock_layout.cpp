@@ -4,14 +4,14 @@
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/modules/debug_session.h"
+#include "symbols/text/base_name.h"
 
 namespace pytstates {
 
 namespace {
 
 bool isLibc(const std::string& path) {
-    auto slash = path.rfind('/');
-    std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    std::string name = baseName(path);
     return name == "libc.so.6" || (name.rfind("libc-2.", 0) == 0 && name.find(".so") != std::string::npos);
 }
 

@@ -8,6 +8,17 @@ constexpr uint64_t kDtvUnallocated = ~uint64_t(0);  // TLS_DTV_UNALLOCATED
 // FORCED_DYNAMIC_TLS_OFFSET: -1 with the TCB at the thread pointer (x86_64), -2 with the DTV
 // there (aarch64).
 int64_t forcedDynamicTlsOffset(const Target& target) { return target.arch().tlsVariantI ? -2 : -1; }
+
+// The variable at its address: its value, or its address alone when that is unreadable.
+ThreadLocal valueAt(const Target& target, uint64_t address) {
+    ThreadLocal out;
+    out.address = address;
+    auto value = target.readPointer(address);
+    if (!value) return out;
+    out.value = *value;
+    out.status = ThreadLocal::Status::Value;
+    return out;
+}
 }  // namespace
 
 ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const LoadedModule& module,
@@ -34,23 +45,12 @@ ThreadLocal readThreadLocal(const Target& target, const GlibcKeys& glibc, const 
         out.status = ThreadLocal::Status::NotAllocated;
         return out;
     }
-    out.address = block + variableOffset;
-    auto value = target.readPointer(out.address);
-    if (!value) return out;
-    out.value = *value;
-    out.status = ThreadLocal::Status::Value;
-    return out;
+    return valueAt(target, block + variableOffset);
 }
 
 ThreadLocal readThreadPointerRelative(const Target& target, int64_t offset, uint64_t threadPointer) {
-    ThreadLocal out;
-    if (!threadPointer) return out;
-    out.address = threadPointer + static_cast<uint64_t>(offset);
-    auto value = target.readPointer(out.address);
-    if (!value) return out;
-    out.value = *value;
-    out.status = ThreadLocal::Status::Value;
-    return out;
+    if (!threadPointer) return {};
+    return valueAt(target, threadPointer + static_cast<uint64_t>(offset));
 }
 
 const char* describe(ThreadLocal::Status status) {

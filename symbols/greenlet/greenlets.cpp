@@ -2,7 +2,6 @@
 #include "symbols/greenlet/greenlets.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
 #include <unordered_map>
 
@@ -13,6 +12,8 @@
 #include "symbols/glibc/malloc_chunk.h"
 #include "symbols/glibc/thread_local.h"
 #include "symbols/modules/debug_session.h"
+#include "symbols/text/base_name.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
@@ -22,17 +23,6 @@ constexpr uint64_t kMainStackStop = ~uint64_t(0);  // greenlet marks a main gree
 constexpr uint64_t kMaxTlsBlock = 512;             // _greenlet's TLS block is 16 bytes in 2.x and 3.x
 constexpr size_t kMaxTypeChain = 64;
 constexpr size_t kMaxLiveFrames = 4096;  // per thread state, when looking for a saved frame on a live stack
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
-std::string baseName(const std::string& path) {
-    auto slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool isGreenletModule(const std::string& path) {
     std::string name = baseName(path);
@@ -201,9 +191,9 @@ private:
         auto live = liveFrames_.find(info->savedFrame);
         if (info->savedFrame && live != liveFrames_.end()) info->savedFrameOnTstate = live->second;
         if (info->savedFrame && !frames_.looksLikeFrame(info->savedFrame)) {
-            info->savedFrameProblem = "its saved frame " + hex(info->savedFrame) + " " + whatIsAt(info->savedFrame);
+            info->savedFrameProblem = "its saved frame " + hexAddress(info->savedFrame) + " " + whatIsAt(info->savedFrame);
         } else if (info->savedFrameObject && readTypeName(target_, rt_.layout, info->savedFrameObject).value_or("") != "frame") {
-            info->savedFrameObjectProblem = "its saved frame object " + hex(info->savedFrameObject) + " " + whatIsAt(info->savedFrameObject);
+            info->savedFrameObjectProblem = "its saved frame object " + hexAddress(info->savedFrameObject) + " " + whatIsAt(info->savedFrameObject);
         }
     }
 

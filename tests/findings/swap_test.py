@@ -14,7 +14,6 @@ python: "debian" (the scenario built by CMake against Debian's 3.11) or a pyenv 
 ("3.8.18"), compiled here against that version's libpython; gdb / lldb: the debuggers on a gcore
 of the Debian build."""
 import argparse
-import json
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import scenario  # noqa: E402
+from debugger_batch import core_json  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "findings", "swap_host.c")
@@ -143,36 +143,13 @@ def cli(args, exe, mode, python):
             scenario.cleanup(core)
 
 
-BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
-
-
-def debugger(args, which, exe, core):
-    if which == "gdb":
-        argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script, "-ex", "echo " + BEGIN + "\\n",
-                "-ex", "py-tstates-check --json", "-ex", "echo " + END + "\\n", exe, core]
-    else:
-        # Debian 12's lldb-14 has a broken Python: no script markers; the JSON follows the command's echo.
-        argv = [scenario.LLDB, "-b", exe, "-c", core, "-o", "plugin load " + args.lldb_plugin, "-o", "py-tstates-check --json"]
-    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180).stdout.decode(errors="replace")
-    start = out.find("{", out.find(BEGIN) + 1 if which == "gdb" else out.find("(lldb) py-tstates-check --json"))
-    depth, end = 0, start
-    for i in range(start, len(out)):  # the JSON object: braces balance (strings hold none unbalanced here)
-        depth += {"{": 1, "}": -1}.get(out[i], 0)
-        if depth == 0:
-            end = i + 1
-            break
-    try:
-        return json.loads(out[start:end])
-    except ValueError:
-        expect(False, "%s printed no JSON report:\n%s" % (which, out[-3000:]))
-
-
 def in_debugger(args, which):
     exe = os.path.join(args.scenarios, "scenario_swap_host")
     for mode in ("uwsgi-busy", "modwsgi-busy"):
         facts, core = scenario.take_core([exe, mode], "gcore")
         try:
-            check_report(debugger(args, which, exe, core), facts, "%s %s gcore" % (which, mode))
+            loads = args.gdb_script if which == "gdb" else args.lldb_plugin
+            check_report(core_json(which, loads, exe, core, "py-tstates-check --json"), facts, "%s %s gcore" % (which, mode))
         finally:
             scenario.cleanup(core)
 

@@ -13,28 +13,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
 import scenario  # noqa: E402
+from debugger_batch import between, gdb, marked  # noqa: E402
 from findings_cases import expect  # noqa: E402
-
-BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
-
-
-def gdb(args, target_args, commands, timeout=120):
-    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script]
-    for c in commands:
-        argv += ["-ex", c]
-    out = subprocess.run(argv + target_args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    return out.returncode, out.stdout.decode(errors="replace")
-
-
-def between(text, tag):
-    """The output between `echo <<<tag` and `echo tag>>>` markers."""
-    m = re.search(re.escape(BEGIN + tag) + r"\n(.*?)" + re.escape(tag + END), text, re.S)
-    expect(m is not None, "markers %s not found in gdb output:\n%s" % (tag, text[-3000:]))
-    return m.group(1)
-
-
-def marked(tag, command):
-    return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]
 
 
 def gdb_thread_numbers(text):
@@ -58,7 +38,7 @@ def seed_core(args):
                 marked("json", "py-tstates-check --json") + marked("text", "py-tstates-check") +
                 marked("internals", "pybind-internals --types --json") + marked("tstates", "py-tstates --frames 2 --json") +
                 marked("sel2", "thread") + marked("fsel2", "frame"))
-        _, out = gdb(args, [exe, core], cmds)
+        _, out = gdb(args.gdb_script, [exe, core], cmds)
         ours = json.loads(between(out, "json"))
         status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
         expect(status == 1, "the CLI finds the error")
@@ -98,7 +78,7 @@ def crash_cores(args):
         try:
             cmds = marked("threads", "info threads") + marked("json", "py-tstates-check --json") + \
                 marked("text", "py-tstates-check") + marked("native", "py-tstates -n -j")
-            _, out = gdb(args, [exe, core], cmds)
+            _, out = gdb(args.gdb_script, [exe, core], cmds)
             ours = json.loads(between(out, "json"))
             text = between(out, "text")
             findings_cases.check_crash(ours, text, facts["worker_lwp"], 11, top, facts[pointer], codes, "tstate")
@@ -117,7 +97,7 @@ def crash_cores(args):
 def live_attach(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     with scenario.running([exe, "svr2", "pause"]) as (proc, facts):
-        _, out = gdb(args, ["-p", str(proc.pid)], marked("json", "py-tstates-check --json"))
+        _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates-check --json"))
         ours = json.loads(between(out, "json"))
         expect(ours["target"]["kind"] == "live" and ours["target"]["pid"] == proc.pid, "a live target", ours)
         stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
@@ -137,7 +117,7 @@ def through_gdbserver(args):
             port = s.getsockname()[1]
         server = subprocess.Popen(["gdbserver", "--attach", "127.0.0.1:%d" % port, str(proc.pid)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, out = gdb(args, [exe], ["target remote 127.0.0.1:%d" % port] + marked("json", "py-tstates-check --json") + ["detach"])
+        _, out = gdb(args.gdb_script, [exe], ["target remote 127.0.0.1:%d" % port] + marked("json", "py-tstates-check --json") + ["detach"])
         ours = json.loads(between(out, "json"))
         stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
         expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer through gdbserver", ours)
@@ -158,7 +138,7 @@ def started_by_gdb(args):
     exe = os.path.join(args.scenarios, "scenario_embed_host")
     cmds = ["set pagination off", "set confirm off", "break blockHoldingTheGil", "run < /dev/null"] + \
         marked("thread", "thread") + marked("json", "py-tstates --json") + ["kill"]
-    _, out = gdb(args, [exe], cmds)
+    _, out = gdb(args.gdb_script, [exe], cmds)
     ours = json.loads(between(out, "json"))
     lwp = int(re.search(r"\(LWP (\d+)\)", between(out, "thread")).group(1))
     interp = ours["runtimes"][0]["interpreters"][0]
@@ -170,12 +150,12 @@ def started_by_gdb(args):
 
 
 def errors(args):
-    _, out = gdb(args, [], marked("none", "py-tstates") + marked("help", "help py-tstates") + marked("bad", "py-tstates-check --frames x"))
+    _, out = gdb(args.gdb_script, [], marked("none", "py-tstates") + marked("help", "help py-tstates") + marked("bad", "py-tstates-check --frames x"))
     expect("no process or core" in out and "Traceback" not in out, "no inferior: one line\n" + out)
     expect("PYTHREADSTATE" in between(out, "help") and "--frames" in between(out, "help"), "help py-tstates explains the columns")
     facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
     try:
-        _, out = gdb(args, ["/bin/sleep", core], marked("e", "py-tstates") + marked("o", "pybind-internals --bogus"))
+        _, out = gdb(args.gdb_script, ["/bin/sleep", core], marked("e", "py-tstates") + marked("o", "pybind-internals --bogus"))
         expect("no initialised CPython runtime" in between(out, "e") and "Traceback" not in out, "a non-Python core\n" + out)
         expect("unknown argument" in between(out, "o"), "a bad option")
     finally:
@@ -188,9 +168,7 @@ def installed(args):
     prefix = tempfile.mkdtemp(prefix="pytstates-install-")
     try:
         subprocess.run(["cmake", "--install", args.build_dir, "--prefix", prefix], check=True, stdout=subprocess.DEVNULL)
-        out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "source %s/share/pytstates/pytstates-gdb.py" % prefix,
-                              "-ex", "help py-tstates", "-ex", "py-tstates"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, timeout=60).stdout.decode()
+        _, out = gdb("%s/share/pytstates/pytstates-gdb.py" % prefix, [], ["help py-tstates", "py-tstates"], timeout=60)
         expect("PYTHREADSTATE" in out and "no process or core" in out and "Traceback" not in out, "installed gdb commands\n" + out)
         expect(os.path.exists(os.path.join(prefix, "bin", "pytstates")) and
                os.path.exists(os.path.join(prefix, "lib", "pytstates", "libpytstates-lldb.so")), "the CLI and the lldb plugin installed")

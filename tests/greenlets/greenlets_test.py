@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import scenario  # noqa: E402
+from debugger_batch import core_json  # noqa: E402
 
 SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "parked.py")
 GEVENT_SCRIPT = os.path.join(TOP, "tests", "scenarios", "greenlets", "gevent_server.py")
@@ -134,22 +135,6 @@ def check_text(text, facts, problems):
         expect(fact["address"] in text, "the --greenlets text lists %s" % fact["address"], problems)
     per_thread = [line for line in text.splitlines() if line.strip().startswith("greenlets (")]
     expect(len(per_thread) == len(facts["threads"]), "one greenlets line per thread state: %s" % per_thread, problems)
-
-
-def debugger_json(kind, args, exe, core):
-    """The greenlets part of `py-tstates --json --greenlets` in gdb or lldb."""
-    if kind == "gdb":
-        argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script,
-                "-ex", "py-tstates --json --greenlets --frames 10", exe, core]
-    else:
-        argv = [scenario.LLDB, "-b", "--core", core, exe, "-o", "plugin load " + args.lldb_plugin,
-                "-o", "py-tstates --json --greenlets --frames 10"]
-    out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         timeout=120).stdout.decode(errors="replace")
-    start = out.find("{\n")
-    if start < 0:
-        raise AssertionError("%s printed no JSON report:\n%s" % (kind, out[-3000:]))
-    return json.loads(out[start:out.rindex("}") + 1])
 
 
 def gdb_value(python, core, expression):
@@ -273,7 +258,8 @@ def main():
             if args.kind == "patched":
                 check_patched(args, python, core, report, facts, problems)
             if args.kind in ("gdb", "lldb"):
-                ours = debugger_json(args.kind, args, python, core)
+                ours = core_json(args.kind, args.gdb_script if args.kind == "gdb" else args.lldb_plugin, python, core,
+                                 "py-tstates --json --greenlets --frames 10", timeout=120)
                 expect(greenlet_parts(ours) == greenlet_parts(report),
                        "%s's py-tstates --greenlets --json says what the CLI says" % args.kind, problems)
     finally:

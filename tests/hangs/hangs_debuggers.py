@@ -8,16 +8,13 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import debugger_batch  # noqa: E402
 import scenario  # noqa: E402
-
-BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
-NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
-                   r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
+from debugger_batch import as_json, between, json_after, marked  # noqa: E402
 
 
 def expect(cond, what, report=None):
@@ -25,52 +22,12 @@ def expect(cond, what, report=None):
         raise AssertionError(what + ("" if report is None else "\n" + json.dumps(report, indent=1)[:4000]))
 
 
-def gdb(args, target_args, commands, timeout=180):
-    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off", "-ex", "source " + args.gdb_script]
-    for c in commands:
-        argv += ["-ex", c]
-    return subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=timeout).stdout.decode(errors="replace")
+def gdb(args, target_args, commands):
+    return debugger_batch.gdb(args.gdb_script, target_args, commands, timeout=180, pagination=False)[1]
 
 
-def marked(tag, command):
-    return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]
-
-
-def between(text, tag):
-    m = re.search(re.escape(BEGIN + tag) + r"\n(.*?)" + re.escape(tag + END), text, re.S)
-    expect(m is not None, "markers %s not found in gdb output:\n%s" % (tag, text[-3000:]))
-    return m.group(1)
-
-
-def as_json(text):
-    # gdb 16 may print its own warnings first ("Section `.reg-xstate/N' in core file too small"
-    # on a gcore core): the report is the object from the line that opens it.
-    lines = text.split("\n")
-    start = next((i for i, line in enumerate(lines) if line.startswith("{")), 0)
-    return json.loads("\n".join(lines[start:]))
-
-
-def lldb(args, target_args, commands, batch=True, timeout=180):
-    # lldb -b stops at a launched process's crash; without it, the commands run on and `quit` ends it.
-    argv = [scenario.LLDB] + (["-b"] if batch else []) + ["-o", "plugin load " + args.plugin]
-    for c in commands:
-        argv += ["-o", c]
-    out = subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    return "\n".join(l for l in out.stdout.decode(errors="replace").splitlines() if not NOISE.match(l))
-
-
-def json_after(text, marker):
-    """The JSON object printed after the echoed command `marker`."""
-    start = text.index(marker)
-    body = text[text.index("{", start):]
-    depth = 0
-    for i, ch in enumerate(body):
-        depth += ch == "{"
-        depth -= ch == "}"
-        if depth == 0:
-            return json.loads(body[:i + 1])
-    raise AssertionError("no JSON after " + marker)
+def lldb(args, target_args, commands, batch=True):
+    return "\n".join(debugger_batch.lldb(args.plugin, target_args, commands, batch=batch, timeout=180)[1])
 
 
 def facts_of(text):

@@ -186,6 +186,22 @@ def check_abort(facts, report, text):
         expect("uncaught exception %s: %s" % (facts["type"], facts["message"]) in text, "CRASH section:\n" + text[:2000])
 
 
+def wait_asleep(pid, facts, timeout=30):
+    """SETTLE, then until every waiter the program named sleeps in the kernel: on a loaded machine
+    a thread that just gave up the GIL can still be on its way to take_gil after SETTLE."""
+    time.sleep(SETTLE)
+    deadline = time.monotonic() + timeout
+    for lwp in facts.get("waiters", []):
+        while time.monotonic() < deadline:
+            try:
+                with open("/proc/%d/task/%d/stat" % (pid, lwp)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("S", "D"):
+                        break
+            except OSError:
+                break
+            time.sleep(0.05)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -197,10 +213,10 @@ def main():
     args = p.parse_args()
     argv = argv_of(args)
     exe = argv[0]
-    settle = lambda proc, facts: time.sleep(SETTLE)  # noqa: E731
+    settle = lambda proc, facts: wait_asleep(proc.pid, facts)  # noqa: E731
     if args.kind == "live":
         with scenario.running(argv) as (proc, facts):
-            time.sleep(SETTLE)
+            wait_asleep(proc.pid, facts)
             status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--json"])
             _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid)])
             check_hang(args, facts, report, text, exe, proc.pid)

@@ -7,7 +7,6 @@ each one), and the seed's crash told with who created, cached and deleted its st
 import argparse
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -17,47 +16,21 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import debugger_batch  # noqa: E402
 import scenario  # noqa: E402
+from debugger_batch import BEGIN, as_json, sections  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
-BEGIN, END = "<<<PYTSTATES", "PYTSTATES>>>"
 TIMEOUT = 240
-
-
-def marked_gdb(tag, command):
-    return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]
-
-
-# Debian's lldb-14 prints Python tracebacks of its own (its script interpreter is broken); they
-# are not ours, and are dropped before parsing.
-NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
-                   r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
-
-
-def marked_lldb(tag, command):
-    # lldb echoes each command it runs in batch mode ("(lldb) py-tstates-check"): the output is
-    # what follows that line up to the next command. The tag is the command itself.
-    return [command]
 
 
 def between(text, tag):
     """gdb: the output between the markers; lldb: the output of the command `tag` echoed."""
-    m = re.search(re.escape(BEGIN + tag) + r"\n(.*?)" + re.escape(tag + END), text, re.S)
-    if m is not None:
-        return m.group(1)
-    out, current = {}, None
-    for line in text.splitlines():
-        if NOISE.match(line):
-            continue
-        if line.startswith("(lldb) "):
-            current = line[len("(lldb) "):]
-            out[current] = []
-        elif current is not None:
-            out[current].append(line)
+    if BEGIN + tag in text:
+        return debugger_batch.between(text, tag)
+    out = sections(text.splitlines())
     expect(tag in out, "the output of %s not found in the debugger's output:\n%s" % (tag, text[-4000:]))
-    return "\n".join(out[tag])
-
-
+    return out[tag]
 
 
 def session(argv, interrupt_at_ready):
@@ -120,12 +93,9 @@ def lldb_argv(args, program, after_stop):
 
 
 def marked(debugger, tag, command):
-    return marked_gdb(tag, command) if debugger == "gdb" else marked_lldb(tag, command)
-
-
-def as_json(text):
-    """The JSON object in a command's output (the program's own lines may precede it)."""
-    return json.loads(text[text.index("\n{") + 1 if not text.startswith("{") else 0:text.rindex("}") + 1])
+    # lldb echoes each command it runs ("(lldb) py-tstates-check"): its output is what follows that
+    # line up to the next command, and the tag is the command itself.
+    return debugger_batch.marked(tag, command) if debugger == "gdb" else [command]
 
 
 def load(path):
@@ -337,15 +307,13 @@ def stripped(args, name):
 # --- bad input ----------------------------------------------------------------------------------
 
 def errors(args):
-    out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script, "-ex", "py-tstates-record on",
-                          "-ex", "py-tstates-record show", "-ex", "py-tstates-record bogus"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60).stdout.decode()
+    _, out = debugger_batch.gdb(args.gdb_script, [], ["py-tstates-record on", "py-tstates-record show", "py-tstates-record bogus"],
+                                timeout=60)
     expect("no running process" in out and "nothing recorded" in out and "expected on, off" in out and "Traceback" not in out,
            "gdb: one line each\n" + out)
     out = ""
     for command in ("py-tstates-record on", "py-tstates-record show"):  # lldb stops at a command's error
-        out += subprocess.run([scenario.LLDB, "-b", "-o", "plugin load " + args.plugin, "-o", command], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60).stdout.decode()
+        out += "\n".join(debugger_batch.lldb(args.plugin, [], [command], timeout=60)[1]) + "\n"
     expect("no running process" in out and "nothing recorded" in out, "lldb: one line each\n" + out)
     work = tempfile.mkdtemp(prefix="pytstates-history-")
     try:

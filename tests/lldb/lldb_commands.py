@@ -3,46 +3,15 @@
 """The lldb plugin's commands in real lldb (-b: the suite's default lldb, lldb-14 on Debian 12, lldb-19 on 13) on real cores and live processes, held against
 the CLI's JSON for the same core and against what the scenarios printed."""
 import argparse
-import json
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
 import scenario  # noqa: E402
+from debugger_batch import as_json, lldb, sections  # noqa: E402
 from findings_cases import expect  # noqa: E402
-
-# Debian 12's lldb-14 prints Python tracebacks of its own (its script interpreter is broken); they
-# are not ours, and are dropped before parsing.
-NOISE = re.compile(r"^(Traceback \(most recent call last\):|  File \"<string>\".*|\w*Error: .*run_one_line.*|"
-                   r"ModuleNotFoundError: No module named 'lldb.embedded_interpreter')$")
-
-
-def lldb(args, target_args, commands, timeout=120):
-    argv = [scenario.LLDB, "-b"] + target_args + ["-o", "plugin load " + args.plugin]
-    for c in commands:
-        argv += ["-o", c]
-    out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    lines = [l for l in out.stdout.decode(errors="replace").splitlines() if not NOISE.match(l)]
-    return out.returncode, lines
-
-
-def sections(lines):
-    """Output of each command, keyed by the command line lldb echoed."""
-    out, current = {}, None
-    for line in lines:
-        if line.startswith("(lldb) "):
-            current = line[len("(lldb) "):]
-            out[current] = []
-        elif current is not None:
-            out[current].append(line)
-    return {k: "\n".join(v) for k, v in out.items()}
-
-
-def as_json(text):
-    return json.loads(text[text.index("{"):text.rindex("}") + 1])
 
 
 def lldb_thread_indexes(text):
@@ -65,7 +34,7 @@ def seed_core(args, kind):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     facts, core = scenario.take_core([exe, "svr2", "crash" if kind == "crash" else "pause"], kind)
     try:
-        _, lines = lldb(args, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check",
+        _, lines = lldb(args.plugin, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check",
                                                       "pybind-internals --types --json", "py-tstates -j -f 1"])
         out = sections(lines)
         ours = as_json(out["py-tstates-check --json"])
@@ -101,7 +70,7 @@ def first_repro_crash(args):
     exe = os.path.join(args.scenarios, "scenario_first_repro_host")
     facts, core = scenario.take_core([exe, "crash"], "crash")
     try:
-        _, lines = lldb(args, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check"])
+        _, lines = lldb(args.plugin, ["--core", core, exe], ["thread list", "py-tstates-check --json", "py-tstates-check"])
         out = sections(lines)
         ours = as_json(out["py-tstates-check --json"])
         findings_cases.check_crash(ours, out["py-tstates-check"], facts["worker_lwp"], 11, "tstate_delete_common",
@@ -115,7 +84,7 @@ def first_repro_crash(args):
 def live(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     with scenario.running([exe, "svr2", "pause"]) as (proc, facts):
-        _, lines = lldb(args, ["-p", str(proc.pid)], ["py-tstates-check --json", "thread list"])
+        _, lines = lldb(args.plugin, ["-p", str(proc.pid)], ["py-tstates-check --json", "thread list"])
         out = sections(lines)
         ours = as_json(out["py-tstates-check --json"])
         expect(ours["target"]["kind"] == "live" and ours["target"]["pid"] == proc.pid, "a live target", ours)
@@ -129,15 +98,15 @@ def live(args):
 
 
 def errors(args):
-    code, lines = lldb(args, [], ["help py-tstates", "py-tstates"])
+    code, lines = lldb(args.plugin, [], ["help py-tstates", "py-tstates"])
     out = sections(lines)
     expect("PYTHREADSTATE" in out["help py-tstates"], "help py-tstates explains the columns")
     expect("no process or core" in out["py-tstates"], "no target: one line\n" + out["py-tstates"])
-    code, lines = lldb(args, [], ["pybind-internals --frames x"])
+    code, lines = lldb(args.plugin, [], ["pybind-internals --frames x"])
     expect("--frames needs a number" in "\n".join(lines), "a bad option value\n" + "\n".join(lines))
     facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
     try:
-        code, lines = lldb(args, ["--core", core, "/bin/sleep"], ["py-tstates"])
+        code, lines = lldb(args.plugin, ["--core", core, "/bin/sleep"], ["py-tstates"])
         text = "\n".join(lines)
         expect("no initialised CPython runtime" in text and "Segmentation" not in text, "a non-Python core\n" + text)
     finally:
