@@ -27,6 +27,9 @@ struct CommandRequest {
     // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
     // the findings about one thread state.
     std::shared_ptr<HistoryLog> history;
+    // --history FILE (check only): a history saved by py-tstates-record save, read by runCommand;
+    // it takes the place of `history` (a debugger's own recording).
+    std::string historyFile;
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;
@@ -48,9 +51,12 @@ struct CommandResult {
 CommandResult runCommand(const Target& target, const CommandRequest& request,
                          const std::function<int(int)>& debuggerThread = nullptr);
 
-// Parses a debugger command's arguments ("--json --frames 3 --types"); false and *error on a
-// bad argument.
+// Parses a debugger command's arguments ("--json --frames 3 --types", check's "--history FILE")
+// for request->command, set before; false and *error on a bad argument.
 bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error);
+
+// Why --history is refused by tstates and internals (one line).
+std::string historyNotHere(Command command);
 
 // What `help py-tstates` says about each command: pytstates' version, then commandHelpText.
 std::string commandHelp(Command command);

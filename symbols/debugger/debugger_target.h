@@ -45,6 +45,9 @@ public:
     std::optional<CrashSignal> crashSignal() const override;
     std::vector<int> namespacePids() const override { return namespacePids_; }
     std::string rootDirectory() const override { return root_; }
+    // The machine of the program the debugger has open (gdb-multiarch on an arm64 program through
+    // qemu's gdb stub is not this machine): its executable's e_machine, else this machine's.
+    const Arch& arch() const override { return *arch_; }
 
 private:
     void fillMissingThreadPointers();
@@ -56,6 +59,7 @@ private:
     std::vector<std::string> warnings_;
     std::vector<int> namespacePids_;
     std::string root_ = "/";
+    const Arch* arch_ = &hostArch();
 };
 
 }  // namespace pytstates
