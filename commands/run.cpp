@@ -39,13 +39,17 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.native = request.native;
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         options.waits = request.waits && request.command != Command::Internals;
+        options.afterConsistentReads = request.afterConsistentReads;
         std::shared_ptr<HistoryLog> history = request.history;
         if (!request.historyFile.empty()) history = HistoryLog::fromFile(request.historyFile);  // before the target is read
         Preparation preparation = prepareReport(target, options);
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);
         if (request.afterAnalysis) report.target.stoppedMs = request.afterAnalysis();
+        target.readingFor("history");
         if (history && options.findings) joinHistory(target, *history, report);
+        target.readingFor("");
+        report.target.readAfterResume = target.readAfterResume();
         RenderOptions render;
         render.command = request.command;
         render.types = request.types;

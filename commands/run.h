@@ -33,6 +33,9 @@ struct CommandRequest {
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;
+    // Called once the analysis has read what must be one moment's (ReportOptions::
+    // afterConsistentReads): a live target resumes here, the rest read from its copy or said so.
+    std::function<void()> afterConsistentReads;
     // Called after the analysis has read the target and before rendering; what it returns is
     // shown as the time the target was stopped (a live target resumes here).
     std::function<std::optional<double>()> afterAnalysis;

@@ -142,10 +142,14 @@ int run(pytstates::Command command, Arguments a) {
         LiveTarget target(live);
         if (live.stop) {
             request.beforeAnalysis = [&target] { target.stop(); };
+            request.afterConsistentReads = [&target] { target.resume(); };
             request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
         }
         CommandResult result = runCommand(target, request);
         target.resume();
+        if (std::getenv("PYTSTATES_STATS"))
+            std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms\n",
+                         target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs());
         return finish(target, result);
     }
     CoreOptions options;
