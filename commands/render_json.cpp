@@ -171,6 +171,12 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
                    {"pid", report.target.pid},
                    {"executable", report.target.executable}};
     if (report.target.stoppedMs) target["stopped_ms"] = *report.target.stoppedMs;
+    if (report.target.readAfterResume) {
+        json parts = json::array();
+        for (const auto& p : *report.target.readAfterResume)
+            parts.push_back({{"part", p.part}, {"reads", p.reads}, {"bytes", p.bytes}});
+        target["read_after_resume"] = parts;
+    }
     if (!report.target.namespacePids.empty()) target["namespace_pids"] = report.target.namespacePids;
     if (report.target.root != "/") target["root"] = report.target.root;
     if (!report.target.sysroot.empty()) target["sysroot"] = report.target.sysroot;

@@ -182,8 +182,8 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
         } else if (f.code == "gil-held-while-blocked" && f.lwp && rows.count(*f.lwp)) {
             any = true;
             const BlockedOn& b = *rows[*f.lwp]->blockedOn;
-            out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << " thread" << (f.waiters.size() == 1 ? "" : "s")
-                << " wait for the GIL\n";
+            out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
+                << " for the GIL\n";
             out << "     " << threadLabel(report, *f.lwp, options) << "  holds the GIL and " << waitWords(b.kind, b.object, b.call)
                 << heldByWords(b.heldBy) << "\n";
             std::string at = waitAt(b.at, b.pythonAt);

@@ -123,6 +123,7 @@ Preparation prepareReport(const Target& target, const ReportOptions& options) {
     if (options.internals || options.findings) p.pybind11 = scanBindingModules(target, options.useDwarf);
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
     p.greenletModules = findGreenletModules(target, options.useDwarf);
+    p.glibc = findGlibcKeys(target);  // libc's symbols and its constant thread_db descriptors
     return p;
 }
 
@@ -171,24 +172,34 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     }
     for (const auto& rt : report.runtimes)
         if (!rt.tssTstateNote.empty()) report.warnings.push_back(rt.modulePath + ": " + rt.tssTstateNote);
-    auto glibc = findGlibcKeys(target);
+    const auto& glibc = preparation.glibc;
     if (glibc.empty()) report.warnings.push_back("no glibc with __pthread_keys found: thread-specific data is not read");
     fillThreadRows(target, glibc, report);
+    // The rest reads the stacks the stop copied, the pages read so far, and what does not
+    // change while the process runs (code, names) or is read from it and said so.
+    if (options.afterConsistentReads) options.afterConsistentReads();
+    target.readingFor("thread-state attribution");
     attributeRunners(target, preparation.native.get(), report);
+    target.readingFor("native stacks");
     if (preparation.native) readNativeStacks(target, *preparation.native, options, report.runtimes, report);
+    target.readingFor("waits");
     if (preparation.native) readWaits(target, *preparation.native, options, report);
     if (options.native) cutFrames(report.runtimes, options.maxFrames);
+    target.readingFor("greenlets");
     for (size_t r = 0; options.greenlets && r < report.runtimes.size(); ++r) {
         auto scan = scanGreenlets(target, glibcFor(glibc, target, report.runtimes[r].moduleIndex), report.runtimes[r], r,
                                   preparation.greenletModules, options.maxFrames);
         if (scan) report.greenlets.push_back(std::move(*scan));
     }
+    target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
+    target.readingFor("findings");
     if (options.findings) addFindings(target, report);
     else addRuntimeFindings(report);
     if (options.findings) addWaitFindings(report);
     explainCrash(target, report);
     explainAbort(target, report);
+    target.readingFor("");
     return report;
 }
 

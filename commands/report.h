@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "commands/history/history_log.h"
 #include "symbols/cpython/runtimes.h"
+#include "symbols/glibc/pthread_keys.h"
 #include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
 #include "symbols/native/native_stacks.h"
@@ -44,6 +46,8 @@ struct TargetSummary {
     std::string sysroot;             // --sysroot
     std::string executable;
     std::optional<double> stoppedMs;
+    // live, stopped: what was read from the process after it ran again (parts and page reads)
+    std::optional<std::vector<Target::PartRead>> readAfterResume;
     std::vector<ModuleFile> files;
 };
 
@@ -233,6 +237,9 @@ struct ReportOptions {
     bool native = false;     // every thread's whole native stack, Python frames merged in
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
     bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
+    // Called once what must be one moment's has been read (threads, registers, stacks, thread
+    // states and their frames, per-thread pointers): a live target resumes the process here.
+    std::function<void()> afterConsistentReads;
 };
 
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a
@@ -242,6 +249,7 @@ struct Preparation {
     Pybind11ModuleScan pybind11;
     std::shared_ptr<NativeStacks> native;  // modules reported to the unwinder
     std::vector<GreenletModule> greenletModules;
+    std::vector<GlibcKeys> glibc;
 };
 Preparation prepareReport(const Target& target, const ReportOptions& options);
 

@@ -39,11 +39,17 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.native = request.native;
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         options.waits = request.waits && request.command != Command::Internals;
+        options.afterConsistentReads = request.afterConsistentReads;
+        std::shared_ptr<HistoryLog> history = request.history;
+        if (!request.historyFile.empty()) history = HistoryLog::fromFile(request.historyFile);  // before the target is read
         Preparation preparation = prepareReport(target, options);
         if (request.beforeAnalysis) request.beforeAnalysis();
         Report report = buildReport(target, options, preparation);
         if (request.afterAnalysis) report.target.stoppedMs = request.afterAnalysis();
-        if (request.history && options.findings) joinHistory(target, *request.history, report);
+        target.readingFor("history");
+        if (history && options.findings) joinHistory(target, *history, report);
+        target.readingFor("");
+        report.target.readAfterResume = target.readAfterResume();
         RenderOptions render;
         render.command = request.command;
         render.types = request.types;
@@ -89,12 +95,28 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 *error = "--frames needs a number of frames, got '" + value + "'";
                 return false;
             }
+        } else if (a == "--history") {
+            if (i + 1 >= args.size()) {
+                *error = "--history needs a FILE saved by py-tstates-record save";
+                return false;
+            }
+            if (request->command != Command::Check) {
+                *error = historyNotHere(request->command);
+                return false;
+            }
+            request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --no-waits)";
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --no-waits" +
+                     (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }
     }
     return true;
+}
+
+std::string historyNotHere(Command command) {
+    return std::string("--history is check's: ") + (command == Command::Internals ? "internals" : "tstates") +
+           " gives none of the findings a history is told in (stale-tstate, foreign-tstate, shared-tstate, invalid-gil-holder)";
 }
 
 std::string commandHelp(Command command) { return std::string(PYTSTATES_VERSION_STRING) + ". " + commandHelpText(command); }
@@ -124,7 +146,9 @@ std::string commandHelpText(Command command) {
                    "split pybind11 internals, suspended greenlets whose saved frame is not a frame or is on a live\n"
                    "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
                    "source and the likely cause.\n"
-                   "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets.";
+                   "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets,\n"
+                   "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
+                   "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";
     }
     return {};
 }

@@ -27,9 +27,15 @@ struct CommandRequest {
     // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
     // the findings about one thread state.
     std::shared_ptr<HistoryLog> history;
+    // --history FILE (check only): a history saved by py-tstates-record save, read by runCommand;
+    // it takes the place of `history` (a debugger's own recording).
+    std::string historyFile;
     // Called after the file-only preparation, right before the analysis reads the target's
     // memory (a live target stops here).
     std::function<void()> beforeAnalysis;
+    // Called once the analysis has read what must be one moment's (ReportOptions::
+    // afterConsistentReads): a live target resumes here, the rest read from its copy or said so.
+    std::function<void()> afterConsistentReads;
     // Called after the analysis has read the target and before rendering; what it returns is
     // shown as the time the target was stopped (a live target resumes here).
     std::function<std::optional<double>()> afterAnalysis;
@@ -45,9 +51,12 @@ struct CommandResult {
 CommandResult runCommand(const Target& target, const CommandRequest& request,
                          const std::function<int(int)>& debuggerThread = nullptr);
 
-// Parses a debugger command's arguments ("--json --frames 3 --types"); false and *error on a
-// bad argument.
+// Parses a debugger command's arguments ("--json --frames 3 --types", check's "--history FILE")
+// for request->command, set before; false and *error on a bad argument.
 bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error);
+
+// Why --history is refused by tstates and internals (one line).
+std::string historyNotHere(Command command);
 
 // What `help py-tstates` says about each command: pytstates' version, then commandHelpText.
 std::string commandHelp(Command command);

@@ -185,7 +185,7 @@ void addWaitFindings(Report& report) {
         std::string at = where(b.at, b.pythonAt);
         f.message = "LWP " + std::to_string(holder) + " holds the GIL and " + waitWords(b.kind, b.object, b.call) +
                     (b.heldBy ? " held by LWP " + std::to_string(*b.heldBy) : "") + (at.empty() ? "" : " in " + at) + ", while " +
-                    std::to_string(waiters.size()) + " thread" + (waiters.size() == 1 ? "" : "s") + " wait for the GIL (LWP " + list +
+                    std::to_string(waiters.size()) + (waiters.size() == 1 ? " thread waits" : " threads wait") + " for the GIL (LWP " + list +
                     "): release the GIL around blocking calls (Py_BEGIN_ALLOW_THREADS, py::gil_scoped_release)";
         report.findings.push_back(std::move(f));
     }

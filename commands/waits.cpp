@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/waits.h"
 
+#include "symbols/arch/syscalls.h"
 #include "symbols/cpython/locks.h"
 #include "symbols/glibc/lock_layout.h"
 #include "symbols/text/base_name.h"
@@ -43,8 +44,10 @@ struct Classified {
 
 // Innermost first: a strong kind (the GIL, a lock, a join) anywhere in the run of wait functions
 // that starts at the innermost frame; else the outermost weak one of that run (the condition
-// variable under std::condition_variable::wait, "sleep" over clock_nanosleep).
-std::optional<Classified> classify(const std::vector<NativeFrame>& frames) {
+// variable under std::condition_variable::wait, "sleep" over clock_nanosleep). The run goes on
+// through glibc's and CPython's own helpers (PyCOND_TIMEDWAIT inlined into take_gil), also when
+// CPython is linked into the executable (Debian 13's python3.13).
+std::optional<Classified> classify(const std::vector<NativeFrame>& frames, const std::set<std::string>& cpython) {
     std::optional<Classified> weak;
     for (size_t i = 0; i < frames.size(); ++i) {
         WaitFunction w = waitFunction(frames[i].function);
@@ -55,7 +58,7 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames) {
             if (weak && takesGil(frames[i].function)) return Classified{{WaitKind::Gil, false, {}}, i};
             if (i == 0 || !weak) return std::nullopt;  // running: the innermost frame waits for nothing
             // The run may go on through an inlined helper or a libc internal without a wait name.
-            if (isRuntimeModule(frames[i].module) && i + 1 < frames.size()) continue;
+            if ((isRuntimeModule(frames[i].module) || cpython.count(frames[i].module)) && i + 1 < frames.size()) continue;
             return weak;
         }
         if (!w.weak) return Classified{w, i};
@@ -168,12 +171,12 @@ private:
         size_t depth = kFirstFrames;
         copySpans(depth);
         if (stack.frames.empty()) stack = stacks_.unwind(thread, depth, 0, false);
-        auto found = classify(stack.frames);
+        auto found = classify(stack.frames, cpythonModules_);
         if (stack.frames.size() >= depth && (!found || found->wait.weak)) {
             depth = kWaitFrames;
             if (!spans.empty()) copySpans(depth);
             else stack = stacks_.unwind(thread, depth, 0, false);
-            found = classify(stack.frames);
+            found = classify(stack.frames, cpythonModules_);
         }
         if (!found) return b;
         // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
@@ -198,7 +201,7 @@ private:
                          cpythonModules_.count(stack.frames[found->frame + 1].module);
         if (owned || inCpython || found->wait.kind == WaitKind::Gil || gilHolders_.count(row.lwp) || options_.native) {
             NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
-            if (auto again = classify(detailed.frames)) {
+            if (auto again = classify(detailed.frames, cpythonModules_)) {
                 stack = std::move(detailed);
                 found = again;
             }
@@ -207,6 +210,7 @@ private:
         b.function = stack.frames[found->frame].function;
         b.frame = found->frame;
         b.call = found->wait.call;
+        callFromRegisters(thread, stack.frames, b);
         if (auto caller = callerFrame(stack.frames, found->frame + 1, cpythonModules_)) b.at = stack.frames[*caller];
         b.pythonAt = pythonFrameOf(row.lwp);
         switch (b.kind) {
@@ -218,6 +222,19 @@ private:
             default: break;
         }
         return b;
+    }
+
+    // A generic entry innermost (glibc 2.41's __syscall_cancel_arch under a wrapper we do not
+    // name, syscall()) says no call: the number in the thread's registers does (orig_rax, x8).
+    void callFromRegisters(const OsThread& thread, const std::vector<NativeFrame>& frames, BlockedOn& b) const {
+        if ((b.kind != WaitKind::Futex && b.kind != WaitKind::Syscall) || !b.call.empty() || frames.empty() || thread.syscall < 0) return;
+        std::string entry = bareFunctionName(frames.front().function);
+        if (entry != "syscall_cancel_arch" && entry != "syscall") return;
+        // Futex kind from the entry's own name only: a futex function further out says futex itself.
+        if (b.kind == WaitKind::Futex && bareFunctionName(b.function).rfind("futex", 0) == 0) return;
+        std::string name = syscallName(target_.arch().machine, thread.syscall);
+        b.kind = name.rfind("futex", 0) == 0 ? WaitKind::Futex : WaitKind::Syscall;
+        b.call = name;
     }
 
     std::optional<PyFrame> pythonFrameOf(int lwp) const {

@@ -7,6 +7,10 @@
 namespace pytstates {
 
 const PageCache::Page& PageCache::page(uint64_t base) const {
+    if (!pinned_.empty()) {
+        auto pin = pinned_.find(base);
+        if (pin != pinned_.end()) return pin->second;
+    }
     auto it = pages_.find(base);
     if (it != pages_.end()) {
         order_.splice(order_.begin(), order_, it->second.use);
@@ -23,6 +27,33 @@ const PageCache::Page& PageCache::page(uint64_t base) const {
     order_.push_front(base);
     p.use = order_.begin();
     return pages_.emplace(base, std::move(p)).first->second;
+}
+
+void PageCache::insert(uint64_t base, const unsigned char* bytes, size_t valid) {
+    valid = std::min<size_t>(valid, kPage);
+    auto it = pages_.find(base);
+    if (it == pages_.end()) {
+        if (pages_.size() >= capacity_ && !order_.empty()) {
+            pages_.erase(order_.back());
+            order_.pop_back();
+        }
+        order_.push_front(base);
+        it = pages_.emplace(base, Page{}).first;
+        it->second.use = order_.begin();
+    }
+    it->second.bytes.assign(bytes, bytes + kPage);
+    it->second.valid = valid;
+}
+
+void PageCache::pinAll() {
+    for (auto& [base, p] : pages_) pinned_[base] = std::move(p);
+    pages_.clear();
+    order_.clear();
+}
+
+bool PageCache::cached(uint64_t addr) const {
+    uint64_t base = addr & ~(kPage - 1);
+    return pinned_.count(base) || pages_.count(base);
 }
 
 size_t PageCache::read(uint64_t addr, void* buf, size_t len) const {

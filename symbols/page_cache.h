@@ -22,7 +22,16 @@ public:
     void clear() {
         pages_.clear();
         order_.clear();
+        pinned_.clear();
     }
+    // How many pages the LRU part keeps (a live target keeps every page it reads while stopped).
+    void setCapacity(size_t capacity) { capacity_ = capacity; }
+    // A page read elsewhere (a batch of reads): kept like a fetched one. valid: readable bytes.
+    void insert(uint64_t base, const unsigned char* bytes, size_t valid);
+    // Every page held now is kept for good and answers before any fetch (a live target's
+    // snapshot, taken while stopped, once the process runs again).
+    void pinAll();
+    bool cached(uint64_t addr) const;
     size_t fetches() const { return fetches_; }
 
 private:
@@ -37,6 +46,7 @@ private:
     Fetch fetch_;
     size_t capacity_;
     mutable std::unordered_map<uint64_t, Page> pages_;
+    std::unordered_map<uint64_t, Page> pinned_;
     mutable std::list<uint64_t> order_;  // page bases, most recently used first
     mutable size_t fetches_ = 0;
 };

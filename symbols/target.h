@@ -23,6 +23,7 @@ struct OsThread {
     uint64_t pc = 0;
     uint64_t sp = 0;
     std::vector<uint64_t> registers;  // DWARF-numbered (Arch::dwarfRegisters); empty: only pc and sp known
+    int64_t syscall = -1;        // the system call's number in its registers (Arch::prRegSyscall); -1: none or unknown
     int signal = 0;              // the signal the thread was dumped or stopped with (pr_cursig), 0: none
     int namespaceLwp = 0;        // a live process in its own PID namespace: the thread's id there (NSpid); 0: none
 };
@@ -89,7 +90,19 @@ public:
     };
     ReadStats readStats() const { return stats_; }
 
+    // Names the part of the report the reads that follow are for: a live target that lets the
+    // process run again before the report is done says which parts it read from the running
+    // process (the rest comes from what it copied while the process was stopped).
+    void readingFor(const char* part) const { part_ = part; }
+    struct PartRead {
+        std::string part;
+        size_t reads = 0, bytes = 0;  // page reads from the running process, and their bytes
+    };
+    // nullopt: the target was not stopped and resumed (a core, a debugger's target, --no-stop).
+    virtual std::optional<std::vector<PartRead>> readAfterResume() const { return std::nullopt; }
+
 protected:
+    const char* readingPart() const { return part_; }
     void countRead(size_t bytes) const {
         ++stats_.calls;
         stats_.bytes += bytes;
@@ -97,6 +110,7 @@ protected:
 
 private:
     mutable ReadStats stats_;
+    mutable const char* part_ = "";
     mutable std::shared_ptr<DebugSession> debugSession_;
 };
 

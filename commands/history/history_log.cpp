@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "symbols/native/native_stacks.h"
@@ -161,6 +163,18 @@ std::string HistoryLog::toJson() const {
                             {"tstates", limits_.tstates}}},
                 {"events", events}};
     return out.dump(1) + "\n";
+}
+
+std::shared_ptr<HistoryLog> HistoryLog::fromFile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read the history file " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+        return fromJson(text.str());
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
 }
 
 std::shared_ptr<HistoryLog> HistoryLog::fromJson(const std::string& text) {

@@ -73,6 +73,8 @@ public:
     std::string toJson() const;
     // Throws std::runtime_error (one line) on a file that is not a saved history.
     static std::shared_ptr<HistoryLog> fromJson(const std::string& text);
+    // The same from a file (`--history FILE`); the one line names the file.
+    static std::shared_ptr<HistoryLog> fromFile(const std::string& path);
 
 private:
     struct Track {

@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -46,7 +44,7 @@ struct Arguments {
     bool noWaits = false;
     bool noCache = false;
     int frames = 5;
-    std::string history;  // check: a history saved by py-tstates-record save
+    std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
 };
 
 // The progress line: shown on a terminal only, once a run has taken a second
@@ -93,6 +91,9 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
     cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
+    // Taken by every subcommand (CONTRACT.md: `pytstates ... --history FILE`) so that tstates and
+    // internals can say why it is check's, rather than CLI11's "arguments were not expected".
+    cmd->add_option("--history", a.history, "check: a thread-state history saved by py-tstates-record save (gdb, lldb)");
 }
 
 // Paths the user typed are relative to the working directory, like every tool's.
@@ -129,15 +130,8 @@ int run(pytstates::Command command, Arguments a) {
     request.greenlets = a.greenlets;
     request.waits = !a.noWaits;
     if (!a.history.empty()) {
-        std::ifstream in(a.history);
-        if (!in) throw std::runtime_error("cannot read the history file " + a.history);
-        std::stringstream text;
-        text << in.rdbuf();
-        try {
-            request.history = HistoryLog::fromJson(text.str());
-        } catch (const std::exception& e) {
-            throw std::runtime_error(a.history + ": " + e.what());
-        }
+        if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
+        request.history = HistoryLog::fromFile(a.history);
     }
     if (a.pid) {
         LiveOptions live;
@@ -148,10 +142,14 @@ int run(pytstates::Command command, Arguments a) {
         LiveTarget target(live);
         if (live.stop) {
             request.beforeAnalysis = [&target] { target.stop(); };
+            request.afterConsistentReads = [&target] { target.resume(); };
             request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
         }
         CommandResult result = runCommand(target, request);
         target.resume();
+        if (std::getenv("PYTSTATES_STATS"))
+            std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms\n",
+                         target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs());
         return finish(target, result);
     }
     CoreOptions options;
@@ -195,7 +193,6 @@ int main(int argc, char** argv) try {
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
-    check->add_option("--history", args.history, "a thread-state history saved by py-tstates-record save (gdb, lldb)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -42,7 +42,7 @@ size_t readThroughGdb(const py::function& readMemory, uint64_t addr, void* buf, 
     }
 }
 
-// (lwp, fs_base, registers in DWARF order: empty when gdb could not read them)
+// (lwp, fs_base, registers in DWARF order, then orig_rax when gdb has it: empty when gdb could not read them)
 using GdbThread = std::tuple<int, uint64_t, std::vector<uint64_t>>;
 // (lwp, si_signo, si_code, si_addr, si_pid, si_uid) of the core's first thread, from $_siginfo
 using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
@@ -50,7 +50,7 @@ using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
 // What gdb knows of the process, as the C++ core takes it.
 DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
                         const std::string& executable, int pid, bool live, bool local, const std::string& sysroot,
-                        const std::optional<GdbSiginfo>& siginfo) {
+                        const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs) {
     DebuggerInput input;
     input.read = [readMemory](uint64_t addr, void* buf, size_t len) { return readThroughGdb(readMemory, addr, buf, len); };
     const Arch& arch = hostArch();
@@ -59,10 +59,12 @@ DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThr
         t.lwp = lwp;
         t.threadPointer = fsBase;
         t.pthread = fsBase;
-        if (registers.size() == arch.dwarfRegisters) {
-            t.registers = registers;
+        if (registers.size() == arch.dwarfRegisters || registers.size() == arch.dwarfRegisters + 1) {
+            t.registers.assign(registers.begin(), registers.begin() + arch.dwarfRegisters);
             t.pc = registers[arch.pcRegister];
             t.sp = registers[arch.spRegister];
+            if (registers.size() > arch.dwarfRegisters && static_cast<int64_t>(registers.back()) >= 0)
+                t.syscall = static_cast<int64_t>(registers.back());
         }
         input.threads.push_back(t);
     }
@@ -92,6 +94,7 @@ DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThr
     input.pid = pid;
     input.live = live;
     input.search.sysroot = sysroot;
+    input.search.debugDirs = debugDirs;
     if (live && local && pid > 0) input.search.processDir = "/proc/" + std::to_string(pid);  // gdb's native target: this machine
     return input;
 }
@@ -103,14 +106,14 @@ std::tuple<int, std::string, std::string> run(const std::string& command, const 
                                               const py::function& readMemory, const std::vector<GdbThread>& threads,
                                               const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
                                               bool live, bool local, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
-                                              const std::optional<GdbSiginfo>& siginfo) {
+                                              const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs) {
     CommandRequest request;
     request.command = commandNamed(command);
     std::string error;
     if (!parseCommandArguments(args, &request, &error)) return {2, "", error};
     if (recording && !recording->log()->empty()) request.history = recording->log();
     try {
-        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, siginfo));
+        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, siginfo, debugDirs));
         CommandResult result = runCommand(target, request, [&](int lwp) {
             auto it = gdbThreadNumbers.find(lwp);
             return it == gdbThreadNumbers.end() ? 0 : it->second;
@@ -127,13 +130,14 @@ using ProbeRow = std::tuple<uint64_t, std::string, std::string, std::string, uin
 // py-tstates-record on: plans the probes; returns (status, text, error, probes, frames per hit).
 std::tuple<int, std::string, std::string, std::vector<ProbeRow>, int> recordOn(
     const std::vector<std::string>& args, const py::function& readMemory, const std::vector<GdbThread>& threads,
-    const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local, const std::string& sysroot) {
+    const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local, const std::string& sysroot,
+    const std::vector<std::string>& debugDirs) {
     HistoryLog::Limits limits;
     int frames = 4;
     std::string error;
     if (!parseRecordOptions(args, &limits, &frames, &error)) return {2, "", error, {}, 0};
     try {
-        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, true, local, sysroot, std::nullopt));
+        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs));
         auto next = std::make_unique<Recording>(target, limits);
         std::vector<ProbeRow> rows;
         for (const auto& p : next->plan().probes)
@@ -158,12 +162,12 @@ void recordHit(size_t probe, uint64_t tstate, int lwp, int64_t key, std::vector<
 std::tuple<int, std::string, std::string> recordOutput(const std::string& what, const std::string& argument, const py::function& readMemory,
                                                        const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
                                                        const std::string& executable, int pid, bool live, bool local,
-                                                       const std::string& sysroot) {
+                                                       const std::string& sysroot, const std::vector<std::string>& debugDirs) {
     if (!recording) return {2, "", "nothing recorded: py-tstates-record on first"};
     auto log = recording->log();
     try {
         if (!threads.empty()) {
-            DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, std::nullopt));
+            DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, std::nullopt, debugDirs));
             log->nameFrames(target);
         }
         if (what == "show") {
@@ -180,10 +184,10 @@ std::tuple<int, std::string, std::string> recordOutput(const std::string& what, 
 
 // Names the recorded frames while the modules are still mapped (the process is about to exit).
 void recordName(const py::function& readMemory, const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                bool local, const std::string& sysroot) {
+                bool local, const std::string& sysroot, const std::vector<std::string>& debugDirs) {
     if (!recording) return;
     try {
-        DebuggerTarget target(inputFrom(readMemory, {}, auxv, executable, pid, true, local, sysroot, std::nullopt));
+        DebuggerTarget target(inputFrom(readMemory, {}, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs));
         recording->log()->nameFrames(target);
     } catch (const std::exception&) {
     }

@@ -22,6 +22,7 @@
 #include "commands/run.h"
 #include "plugin/lldb/guarded_command.h"
 #include "symbols/debugger/debugger_target.h"
+#include "symbols/live/thread_registers.h"
 
 namespace lldb {
 bool PluginInitialize(lldb::SBDebugger debugger);
@@ -103,6 +104,29 @@ std::vector<uint64_t> registers(lldb::SBFrame& frame) {
     return out;
 }
 
+// lldb's target.debug-file-search-paths: where the user keeps separate debug files (a -dbg package
+// unpacked elsewhere), searched by build-id as lldb does. lldb 14's API gives a setting only as
+// the lines `settings show` prints ("[0]: /path").
+std::vector<std::string> debugFileSearchPaths(lldb::SBDebugger debugger) {
+    std::vector<std::string> out;
+    lldb::SBStringList lines = lldb::SBDebugger::GetInternalVariableValue("target.debug-file-search-paths", debugger.GetInstanceName());
+    for (uint32_t i = 0; i < lines.GetSize(); ++i) {
+        std::string text = lines.GetStringAtIndex(i) ? lines.GetStringAtIndex(i) : "";
+        size_t start = 0;
+        while (start < text.size()) {
+            size_t end = text.find('\n', start);
+            std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+            start = end == std::string::npos ? text.size() : end + 1;
+            size_t open = line.find('['), close = line.find("]: ");
+            if (open == std::string::npos || close == std::string::npos || close < open) continue;
+            std::string path = line.substr(close + 3);
+            while (!path.empty() && (path.back() == ' ' || path.back() == '\r')) path.pop_back();
+            if (!path.empty()) out.push_back(path);
+        }
+    }
+    return out;
+}
+
 // What lldb knows of the process, as the C++ core takes it; indexOfLwp (may be null): lldb's
 // thread index of each LWP. withThreads false: no thread is asked (inside a breakpoint callback).
 DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live, std::map<int, int>* indexOfLwp, bool withThreads = true) {
@@ -152,6 +176,12 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
     input.executable = path;
     input.pid = static_cast<int>(process.GetProcessID());
     input.live = live;
+    input.search.debugDirs = debugFileSearchPaths(target.GetDebugger());
+    // lldb hands over no orig_rax: for a live process on this machine (the host platform, not a
+    // remote lldb-server's) the kernel says which call each blocked thread is in.
+    const char* platform = target.GetPlatform().GetName();
+    if (live && input.pid > 0 && platform && std::string(platform) == "host")
+        for (auto& t : input.threads) t.syscall = procThreadSyscall(input.pid, t.lwp);
     return input;
 }
 

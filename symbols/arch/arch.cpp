@@ -14,7 +14,7 @@ const Arch kX86_64 = {
     Machine::X86_64, "x86_64", EM_X86_64, 17, 16, 7,
     336, 12, 32, 112,
     {15, 14, 13, 12, 6, 3, 11, 10, 9, 8, 0, 2, 1, 4, 5, -1, 16, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1},
-    21, false};
+    21, 15, false};
 
 // aarch64: pr_reg is struct user_pt_regs: x0-x30, sp, pc, pstate (34 words); DWARF x0-x30 0-30,
 // sp 31, pc 32 (AArch64 DWARF ABI; libdwfl's backend passes pc as register 32). The thread
@@ -24,7 +24,7 @@ const Arch kAArch64 = {
     392, 12, 32, 112,
     {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
      17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, -1},
-    -1, true};
+    -1, 8, true};
 
 const char* const kX86Names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
                                  "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
@@ -56,6 +56,12 @@ std::vector<uint64_t> Arch::registersFromPrReg(const uint64_t* words, size_t cou
     for (size_t i = 0; i < count && i < prRegToDwarf.size(); ++i)
         if (prRegToDwarf[i] >= 0 && static_cast<unsigned>(prRegToDwarf[i]) < dwarfRegisters) regs[prRegToDwarf[i]] = words[i];
     return regs;
+}
+
+int64_t Arch::syscallFromPrReg(const uint64_t* words, size_t count) const {
+    if (prRegSyscall < 0 || static_cast<size_t>(prRegSyscall) >= count) return -1;
+    auto n = static_cast<int64_t>(words[prRegSyscall]);
+    return n < 0 ? -1 : n;
 }
 
 const Arch* archForElfMachine(uint16_t machine) {

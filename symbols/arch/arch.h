@@ -24,6 +24,9 @@ struct Arch {
     size_t prstatusSize, prstatusCursig, prstatusPid, prstatusRegs;
     std::vector<int> prRegToDwarf;
     int prRegThreadPointer;          // the word of pr_reg holding the thread pointer, -1: not there
+    // The word of pr_reg holding the number of the system call the thread is in (x86_64:
+    // orig_rax, -1 outside a call; aarch64: x8, the number the call was made with).
+    int prRegSyscall;
     // TLS variant I (aarch64): the thread pointer points at the TCB, struct pthread lies just below
     // it; variant II (x86_64): the thread pointer is the struct pthread itself.
     bool tlsVariantI;
@@ -36,6 +39,8 @@ struct Arch {
     uint64_t threadPointerFromPthread(uint64_t pthread, uint64_t sizeofPthread) const;
     // DWARF-numbered registers from the words of pr_reg (or ptrace's user_regs, the same layout).
     std::vector<uint64_t> registersFromPrReg(const uint64_t* words, size_t count) const;
+    // The system call's number from the words of pr_reg; -1 when there is none.
+    int64_t syscallFromPrReg(const uint64_t* words, size_t count) const;
 };
 
 // The rules for an ELF e_machine; nullptr when the machine is not supported.

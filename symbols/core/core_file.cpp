@@ -119,6 +119,7 @@ void CoreFile::parseNotes(const unsigned char* data, size_t size) {
             std::vector<uint64_t> regs(words);
             std::memcpy(regs.data(), desc + a.prstatusRegs, std::min(words, a.prRegToDwarf.size()) * 8);
             t.registers = a.registersFromPrReg(regs.data(), std::min(words, a.prRegToDwarf.size()));
+            t.syscall = a.syscallFromPrReg(regs.data(), std::min(words, a.prRegToDwarf.size()));
             t.pc = t.registers[a.pcRegister];
             t.sp = t.registers[a.spRegister];
             if (a.prRegThreadPointer >= 0) t.threadPointer = regs[a.prRegThreadPointer];

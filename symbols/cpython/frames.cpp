@@ -62,14 +62,15 @@ bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
         uint64_t instr = memory_.readPointer(frame + layout_.frameInstr).value_or(0);
         uint64_t first = code + layout_.codeCodeAdaptive;
         if (instr < first) return false;  // incomplete frame: not started yet
-        out->line = lineFromLocationTable(*table, firstLine, static_cast<int>(instr - first));
+        out->line = lineAt(code, static_cast<int>(instr - first),
+                           [&](int offset) { return lineFromLocationTable(*table, firstLine, offset); });
     } else {
         int lasti = memory_.readValue<int32_t>(frame + layout_.frameInstr).value_or(-1);
         if (lasti < 0) lasti = 0;
         if (layout_.minor >= 10)
-            out->line = lineFromLinetable310(*table, firstLine, lasti * 2);
+            out->line = lineAt(code, lasti, [&](int i) { return lineFromLinetable310(*table, firstLine, i * 2); });
         else
-            out->line = lineFromLnotab(*table, firstLine, lasti);
+            out->line = lineAt(code, lasti, [&](int i) { return lineFromLnotab(*table, firstLine, i); });
     }
     return true;
 }

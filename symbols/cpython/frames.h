@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "symbols/cpython/layout.h"
@@ -53,11 +54,21 @@ private:
         std::optional<std::vector<unsigned char>> lineTable;
     };
     const CodeInfo& codeInfo(uint64_t code);
+    // The line at one instruction of a code object, decoded once: threads parked in the same
+    // place (a thousand waiting on one queue) decode its table once.
+    template <typename Decode>
+    int lineAt(uint64_t code, int offset, Decode decode) {
+        auto key = std::make_pair(code, offset);
+        auto it = lineCache_.find(key);
+        if (it == lineCache_.end()) it = lineCache_.emplace(key, decode(offset)).first;
+        return it->second;
+    }
 
     const Memory& memory_;
     const CPythonLayout& layout_;
     std::map<uint64_t, bool> codeTypeCache_;  // type pointer -> is "code"
     std::map<uint64_t, CodeInfo> codeInfoCache_;
+    std::map<std::pair<uint64_t, int>, int> lineCache_;
 };
 
 }  // namespace pytstates

@@ -6,10 +6,12 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <map>
 #include <set>
 #include <vector>
 
 #include "symbols/cpython/runtimes.h"
+#include "symbols/elf/function_extent.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/modules/module_files.h"
 #include "symbols/text/base_name.h"
@@ -123,6 +125,21 @@ std::string pltTarget(const ElfFile& elf, const Arch& arch, uint64_t stub) {
     return "";
 }
 
+// The return instructions (link-time addresses) of code without a symbol that starts at vaddr,
+// its extent told by the call-frame information; empty when that cannot be told, or when the code
+// itself ends in a tail call (where it returns is then not known).
+std::vector<uint64_t> unnamedReturns(const ElfFile& elf, const Arch& arch, uint64_t vaddr) {
+    auto extent = functionExtentAt(elf, vaddr);
+    if (!extent || extent->second - extent->first > (1u << 20)) return {};
+    std::vector<unsigned char> code(extent->second - extent->first);
+    if (elf.readVaddr(vaddr, code.data(), code.size()) != code.size()) return {};
+    auto exits = functionExits(arch, code.data(), code.size());
+    if (!exits.tailCalls.empty()) return {};
+    std::vector<uint64_t> out;
+    for (uint64_t offset : exits.returns) out.push_back(vaddr + offset);
+    return out;
+}
+
 }  // namespace
 
 FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t size) {
@@ -172,6 +189,7 @@ ProbePlan planLifecycleProbes(const Target& target) {
         plan.modules.push_back(module.path + " (CPython " + rt.version + ")");
         std::set<uint64_t> creators;         // entries of the creation functions watched here
         std::set<std::string> creatorNames;  // and their names, for calls through the PLT
+        std::map<uint64_t, std::vector<size_t>> followed;  // tail-called code without a symbol: its probes
         for (const Spec& spec : kSpecs)
             if (spec.event == LifecycleEvent::Created && minor >= spec.minMinor && minor <= spec.maxMinor)
                 if (auto sym = functionSymbol(module, spec.function)) {
@@ -213,12 +231,33 @@ ProbePlan planLifecycleProbes(const Target& target) {
             }
             auto exits = functionExits(arch, code.data(), code.size());
             // A tail call returns through the callee: when that is a creation function watched
-            // too, its return sees the thread state; else this path is not recorded.
+            // too, its return sees the thread state. A callee without a symbol (a stripped
+            // build's new_threadstate) is followed: its returns are watched as this function's.
             for (int64_t target : exits.tailCalls) {
                 uint64_t callee = entry + static_cast<uint64_t>(target);
                 if (creators.count(callee) || creatorNames.count(pltTarget(*module.elf, arch, callee - module.bias))) continue;
-                plan.cannot.push_back(name + ": " + spec.function + " ends in a tail call to " + hexAddress(callee) +
-                                      ", which is not watched: the thread states it returns from there are not recorded");
+                auto seen = followed.find(callee);
+                if (seen != followed.end()) {  // another caller of the same code: named in its probes
+                    for (size_t i : seen->second) {
+                        std::string& label = plan.probes[i].function;
+                        label.insert(label.size() - 1, std::string(", ") + spec.function);
+                    }
+                    continue;
+                }
+                auto returns = unnamedReturns(*module.elf, arch, callee - module.bias);
+                if (returns.empty()) {
+                    plan.cannot.push_back(name + ": " + spec.function + " ends in a tail call to " + hexAddress(callee) +
+                                          ", which is not watched: the thread states it returns from there are not recorded");
+                    continue;
+                }
+                LifecycleProbe tail = probe;
+                tail.atReturn = true;
+                tail.function = "<no symbol at " + hexAddress(callee) + ", tail-called by " + spec.function + ">";
+                for (uint64_t at : returns) {
+                    tail.address = at + module.bias;
+                    followed[callee].push_back(plan.probes.size());
+                    plan.probes.push_back(tail);
+                }
             }
             if (exits.returns.empty() && exits.tailCalls.empty())
                 plan.cannot.push_back(name + ": " + spec.function + " has no return instruction that capstone finds: the thread states it creates are not recorded");

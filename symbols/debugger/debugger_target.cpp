@@ -44,6 +44,9 @@ DebuggerTarget::DebuggerTarget(DebuggerInput input)
     executable_ = found.executable;
     modules_ = std::move(found.modules);
     warnings_ = std::move(found.warnings);
+    for (const auto& m : modules_)
+        if (m.path == executable_ && m.elf)
+            if (const Arch* a = archForElfMachine(m.elf->machine())) arch_ = a;
     fillMissingThreadPointers();
 }
 

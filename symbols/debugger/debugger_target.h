@@ -49,6 +49,9 @@ public:
     std::optional<uint64_t> vdsoAddress() const override {
         return input_.atSysinfoEhdr ? std::optional<uint64_t>(input_.atSysinfoEhdr) : std::nullopt;
     }
+    // The machine of the program the debugger has open (gdb-multiarch on an arm64 program through
+    // qemu's gdb stub is not this machine): its executable's e_machine, else this machine's.
+    const Arch& arch() const override { return *arch_; }
 
 private:
     void fillMissingThreadPointers();
@@ -60,6 +63,7 @@ private:
     std::vector<std::string> warnings_;
     std::vector<int> namespacePids_;
     std::string root_ = "/";
+    const Arch* arch_ = &hostArch();
 };
 
 }  // namespace pytstates

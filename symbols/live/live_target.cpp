@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -20,6 +21,7 @@
 
 #include "symbols/glibc/thread_list.h"
 #include "symbols/live/process_files.h"
+#include "symbols/live/stop_snapshot.h"
 #include "symbols/live/thread_registers.h"
 
 namespace pytstates {
@@ -145,7 +147,12 @@ void LiveTarget::namespaceLwps() {
 
 void LiveTarget::stop() {
     if (!stopWanted_ || !threads_.empty()) return;
+    cache_.setCapacity(SIZE_MAX);  // every page read while stopped belongs to the snapshot
     stopAll();
+    auto since = [this] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count(); };
+    stoppedAllMs_ = since();
+    takeSnapshot();
+    snapshotDoneMs_ = since();
     namespaceLwps();
     // Test hook: hold the stop so a test can kill pytstates mid-snapshot.
     if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);
@@ -153,6 +160,20 @@ void LiveTarget::stop() {
         resume();
         throw std::runtime_error("process " + std::to_string(pid_) + " exited or has no thread that could be stopped");
     }
+}
+
+void LiveTarget::takeSnapshot() {
+    std::string maps = readProcText("/proc/" + std::to_string(pid_) + "/maps");
+    auto ranges = snapshotRanges(threads_, maps, hostArch());
+    snapshotCalls_ = readPagesBatched(pid_, ranges, [this](uint64_t base, const unsigned char* bytes) {
+        cache_.insert(base, bytes, 4096);
+        ++snapshotPages_;
+    });
+}
+
+std::optional<std::vector<Target::PartRead>> LiveTarget::readAfterResume() const {
+    if (!resumed_) return std::nullopt;
+    return afterResume_;
 }
 
 LiveTarget::~LiveTarget() {
@@ -201,12 +222,15 @@ void LiveTarget::stopAll() {
     }
     std::set<int> done;
     cache_.clear();  // what was read while running is not part of the snapshot
+    // The first list is read before the clock starts: nothing is stopped while it is read.
+    std::vector<int> tasks = listTasks(pid_);
     stoppedAt_ = std::chrono::steady_clock::now();
     // Threads may start or end while we stop the others: list again until nothing is new.
     for (int round = 0; round < 50; ++round) {
         // Interrupt every new thread first, then collect the stops: the threads stop in parallel.
         std::vector<int> interrupted;
-        for (int tid : listTasks(pid_)) {
+        if (round > 0) tasks = listTasks(pid_);
+        for (int tid : tasks) {
             if (!done.insert(tid).second) continue;
             if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
                 if (errno == ESRCH) continue;  // ended meanwhile
@@ -272,7 +296,9 @@ double LiveTarget::resume() {
     if (!seized_.empty()) {
         releaseAll();
         seized_.clear();
-        cache_.clear();
+        cache_.pinAll();
+        cache_.setCapacity(PageCache::kDefaultCapacity);
+        resumed_ = true;
         stoppedMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
         for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &gOldActions[i], nullptr);
     }
@@ -282,12 +308,20 @@ double LiveTarget::resume() {
 size_t LiveTarget::read(uint64_t addr, void* buf, size_t len) const {
     if (len == 0) return 0;
     countRead(len);
-    // Cache pages only while the snapshot holds: stopped, or a --no-stop read.
-    if (!seized_.empty() || !stopWanted_) return cache_.read(addr, buf, len);
+    // Cache pages while the snapshot holds (stopped, or a --no-stop read) and after it, when the
+    // snapshot's pages answer first; not before the stop.
+    if (!seized_.empty() || !stopWanted_ || resumed_) return cache_.read(addr, buf, len);
     return readUncached(addr, buf, len);
 }
 
 size_t LiveTarget::readUncached(uint64_t addr, void* buf, size_t len) const {
+    if (resumed_) {  // not in the snapshot: from the running process
+        std::string part = readingPart();
+        auto it = std::find_if(afterResume_.begin(), afterResume_.end(), [&](const PartRead& p) { return p.part == part; });
+        if (it == afterResume_.end()) it = afterResume_.insert(afterResume_.end(), PartRead{part, 0, 0});
+        ++it->reads;
+        it->bytes += len;
+    }
     iovec local{buf, len};
     iovec remote{reinterpret_cast<void*>(addr), len};
     ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);

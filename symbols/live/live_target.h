@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,23 @@ public:
     std::string rootDirectory() const override { return root_; }
     std::optional<uint64_t> vdsoAddress() const override { return vdso_; }
 
-    // Stops every thread (when options.stop) and reads their registers. Throws std::runtime_error.
+    // Stops every thread (when options.stop), reads their registers and copies what the
+    // analysis needs consistent and can name now (symbols/live/stop_snapshot). Throws
+    // std::runtime_error.
     void stop();
-    // Resumes every stopped thread; returns how long the target was stopped, in ms.
+    // Resumes every stopped thread; returns how long the target was stopped, in ms. Every page
+    // read while stopped is kept and answers later reads: the snapshot of one moment; pages
+    // read after are read from the running process, counted per part (readAfterResume).
     double resume();
     bool stopped() const { return !seized_.empty(); }
+    std::optional<std::vector<PartRead>> readAfterResume() const override;
+    // The snapshot's batched reads: pages copied and the system calls they took.
+    size_t snapshotPages() const { return snapshotPages_; }
+    size_t snapshotCalls() const { return snapshotCalls_; }
+    // Where the stop's time went (ms from the first thread stopped): all threads stopped and
+    // their registers read, the snapshot copied.
+    double stoppedAllMs() const { return stoppedAllMs_; }
+    double snapshotDoneMs() const { return snapshotDoneMs_; }
 
 private:
     size_t readUncached(uint64_t addr, void* buf, size_t len) const;
@@ -54,6 +67,7 @@ private:
     void threadsFromGlibc();
     void namespaceLwps();
     void buildModules(const LiveOptions& options);
+    void takeSnapshot();
 
     int pid_;
     bool stopWanted_;
@@ -68,7 +82,11 @@ private:
     std::string root_ = "/";  // NSpid: this pid in each PID namespace, outermost first
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;
-    PageCache cache_;  // valid while the threads are stopped (or for one --no-stop read)
+    PageCache cache_;  // while stopped and after (its pages pinned), or for one --no-stop read
+    bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
+    size_t snapshotPages_ = 0, snapshotCalls_ = 0;
+    double stoppedAllMs_ = 0, snapshotDoneMs_ = 0;
+    mutable std::vector<PartRead> afterResume_;
 };
 
 }  // namespace pytstates

@@ -6,6 +6,8 @@
 #include <sys/uio.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace pytstates {
@@ -20,6 +22,7 @@ bool threadFromRegisterSets(const Arch& arch, const void* prReg, size_t prRegSiz
     std::vector<uint64_t> regs(words);
     std::memcpy(regs.data(), prReg, words * 8);
     t->registers = arch.registersFromPrReg(regs.data(), words);
+    t->syscall = arch.syscallFromPrReg(regs.data(), words);
     t->pc = t->registers[arch.pcRegister];
     t->sp = t->registers[arch.spRegister];
     if (arch.prRegThreadPointer >= 0) t->threadPointer = regs[static_cast<size_t>(arch.prRegThreadPointer)];
@@ -38,6 +41,19 @@ bool readThreadRegisters(int tid, OsThread* t) {
     bool haveTls = arch.prRegThreadPointer < 0 && ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(kNtArmTls), &tlsSet) == 0;
     t->lwp = tid;
     return threadFromRegisterSets(arch, prReg, regs.iov_len, haveTls ? tls : nullptr, haveTls ? tlsSet.iov_len : 0, t);
+}
+
+int64_t procThreadSyscall(int pid, int tid) {
+    std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/syscall";
+    std::ifstream in(path);
+    std::string first;
+    // "running", "-1 SP PC" (blocked outside a call) or "NR ARG1 ... ARG6 SP PC".
+    if (!(in >> first) || first.empty() || first.find_first_not_of("0123456789") != std::string::npos) return -1;
+    try {
+        return std::stoll(first);
+    } catch (const std::exception&) {
+        return -1;
+    }
 }
 
 }  // namespace pytstates

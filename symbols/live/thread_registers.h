@@ -20,4 +20,9 @@ bool threadFromRegisterSets(const Arch& arch, const void* prReg, size_t prRegSiz
 // PTRACE_GETREGSET on a ptrace-stopped thread of this machine; false when it fails.
 bool readThreadRegisters(int tid, OsThread* t);
 
+// The system call a blocked thread of this machine is in, as /proc/PID/task/TID/syscall says
+// (the kernel's orig_rax or syscallno): for a debugger that hands over no such register (lldb).
+// -1 when it runs, is in none, or the file is unreadable.
+int64_t procThreadSyscall(int pid, int tid);
+
 }  // namespace pytstates

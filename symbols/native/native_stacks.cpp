@@ -236,6 +236,16 @@ struct NativeStacks::Impl {
                 Dwarf_Word v;
                 if (dwfl_frame_reg(state, r, &v) == 0) f.registers[r] = v;
             }
+            // elfutils' x86_64 ABI rules (backends/x86_64_cfi.c) mark DWARF register 0 (rax) as kept
+            // across calls where rbx (3) is meant: a caller's rax is then its callee's, and its rbx,
+            // when the callee's CFI says nothing of it (the callee left it alone), is lost. Said as
+            // the psABI has it: rbx is callee-saved, rax is not. (glibc 2.41's rwlock waits keep the
+            // rwlock in rbx.)
+            if (arch.machine == Machine::X86_64 && !self->frames->empty() && !activation) {
+                const RawFrame& callee = self->frames->back();
+                f.registers[0].reset();
+                if (!f.registers[3] && callee.registers.size() > 3 && callee.registers[3]) f.registers[3] = callee.registers[3];
+            }
         }
         self->frames->push_back(std::move(f));
         return self->frames->size() >= self->physicalLimit ? DWARF_CB_ABORT : DWARF_CB_OK;

@@ -97,6 +97,8 @@ WaitFunction waitFunction(const std::string& function) {
         b == "syscall_cancel")
         return {WaitKind::Futex, true, {}};
     if (syscalls().count(b)) return {WaitKind::Syscall, true, b};
+    // syscall(2): which call only its number tells (commands/ reads it from the registers).
+    if (b == "syscall") return {WaitKind::Syscall, true, {}};
     return w;
 }
 

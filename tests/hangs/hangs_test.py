@@ -36,9 +36,18 @@ def python_for(version):
     raise AssertionError("no pyenv CPython " + version)
 
 
+def host_for(args):
+    """scenario_hang_host embeds the suite's Python; scenario_hang_host_X.Y another (pyenv's, 3.13t)."""
+    if args.python in (None, scenario.PYTHON_VERSION):
+        return os.path.join(args.scenarios, "scenario_hang_host")
+    exe = os.path.join(args.scenarios, "scenario_hang_host_" + args.python)
+    expect(os.path.exists(exe), "%s was not built (no CPython %s or no pybind11 2.13 headers at configure time)" % (exe, args.python))
+    return exe
+
+
 def argv_of(args):
     if args.program == "host":
-        return [os.path.join(args.scenarios, "scenario_hang_host"), args.case]
+        return [host_for(args), args.case]
     script = "rlock_abba.py" if args.program == "rlock" else "ctypes_hang.py"
     argv = [python_for(args.python), os.path.join(args.scenarios, script)]
     return argv + ([] if args.program == "rlock" else [args.case])
@@ -157,8 +166,9 @@ def check_hang(args, facts, report, text, exe, where):
         r, w = facts["reader"], facts["writer"]
         check_deadlock(report, text, [(r, "rwlock", rw, w), (w, "gil", None, r)])
         expect(gdb_owner(exe, where, "((pthread_rwlock_t*)%#x)->__data.__cur_writer" % rw) == w, "gdb reads another writer")
-    elif case in ("read", "poll", "sleep"):
-        calls = {"read": ["read"], "poll": ["poll"], "sleep": ["sleep", "nanosleep", "clock_nanosleep"]}[case]
+    elif case in ("read", "poll", "sleep", "syscall"):
+        # syscall(SYS_read, ...): no wrapper names the call, the number in the registers does.
+        calls = {"read": ["read"], "poll": ["poll"], "sleep": ["sleep", "nanosleep", "clock_nanosleep"], "syscall": ["read"]}[case]
         check_blocked_holder(report, text, facts["holder"], facts["waiters"], calls)
     elif case == "busy":
         expect(not findings(report, "deadlock") and not findings(report, "gil-held-while-blocked"),
@@ -207,7 +217,7 @@ def main():
     p.add_argument("--pytstates", required=True)
     p.add_argument("--scenarios", required=True)
     p.add_argument("--program", choices=["host", "rlock", "ctypes"], default="host")
-    p.add_argument("--python", help="3.11 (Debian's), 3.12, 3.13 (pyenv's)")
+    p.add_argument("--python", help="3.11 (Debian's), 3.12, 3.13 (pyenv's), 3.13t (scripts/python-freethreaded's)")
     p.add_argument("--kind", choices=["gcore", "kernel", "crash", "live"], default="gcore")
     p.add_argument("case")
     args = p.parse_args()

@@ -71,23 +71,33 @@ def session(argv, interrupt_at_ready):
     return facts, text
 
 
-def gdb_argv(args, program, after_stop, environment=()):
+def gdb_argv(args, program, after_stop, environment=(), init=(), stop_at="main"):
+    """init: -iex commands (before gdb loads the program); stop_at: where recording is turned on."""
     cmds = (["set pagination off", "set confirm off"] + ["set environment " + e for e in environment] +
-            ["break main", "run", "py-tstates-record on", "continue"] + after_stop + ["kill"])
-    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + args.gdb_script]
+            ["break " + stop_at, "run", "py-tstates-record on", "continue"] + after_stop + ["kill"])
+    argv = ["gdb", "-q", "-batch", "-nx"]
+    for c in init:
+        argv += ["-iex", c]
+    argv += ["-ex", "source " + args.gdb_script]
     for c in cmds:
         argv += ["-ex", c]
     return argv + ["--args"] + program
 
 
-def lldb_argv(args, program, after_stop):
+def lldb_argv(args, program, after_stop, environment=(), init=(), stop_at="main"):
+    """environment: the inferior's, launched without a shell (a LD_LIBRARY_PATH of another glibc
+    would break it); init: -O commands (before lldb loads the program)."""
     # Not -b: in batch mode lldb-14 drops the commands after one that stops on a signal, and runs
     # its -k commands only for some crashes; without it every -o runs in turn, then `quit`.
     # -K false: main's first instruction. lldb-19 takes a C++ main whose cold part GCC 14 put
     # before it (DWARF ranges) to start there, skips a "prologue" into the middle of an
     # instruction, and the program stops with SIGILL there.
     argv = [scenario.LLDB]
-    for c in ["plugin load " + args.plugin, "breakpoint set -n main -K false", "run", "py-tstates-record on", "continue"] + after_stop + ["kill", "quit"]:
+    for c in init:
+        argv += ["-O", c]
+    launch = ["settings set target.env-vars " + " ".join(environment), "process launch -X false"] if environment else ["run"]
+    for c in (["plugin load " + args.plugin, "breakpoint set -n %s -K false" % stop_at] + launch + ["py-tstates-record on", "continue"] +
+              after_stop + ["kill", "quit"]):
         argv += ["-o", c]
     return argv + ["--"] + program
 
@@ -189,17 +199,31 @@ def seed_crash(args, debugger):
             status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--exe", exe, "--history", saved, "--json"])
             cli_stale = [f for f in cli["findings"] if f["code"] == "stale-tstate"]
             expect(cli_stale and cli_stale[0].get("history") == history, "the same history in the CLI's JSON", cli_stale)
+            # The core opened in gdb and in lldb, the saved file given to py-tstates-check: the same words.
+            for name, got in (("gdb", on_core_gdb(args, exe, core, ["py-tstates-check --history " + saved])),
+                              ("lldb", on_core_lldb(args, exe, core, ["py-tstates-check --history " + saved]))):
+                expect(history_words(got) == history_words(text), "%s on the core: the same history words:\n%s" % (name, got))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def on_core_gdb(args, exe, core, commands):
+    return debugger_batch.gdb(args.gdb_script, [exe, core], commands, timeout=TIMEOUT)[1]
+
+
+def on_core_lldb(args, exe, core, commands):
+    # -b: every command here reads the core, none stops a process; lldb stops at a command's error.
+    return "\n".join(debugger_batch.lldb(args.plugin, ["--core", core, exe], commands, timeout=TIMEOUT)[1])
+
+
 # --- migrate, coroutine, sub-interpreters -------------------------------------------------------
 
-def recorded_run(args, debugger, program, environment=()):
+def recorded_run(args, debugger, program, environment=(), init=(), stop_at="main"):
     work = tempfile.mkdtemp(prefix="pytstates-history-")
     saved = os.path.join(work, "history.json")
     after = marked(debugger, "py-tstates-check --json", "py-tstates-check --json") + ["py-tstates-record save " + saved]
-    argv = gdb_argv(args, program, after, environment) if debugger == "gdb" else lldb_argv(args, program, after)
+    argv = (gdb_argv(args, program, after, environment, init, stop_at) if debugger == "gdb" else
+            lldb_argv(args, program, after, environment, init, stop_at))
     try:
         facts, out = session(argv, interrupt_at_ready=True)
         expect(debugger == "lldb" or "Traceback" not in out, "no Python traceback in gdb:\n" + out[-3000:])
@@ -258,13 +282,77 @@ def subinterpreters(args, debugger):
 
 # --- every CPython version ----------------------------------------------------------------------
 
-def version(args, name):
-    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    python = os.path.join(root, "versions", name, "bin", "python3")
-    expect(os.path.exists(python), "pyenv's CPython %s is missing: %s" % (name, python))
-    script = os.path.join(args.source_dir, "tests", "scenarios", "history", "lifecycle.py")
-    facts, _, log, out = recorded_run(args, "gdb", [python, script])
-    expect(facts["version"] == name, "the interpreter under test", facts)
+LIFECYCLE = ("tests", "scenarios", "history", "lifecycle.py")
+
+
+class Interpreter:
+    """One CPython under test, as gdb or lldb starts it: pyenv's 3.8.18 ... 3.13.0 (shared libpython with
+    DWARF), Debian unstable's 3.14 / 3.15 (static executable; with_debug_files: its DWARF from
+    python3.1X-dbg, else the stripped executable alone, as Debian installs it) and the free-threaded
+    3.13t (scripts/python-freethreaded). argv, environment, init (gdb -iex; lldb's -O in
+    sid.lldb_init), stop_at, module (the
+    file CPython is in) and what the program must say of itself (series, free-threaded)."""
+
+    def __init__(self, args, name, with_debug_files=True):
+        self.name, self.environment, self.init, self.stop_at = name, [], [], "main"
+        self.free_threaded, self.sid, self.exact = False, None, False
+        if name in ("3.14", "3.15"):
+            import sid_python
+            cache = args.python314_dir if name == "3.14" else args.python315_dir
+            try:
+                root = sid_python.unpacked_root(args.source_dir, name, cache)
+            except RuntimeError as e:
+                expect(False, str(e))
+            self.sid = sid_python.SidPython(root, name, with_debug_files)
+            self.series, self.python = name, self.sid.executable
+            self.module = self.python
+            self.environment, self.init, self.stop_at = self.sid.environment, self.sid.gdb_init, self.sid.stop_at
+        elif name == "3.13t":
+            out = subprocess.run([os.path.join(args.source_dir, "scripts", "python-freethreaded"), "3.13"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            expect(out.returncode == 0, "no free-threaded CPython 3.13: " + out.stderr.decode(errors="replace").strip())
+            prefix = out.stdout.decode().strip().splitlines()[-1]
+            self.series, self.free_threaded = "3.13", True
+            self.python = os.path.join(prefix, "bin", "python3.13t")
+            self.module = os.path.realpath(os.path.join(prefix, "lib", "libpython3.13t.so.1.0"))
+        else:
+            root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
+            prefix = os.path.join(root, "versions", name)
+            self.series, self.exact = ".".join(name.split(".")[:2]), True
+            self.python = os.path.join(prefix, "bin", "python3")
+            self.module = os.path.join(prefix, "lib", "libpython%s.so.1.0" % self.series)
+            expect(os.path.exists(self.module), "pyenv's CPython %s is missing: %s" % (name, self.module))
+
+    def is_it(self, facts):
+        """The program ran on this interpreter (pyenv's: this very release)."""
+        version = facts["version"]
+        expect(version == self.name if self.exact else version.startswith(self.series + "."),
+               "the interpreter under test is %s" % self.name, facts)
+        expect(facts.get("free_threaded", False) == self.free_threaded,
+               "%s: free-threaded (the GIL disabled) is %s" % (self.name, self.free_threaded), facts)
+
+    def record(self, args, environment=(), debugger="gdb"):
+        script = os.path.join(args.source_dir, *LIFECYCLE)
+        environment = list(self.environment) + list(environment)
+        init = self.init if debugger == "gdb" else (self.sid.lldb_init if self.sid else [])
+        facts, _, log, out = recorded_run(args, debugger, [self.python, script], environment, init, self.stop_at)
+        self.is_it(facts)
+        for line in out.splitlines():  # what `on` said, in the test's log
+            if line.startswith(("recording thread-state events", "not recorded: ")):
+                print(line)
+        return facts, log, out
+
+    def close(self):
+        if self.sid is not None:
+            self.sid.close()
+
+
+def version(args, name, debugger="gdb"):
+    target = Interpreter(args, name)
+    try:
+        facts, log, out = target.record(args, debugger=debugger)
+    finally:
+        target.close()
     for t in facts["threads"]:
         lives = [e for e in log["events"] if e["tstate"] == t["tstate"]]
         made = [e for e in lives if e["event"] == "created" and e["lwp"] == facts["main_lwp"]]
@@ -274,34 +362,47 @@ def version(args, name):
             gone = [e for e in lives if e["event"] == "deleted" and e["lwp"] == t["lwp"] and e["seq"] > ran[0]["seq"]]
             expect(gone, "%s: the ended thread's state deleted by itself" % name, lives)
     expect(not log["cannot"], "%s: every lifecycle function has a symbol" % name, log["cannot"])
+    expect(any(os.path.basename(target.module) in w for w in log["watched"]), "%s: %s is watched" % (name, target.module), log["watched"])
+    print("%s (%s): %d events from %d breakpoint hits, %d thread states" % (name, debugger, len(log["events"]), log["hits"],
+                                                                      len({e["tstate"] for e in log["events"]})))
 
 
-def stripped(args, name):
-    """pyenv's libpython copied and stripped (strip -s, no debug file): what has no symbol is said
-    at `on` and kept in the saved file, and a thread's end is seen as the clear before it."""
-    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    prefix = os.path.join(root, "versions", name)
-    minor = ".".join(name.split(".")[:2])
-    lib = os.path.join(prefix, "lib", "libpython%s.so.1.0" % minor)
-    expect(os.path.exists(lib), "pyenv's CPython %s is missing: %s" % (name, lib))
-    work = tempfile.mkdtemp(prefix="pytstates-stripped-")
+def stripped(args, name, debugger="gdb"):
+    """Without symbols for CPython's internal functions: pyenv's or the free-threaded libpython
+    copied and stripped (strip -s, no debug file), or Debian's static python3.14 / python3.15
+    without python3.1X-dbg (only its dynamic symbols). What has no symbol is said at `on` and kept in the saved file, and a
+    thread's end is seen as the clear before it."""
+    environment, work = [], None
+    if name in ("3.14", "3.15"):
+        target = Interpreter(args, name, with_debug_files=False)
+        lib = target.module
+    else:
+        target = Interpreter(args, name)
+        work = tempfile.mkdtemp(prefix="pytstates-stripped-")
+        lib = os.path.join(work, os.path.basename(target.module))
+        shutil.copy(target.module, lib)
+        subprocess.run(["strip", "-s", lib], check=True)
+        environment = ["LD_LIBRARY_PATH=" + work]
     try:
-        copy = os.path.join(work, os.path.basename(lib))
-        shutil.copy(lib, copy)
-        subprocess.run(["strip", "-s", copy], check=True)
-        script = os.path.join(args.source_dir, "tests", "scenarios", "history", "lifecycle.py")
-        facts, _, log, out = recorded_run(args, "gdb", [os.path.join(prefix, "bin", "python3"), script],
-                                          ["LD_LIBRARY_PATH=" + work])
-        expect(any(copy in w for w in log["watched"]), "the stripped copy is the one watched", log["watched"])
-        missing = "_PyThreadState_DeleteCurrent has no symbol"
-        expect(any(missing in c for c in log["cannot"]) and "not recorded: libpython%s.so.1.0: %s" % (minor, missing) in out,
-               "`on` says what cannot be recorded", log["cannot"])
-        ended = [t for t in facts["threads"] if t["ended"]][0]
-        lives = [e for e in log["events"] if e["tstate"] == ended["tstate"]]
-        expect([e["event"] for e in lives if e["lwp"] == ended["lwp"] and e["event"] in ("cleared", "deleted")][-1:] == ["cleared"],
-               "the ended thread's state: its clear seen, its deletion not", lives)
+        facts, log, out = target.record(args, environment, debugger)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        target.close()
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+    expect(any(lib in w for w in log["watched"]), "the stripped copy is the one watched", log["watched"])
+    missing = "_PyThreadState_DeleteCurrent has no symbol"
+    expect(any(missing in c for c in log["cannot"]) and "not recorded: %s: %s" % (os.path.basename(lib), missing) in out,
+           "`on` says what cannot be recorded", log["cannot"])
+    # Creation still seen: through the exported creators, and (Debian's static 3.14, built with
+    # LTO) at the returns of the unnamed new_threadstate they tail-call, found by its FDE.
+    for t in facts["threads"]:
+        made = [e for e in log["events"] if e["tstate"] == t["tstate"] and e["event"] == "created" and e["lwp"] == facts["main_lwp"]]
+        expect(made, "%s stripped: LWP %d's thread state made by the main thread" % (name, t["lwp"]), log["events"])
+    ended = [t for t in facts["threads"] if t["ended"]][0]
+    lives = [e for e in log["events"] if e["tstate"] == ended["tstate"]]
+    expect([e["event"] for e in lives if e["lwp"] == ended["lwp"] and e["event"] in ("cleared", "deleted")][-1:] == ["cleared"],
+           "the ended thread's state: its clear seen, its deletion not", lives)
+    print("%s stripped (%s): not recorded:\n  %s" % (name, debugger, "\n  ".join(log["cannot"])))
 
 
 # --- bad input ----------------------------------------------------------------------------------
@@ -324,6 +425,24 @@ def errors(args):
         for history, words in ((bad, "not a history saved by py-tstates-record"), (os.path.join(work, "none.json"), "cannot read")):
             status, _, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--history", history])
             expect(status == 2 and words in err and len(err.strip().splitlines()) == 1, "one line and status 2: " + err)
+        # --history is check's: tstates and internals give none of the findings a history is told in.
+        for command in ("tstates", "internals"):
+            status, _, err = scenario.run_pytstates(args.pytstates, [command, "--core", core, "--history", bad])
+            expect(status == 2 and "--history is check's: %s gives none of the findings" % command in err and
+                   len(err.strip().splitlines()) == 1, "%s --history: one line and status 2: %s" % (command, err))
+        # The same words in gdb and lldb on the core.
+        exe = os.path.join(args.scenarios, "scenario_seed_host")
+        none = os.path.join(work, "none.json")
+        out = on_core_gdb(args, exe, core, ["py-tstates-check --history " + none, "py-tstates --history " + bad,
+                                            "py-tstates-check --history " + bad])
+        expect("py-tstates-check: cannot read the history file " + none in out and
+               "py-tstates: --history is check's: tstates gives none" in out and
+               "not a history saved by py-tstates-record" in out and "Traceback" not in out, "gdb: one line each\n" + out)
+        out = ""
+        for command in ("py-tstates-check --history " + none, "pybind-internals --history " + bad):  # lldb -b stops at an error
+            out += on_core_lldb(args, exe, core, [command])
+        expect("cannot read the history file " + none in out and "--history is check's: internals gives none" in out,
+               "lldb: one line each\n" + out)
         # A history of another process: told, not joined.
         other = os.path.join(work, "other.json")
         with open(other, "w") as f:
@@ -343,10 +462,13 @@ def main():
     p.add_argument("--plugin", required=True)
     p.add_argument("--scenarios", required=True)
     p.add_argument("--source-dir", required=True)
+    p.add_argument("--python314-dir", default="", help="where scripts/debian-python unpacks 3.14")
+    p.add_argument("--python315-dir", default="", help="where scripts/debian-python unpacks 3.15")
     p.add_argument("case")
     args = p.parse_args()
-    for name in ("pytstates", "gdb_script", "plugin", "scenarios", "source_dir"):
-        setattr(args, name, os.path.abspath(getattr(args, name)))
+    for name in ("pytstates", "gdb_script", "plugin", "scenarios", "source_dir", "python314_dir", "python315_dir"):
+        if getattr(args, name):
+            setattr(args, name, os.path.abspath(getattr(args, name)))
     cases = {"gdb.seed-crash": lambda: seed_crash(args, "gdb"), "lldb.seed-crash": lambda: seed_crash(args, "lldb"),
              "gdb.migrate": lambda: migrate(args, "gdb"), "lldb.migrate": lambda: migrate(args, "lldb"),
              "gdb.coroutine": lambda: coroutine(args, "gdb"), "lldb.coroutine": lambda: coroutine(args, "lldb"),
@@ -356,6 +478,10 @@ def main():
         stripped(args, args.case[len("stripped-"):])
     elif args.case.startswith("version-"):
         version(args, args.case[len("version-"):])
+    elif args.case.startswith("lldb.stripped-"):
+        stripped(args, args.case[len("lldb.stripped-"):], "lldb")
+    elif args.case.startswith("lldb.version-"):
+        version(args, args.case[len("lldb.version-"):], "lldb")
     else:
         cases[args.case]()
     print("PASS history " + args.case)

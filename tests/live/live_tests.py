@@ -60,6 +60,7 @@ def no_stop(args):
         findings_cases.check_embed(facts, check, "live")
         status, r = check(["--json"])
         expect("stopped_ms" not in r["target"], "no stop time when nothing was stopped", r)
+        expect("read_after_resume" not in r["target"], "nothing said read after a resume when nothing was stopped", r)
         expect(any("without stopping" in w for w in r.get("warnings", [])), "the report says the snapshot may be inconsistent", r)
         expect(not stopped_threads(proc.pid), "no thread stopped")
         expect(scenario.still_answers(proc), "the process answers and exits normally")
@@ -78,6 +79,14 @@ def many_threads(args):
                        "tstate %s of LWP %d" % (t["tstate"], t["lwp"]), r)
             expect(len(r["threads"]) >= len(facts["threads"]), "every thread listed", r)
             expect(not [f for f in r["findings"] if f["severity"] == "error"], "no error finding", r)
+            # The stop copies every thread's stack: what is worked out from stacks after the
+            # process runs again reads none of it from the running process.
+            late = r["target"].get("read_after_resume")
+            expect(isinstance(late, list), "the report says what was read after the resume", r)
+            parts = {p["part"] for p in late or []}
+            expect(not parts & {"thread-state attribution", "native stacks"},
+                   "the attribution and the native stacks read the stop's copy only, not the running process: %s" % sorted(parts), r)
+            expect(all(p["reads"] > 0 and p["bytes"] >= p["reads"] for p in late or []), "each part counts its reads", r)
         expect(scenario.still_answers(proc), "the process answers and exits normally")
         times.sort()
         print("stopped_ms for %d threads over %d runs: median %.2f, min %.2f, max %.2f" % (

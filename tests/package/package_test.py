@@ -72,7 +72,7 @@ def normalized(report):
     for rt in report.get("runtimes", []):
         rt.pop("layout_cached", None)
     report.pop("warnings", None)
-    for key in ("files", "stopped_ms"):
+    for key in ("files", "stopped_ms", "read_after_resume"):
         report["target"].pop(key, None)
     if report["target"].get("crash"):
         for key in ("code", "code_name", "fault_address", "sender_pid"):

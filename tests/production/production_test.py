@@ -49,7 +49,7 @@ LIBPYTHON = "/usr/lib/x86_64-linux-gnu/" + scenario.LIBPYTHON  # the suite's
 def summary(report):
     """Everything a report says about the program, none of how the files were found."""
     r = json.loads(json.dumps(report))
-    for key in ("stopped_ms", "files", "namespace_pids", "root", "sysroot"):
+    for key in ("stopped_ms", "read_after_resume", "files", "namespace_pids", "root", "sysroot"):
         r["target"].pop(key, None)
     r.pop("warnings", None)
     for runtime in r.get("runtimes", []):  # whether pytstates' layout cache answered: a run's history

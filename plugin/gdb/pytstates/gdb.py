@@ -65,12 +65,18 @@ _DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
 
 
 def _registers():
-    """The selected thread's innermost-frame registers in DWARF order; [] when gdb has none."""
+    """The selected thread's innermost-frame registers in DWARF order, then orig_rax (the system
+    call the thread is in, -1 outside one) when gdb has it; [] when gdb has none."""
     try:
         frame = gdb.newest_frame()
-        return [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in _DWARF_REGISTERS]
+        regs = [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in _DWARF_REGISTERS]
     except (gdb.error, ValueError):
         return []
+    try:
+        regs.append(int(frame.read_register("orig_rax")) & 0xFFFFFFFFFFFFFFFF)
+    except (gdb.error, ValueError):
+        pass
+    return regs
 
 
 # SIGQUIT SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV SIGXCPU SIGXFSZ SIGSYS: the signals that end a process
@@ -136,6 +142,16 @@ def _sysroot():
     return "" if value.startswith("target:") else value
 
 
+def _debug_dirs():
+    """gdb's debug-file-directory (colon-separated): where the user keeps separate debug files,
+    searched by build-id as gdb does (a python3.X-dbg unpacked outside /usr/lib/debug)."""
+    try:
+        value = gdb.parameter("debug-file-directory") or ""
+    except gdb.error:
+        return []
+    return [d for d in value.split(":") if d]
+
+
 class _PyTstatesCommand(gdb.Command):
     def __init__(self, name, command):
         self._name = name
@@ -165,7 +181,8 @@ class _PyTstatesCommand(gdb.Command):
         threads, numbers, siginfo = _threads(inferior, live)
         executable = inferior.progspace.filename if inferior.progspace else ""
         return _core.run(self._command, gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
-                         executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), numbers, _sysroot(), siginfo)
+                         executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), numbers, _sysroot(), siginfo,
+                         _debug_dirs())
 
 
 def _target_args(inferior):
@@ -173,7 +190,7 @@ def _target_args(inferior):
     live = _is_live(inferior)
     threads, _, _ = _threads(inferior, live)
     executable = inferior.progspace.filename if inferior.progspace else ""
-    return threads, _auxv(), executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), _sysroot()
+    return threads, _auxv(), executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), _sysroot(), _debug_dirs()
 
 
 _MASK = 0xFFFFFFFFFFFFFFFF
@@ -224,7 +241,8 @@ class _ExitHook(gdb.Breakpoint):
         try:
             inferior = gdb.selected_inferior()
             executable = inferior.progspace.filename if inferior.progspace else ""
-            _core.record_name(_read_memory, _auxv(), executable or "", int(inferior.pid or 0), _is_local(inferior), _sysroot())
+            _core.record_name(_read_memory, _auxv(), executable or "", int(inferior.pid or 0), _is_local(inferior), _sysroot(),
+                              _debug_dirs())
         except (gdb.error, ValueError):
             pass
         return False
@@ -261,8 +279,9 @@ class _RecordCommand(gdb.Command):
             if inferior is None or not inferior.threads() or not _is_live(inferior):
                 self._fail("no running process: recording needs the program running under gdb (break main, run)")
             self._remove()
-            threads, auxv, executable, pid, _, local, sysroot = _target_args(inferior)
-            status, text, error, probes, frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot)
+            threads, auxv, executable, pid, _, local, sysroot, debug_dirs = _target_args(inferior)
+            status, text, error, probes, frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot,
+                                                                  debug_dirs)
             if status != 0:
                 self._fail(error)
             for index, (address, _event, tstate_register, key_register, key_offset) in enumerate(probes):
@@ -286,10 +305,11 @@ class _RecordCommand(gdb.Command):
                 import os
                 argument = os.path.abspath(os.path.expanduser(argument))
             if inferior is not None and inferior.threads():
-                threads, auxv, executable, pid, live, local, sysroot = _target_args(inferior)
+                threads, auxv, executable, pid, live, local, sysroot, debug_dirs = _target_args(inferior)
             else:  # the process is gone: the events are shown with the names they already have
-                threads, auxv, executable, pid, live, local, sysroot = [], {}, "", 0, False, False, ""
-            status, text, error = _core.record_output(what, argument, _read_memory, threads, auxv, executable, pid, live, local, sysroot)
+                threads, auxv, executable, pid, live, local, sysroot, debug_dirs = [], {}, "", 0, False, False, "", []
+            status, text, error = _core.record_output(what, argument, _read_memory, threads, auxv, executable, pid, live, local, sysroot,
+                                                      debug_dirs)
             if status != 0:
                 self._fail(error)
             gdb.write(text)

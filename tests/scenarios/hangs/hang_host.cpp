@@ -8,7 +8,10 @@
 //   hang_host join        main holds the GIL and joins W; W waits in PyGILState_Ensure
 //   hang_host rwlock      W holds a pthread rwlock for writing and takes the GIL; R holds the GIL
 //                         and asks the rwlock for reading
-//   hang_host read|poll|sleep  H holds the GIL across read()/poll()/sleep(); two Python threads wait
+//   hang_host mutex-abba  T1 holds M1 and asks for M2, T2 holds M2 and asks for M1, both attached
+//                         to Python (at once only where there is no GIL: a free-threaded build)
+//   hang_host read|poll|sleep|syscall  H holds the GIL across read()/poll()/sleep() or
+//                         syscall(SYS_read, ...) (the call told by its number alone); two Python threads wait
 //   hang_host busy        the control: two Python threads compute, one C++ thread waits on a
 //                         std::condition_variable, one Python thread on threading.Event
 //   hang_host throw       a worker's std::runtime_error escapes (std::terminate)
@@ -27,6 +30,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -145,6 +149,34 @@ void joinHoldingGil() {
     pthread_join(w, nullptr);
 }
 
+// Attached to Python where that does not serialize them (no GIL), else detached: the cycle is the
+// two mutexes alone either way.
+void mutexAbba() {
+#ifdef Py_GIL_DISABLED
+    constexpr bool attached = true;
+#else
+    constexpr bool attached = false;
+#endif
+    Gate gate;
+    PyEval_SaveThread();
+    auto take = [&](std::atomic<long>& lwp, std::mutex& first, std::mutex& second) {
+        lwp = gettid_();
+        std::optional<py::gil_scoped_acquire> python;
+        if (attached) python.emplace();
+        std::lock_guard<std::mutex> l(first);
+        gate.arrive();
+        gate.waitFor(3);
+        std::lock_guard<std::mutex> l2(second);  // the other holds it
+    };
+    std::thread t1([&] { take(lwpA, m1, m2); });
+    std::thread t2([&] { take(lwpB, m2, m1); });
+    gate.waitFor(2);
+    ready(", \"t1\": " + std::to_string(lwpA) + ", \"t2\": " + std::to_string(lwpB) + ", \"m1\": \"" + hex(&m1) + "\", \"m2\": \"" +
+          hex(&m2) + "\", \"gil\": " + (attached ? "false" : "true"));
+    gate.arrive();
+    park();
+}
+
 void rwlockWriter() {
     Gate gate;
     PyEval_SaveThread();
@@ -196,6 +228,9 @@ started.wait()
         char c;
         if (how == "read") {
             ssize_t n = read(fds[0], &c, 1);  // never written
+            (void)n;
+        } else if (how == "syscall") {
+            long n = syscall(SYS_read, fds[0], &c, 1);  // never written
             (void)n;
         } else if (how == "poll") {
             struct pollfd p = {fds[0], POLLIN, 0};
@@ -276,13 +311,14 @@ int main(int argc, char** argv) {
     else if (mode == "cycle3") cycle3();
     else if (mode == "join") joinHoldingGil();
     else if (mode == "rwlock") rwlockWriter();
-    else if (mode == "read" || mode == "poll" || mode == "sleep") gilAcrossBlocking(mode);
+    else if (mode == "mutex-abba") mutexAbba();
+    else if (mode == "read" || mode == "poll" || mode == "sleep" || mode == "syscall") gilAcrossBlocking(mode);
     else if (mode == "busy") busy();
     else if (mode == "throw") throwing(false);
     else if (mode == "pyerror") throwing(true);
     else if (mode == "assert") failedAssert();
     else {
-        std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|read|poll|sleep|busy|throw|pyerror|assert\n");
+        std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|mutex-abba|read|poll|sleep|syscall|busy|throw|pyerror|assert\n");
         return 2;
     }
     return 0;

@@ -4,7 +4,7 @@
 
 A thread that ends (its thread state created by the main thread, deleted by itself as it ends) and
 a thread that stays parked. Prints `FACTS {json}` (each thread's LWP and thread state, the main
-thread's LWP) and `READY`, then blocks reading stdin with the GIL released.
+thread's LWP, whether the GIL is disabled) and `READY`, then blocks reading stdin with the GIL released.
 """
 import ctypes
 import json
@@ -15,7 +15,8 @@ import threading
 
 api = ctypes.pythonapi
 api.PyThreadState_Get.restype = ctypes.c_void_p
-facts = {"pid": os.getpid(), "version": platform.python_version(), "main_lwp": threading.get_native_id(), "threads": []}
+facts = {"pid": os.getpid(), "version": platform.python_version(), "main_lwp": threading.get_native_id(), "threads": [],
+         "free_threaded": not getattr(sys, "_is_gil_enabled", lambda: True)()}
 noted = threading.Condition()
 
 
