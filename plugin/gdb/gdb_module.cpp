@@ -89,6 +89,7 @@ DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThr
     input.atPhdr = aux(3);   // AT_PHDR
     input.atPhnum = aux(5);  // AT_PHNUM
     input.atEntry = aux(9);  // AT_ENTRY
+    input.atSysinfoEhdr = aux(33);  // AT_SYSINFO_EHDR: the vDSO, named from its image
     input.executable = executable;
     input.pid = pid;
     input.live = live;

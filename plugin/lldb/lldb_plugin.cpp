@@ -69,6 +69,18 @@ std::map<uint64_t, uint64_t> auxvOf(lldb::SBTarget target, lldb::SBProcess proce
     return aux;
 }
 
+// A core gives the plugin no auxiliary vector: lldb lists the vDSO it found as the module "[vdso]".
+uint64_t vdsoOf(lldb::SBTarget target) {
+    for (uint32_t i = 0; i < target.GetNumModules(); ++i) {
+        lldb::SBModule m = target.GetModuleAtIndex(i);
+        const char* name = m.GetFileSpec().GetFilename();
+        if (!name || std::strcmp(name, "[vdso]") != 0) continue;
+        lldb::addr_t header = m.GetObjectFileHeaderAddress().GetLoadAddress(target);
+        if (header != LLDB_INVALID_ADDRESS) return header;
+    }
+    return 0;
+}
+
 std::optional<uint64_t> registerValue(lldb::SBFrame& frame, const char* name) {
     lldb::SBValue value = frame.FindRegister(name);
     if (!value.IsValid()) return std::nullopt;
@@ -158,6 +170,7 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
     input.atPhdr = aux[AT_PHDR];
     input.atPhnum = aux[AT_PHNUM];
     input.atEntry = aux[AT_ENTRY];
+    input.atSysinfoEhdr = aux.count(AT_SYSINFO_EHDR) ? aux[AT_SYSINFO_EHDR] : vdsoOf(target);
     char path[4096] = "";
     if (target.GetExecutable().IsValid()) target.GetExecutable().GetPath(path, sizeof path);
     input.executable = path;

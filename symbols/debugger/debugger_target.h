@@ -21,6 +21,7 @@ struct DebuggerInput {
     std::function<size_t(uint64_t addr, void* buf, size_t len)> read;
     std::vector<OsThread> threads;
     uint64_t atPhdr = 0, atPhnum = 0, atEntry = 0;
+    uint64_t atSysinfoEhdr = 0;  // the vDSO's image (AT_SYSINFO_EHDR); 0: unknown
     std::vector<MappedFile> mappings;  // optional: file mappings the debugger knows
     std::string executable;
     int pid = 0;
@@ -45,6 +46,9 @@ public:
     std::optional<CrashSignal> crashSignal() const override;
     std::vector<int> namespacePids() const override { return namespacePids_; }
     std::string rootDirectory() const override { return root_; }
+    std::optional<uint64_t> vdsoAddress() const override {
+        return input_.atSysinfoEhdr ? std::optional<uint64_t>(input_.atSysinfoEhdr) : std::nullopt;
+    }
     // The machine of the program the debugger has open (gdb-multiarch on an arm64 program through
     // qemu's gdb stub is not this machine): its executable's e_machine, else this machine's.
     const Arch& arch() const override { return *arch_; }

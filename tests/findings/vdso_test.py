@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Frames in the vDSO are named from its image (AT_SYSINFO_EHDR), in a gcore core as gdb names
 them, and live: a Python loop calling time.monotonic() (clock_gettime in the vDSO) is caught
-inside it by taking cores (or attaching) until its innermost frame is there."""
+inside it by taking cores (or attaching) until its innermost frame is there. On that core, gdb's
+py-tstates and lldb's name it the same way (the vDSO's address from gdb's auxv, lldb's module list)."""
 import argparse
 import os
 import subprocess
@@ -12,6 +13,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
+from debugger_batch import core_json  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "findings", "vdso_loop.py")
 PYTHON = scenario.PYTHON  # the suite's own Python (3.11 on Debian 12, 3.13 on 13)
@@ -38,6 +40,8 @@ def gdb_frames(core):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
+    p.add_argument("--gdb-script")
+    p.add_argument("--lldb-plugin")
     p.add_argument("kind", choices=["gcore", "live"])
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="pytstates-vdso-")
@@ -64,6 +68,12 @@ def main():
                 ours = [f["function"] for f in frames if not f.get("inlined")][:2]
                 expect(theirs[:1] == ours[:1] and ours[0], "the vDSO frame named as gdb names it: ours %s, gdb %s" % (ours, theirs), frames[:3])
                 expect(frames[1]["function"] and frames[1]["module"].endswith("libc.so.6"), "unwound through the vDSO into libc", frames[:3])
+                for debugger, loads in (("gdb", args.gdb_script), ("lldb", args.lldb_plugin)):
+                    if not loads:
+                        continue
+                    theirs = innermost(core_json(debugger, loads, PYTHON, core, "py-tstates --native --json"), facts["lwp"])
+                    expect([(f["module"], f["function"]) for f in theirs[:2]] == [(f["module"], f["function"]) for f in frames[:2]],
+                           "%s names the vDSO frame and its caller as the CLI does" % debugger, theirs[:3])
                 break
             else:
                 expect(False, "the loop was never caught in the vDSO in %d tries" % TRIES)

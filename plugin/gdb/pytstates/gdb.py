@@ -20,7 +20,7 @@ except ImportError as e:  # built for another Python than gdb's
     _IMPORT_ERROR = "the pytstates module was built for %s, gdb embeds Python %s: rebuild pytstates for it (%s)" % (
         ", ".join(_built) or "another Python", sys.version.split()[0], e)
 
-_AUX_TYPES = {"AT_PHDR": 3, "AT_PHNUM": 5, "AT_ENTRY": 9}
+_AUX_TYPES = {"AT_PHDR": 3, "AT_PHNUM": 5, "AT_ENTRY": 9, "AT_SYSINFO_EHDR": 33}
 
 
 def _read_memory(addr, length):
