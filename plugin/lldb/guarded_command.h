@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An lldb command whose body may throw: lldb runs plugin commands with no handler of its own, so
 // an exception would end lldb. Here it becomes the command's error, "NAME: what", and status failed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bytes of a function that has no symbol (a stripped build's static function, reached by a
 // tail call from one that has), told by the module's call-frame information: compilers emit one
 // .eh_frame FDE per function (per hot or cold part), and .eh_frame_hdr lists where each begins.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a live target copies while its threads are stopped, in a few batched reads, so that the
 // analysis can go on after the process runs again and still see one moment: each thread's live
 // stack (from below its sp to the end of its mapping, which also holds glibc's struct pthread and

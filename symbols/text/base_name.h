@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The last component of a path ("libpython3.11.so.1.0" of "/usr/lib/.../libpython3.11.so.1.0"):
 // modules are told and matched by their file name, wherever they were loaded from.
 #pragma once

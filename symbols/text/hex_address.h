@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An address as the tool writes it everywhere (text, JSON, findings): lowercase 0x-prefixed hex.
 // Here, below commands/, so that symbols/ notes and commands/ words spell it the same way.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A thread stopped in a PLT stub is unwound through it, as gdb unwinds it: the suite's Python
 loops on time.monotonic() (clock_gettime, called through the executable's PLT); gdb attaches,
 stops the loop at the first instruction of clock_gettime@plt, writes a core and prints its

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds tests/scenarios/hangs/hang_host.cpp for an interpreter that exists only once a test has
 made it (the free-threaded 3.13t of scripts/python-freethreaded): its headers, its libpython,
 pybind11 2.13's headers, the same flags as the project's scenario_hang_host."""

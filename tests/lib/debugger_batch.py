@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gdb and lldb run in batch mode, and a command's output (and its JSON) cut out of theirs.
 gdb: each command between `echo` markers (marked, between); lldb: each command's output follows
 the line lldb echoes for it, "(lldb) COMMAND" (sections)."""

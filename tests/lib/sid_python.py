@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debian unstable's python3.14 / python3.15 (scripts/debian-python) as a program a debugger starts.
 
 The interpreter needs its own glibc (2.38 or newer). Run as `ld.so python3.1X`, gdb 13 takes ld.so

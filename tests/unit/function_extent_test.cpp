@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // functionExtentAt on the suite's own libpython: the extent .eh_frame_hdr gives each function
 // starts at the function's symbol and holds all of its bytes (the symbol's size).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a live stop copies (symbols/live/stop_snapshot), on this test's own process: the ranges
 // for a thread from its registers and /proc/self/maps, and the batched page reads, which skip an
 // unreadable page and go on past it, IOV_MAX pages a call.
