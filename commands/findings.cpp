@@ -352,6 +352,11 @@ private:
     }
 
 
+    bool runnerUnknown(uint64_t tstate) const {
+        auto place = r_.places.find(tstate);
+        return place != r_.places.end() && place->second.runnerUnknown;
+    }
+
     void checkGil() {
         for (size_t i = 0; i < r_.runtimes.size(); ++i)
             for (const auto& interp : r_.runtimes[i].interpreters) {
@@ -365,7 +370,7 @@ private:
                             ", which is in no thread list; " + secondLook(interp.gilHolder, i).words +
                             ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
                         sources);
-                else if (!it->second.lwp && !it->second.madeBy && !r_.places.at(interp.gilHolder).runnerUnknown)
+                else if (!it->second.lwp && !it->second.madeBy && !runnerUnknown(interp.gilHolder))
                     add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
                             " which runs on no thread and whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
