@@ -142,6 +142,19 @@ public:
             if (!thread) continue;
             row.blockedOn = readOne(*thread, row);
         }
+        // The GIL's waiters are in a finding only when its holder is blocked (a cycle, or the GIL
+        // held while blocked): only then are they read again with DWARF, as the hang's frames.
+        // A busy process, a thousand threads waiting for a running holder, loads no DWARF for it.
+        bool holderBlocked = false;
+        for (const auto& row : r_.threads)
+            if (gilHolders_.count(row.lwp) && row.blockedOn && row.blockedOn->kind != WaitKind::None) holderBlocked = true;
+        if (!holderBlocked) return;
+        refineGilWaiters_ = true;
+        for (auto& row : r_.threads) {
+            if (!row.blockedOn || row.blockedOn->kind != WaitKind::Gil) continue;
+            for (const auto& t : target_.threads())
+                if (t.lwp == row.lwp) row.blockedOn = readOne(t, row);
+        }
     }
 
 private:
@@ -199,7 +212,7 @@ private:
         // the symbol tables' sight.
         bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < stack.frames.size() &&
                          cpythonModules_.count(stack.frames[found->frame + 1].module);
-        if (owned || inCpython || found->wait.kind == WaitKind::Gil || gilHolders_.count(row.lwp) || options_.native) {
+        if (owned || inCpython || (found->wait.kind == WaitKind::Gil && refineGilWaiters_) || gilHolders_.count(row.lwp) || options_.native) {
             NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
             if (auto again = classify(detailed.frames, cpythonModules_)) {
                 stack = std::move(detailed);
@@ -375,6 +388,7 @@ private:
     std::set<int> lwps_;
     std::set<std::string> cpythonModules_;
     std::set<int> gilHolders_;
+    bool refineGilWaiters_ = false;  // set once a GIL holder is found blocked (run())
     std::map<int, PyFrame> pythonTop_;                  // LWP -> its innermost Python frame
     std::map<uint64_t, const Interpreter*> interpOfTstate_;
     std::map<int, const Runtime*> runtimeOfLwp_;
