@@ -129,7 +129,7 @@ private:
         for (const auto& t : target_.threads())
             if (threadId && *threadId && *threadId == t.pthread) forThread = " for LWP " + std::to_string(t.lwp);
         if (looksLikeFreedTcacheEntry(target_, p)) {
-            look = {Look::Kind::Freed, "its first 16 bytes look like a glibc tcache free-list entry: it was freed"};
+            look = {Look::Kind::Freed, "its first 16 bytes look like a glibc tcache free-list entry: it was likely freed"};
             if (owner) look.words += " (the rest still reads as a thread state of interpreter " + hexAddress(owner->address) + forThread + ")";
         } else if (looksLikeFreedBinChunk(target_, p)) {
             look = {Look::Kind::Freed, "its malloc chunk is free (the next chunk's PREV_INUSE bit is clear and its prev_size repeats this chunk's size): it was freed"};
@@ -142,11 +142,11 @@ private:
             }
         } else if (owner) {
             look = {Look::Kind::StillValid, "its memory still reads as a thread state of interpreter " + hexAddress(owner->address) +
-                                                forThread + ", unlinked from the list but not freed"};
+                                                forThread + ", unlinked from the list, its memory not overwritten"};
         } else {
             auto type = readPlausibleTypeName(target_, l, p);
-            look = {Look::Kind::Reused, type ? "its memory now holds a Python '" + *type + "' object: it was freed and reused"
-                                               : "its memory no longer reads as a thread state: it was reused"};
+            look = {Look::Kind::Reused, type ? "its memory now holds a Python '" + *type + "' object: it was likely freed and reused"
+                                               : "its memory no longer reads as a thread state of any interpreter: it was likely freed and reused"};
         }
         return look;
     }
