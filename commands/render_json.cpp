@@ -1,392 +1,494 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <nlohmann/json.hpp>
+// The report as JSON, written as it goes (commands/json_writer.h): every object's keys are given
+// here in ascending byte order, the order the output has always had (nlohmann's sorted objects).
+#include <map>
 
-#include <algorithm>
-
+#include "commands/json_writer.h"
 #include "commands/render.h"
-#include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
 
 namespace pytstates {
 
 namespace {
 
-using nlohmann::json;
-
-json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
+void addressOrNull(JsonWriter& w, std::string_view k, uint64_t v) { w.fieldOrNull(k, v != 0, hexAddress(v)); }
+void stringOrNull(JsonWriter& w, std::string_view k, const std::string& v) { w.fieldOrNull(k, !v.empty(), v); }
 
 // findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
-json historyJson(const Finding& f) {
-    json out = json::array();
+void historyJson(JsonWriter& w, const Finding& f) {
+    w.beginArray();
     for (const auto& h : f.history) {
         const HistoryEvent& e = h.event;
-        json frames = json::array();
-        for (const auto& fr : e.frames)
-            frames.push_back({{"function", fr.function}, {"module", fr.module}, {"pc", hexAddress(fr.pc)}});
-        json event = {{"event", lifecycleEventName(e.event)}, {"seq", e.seq}, {"lwp", e.lwp}, {"tstate", hexAddress(e.tstate)},
-                      {"key", e.key ? json(*e.key) : json(nullptr)}, {"source", h.source.empty() ? json(nullptr) : json(h.source)},
-                      {"function", e.function}, {"ms", e.ms}, {"frames", frames}};
-        out.push_back(event);
-    }
-    return out;
-}
-
-// Strings from the target need not be UTF-8. Such a string is given with U+FFFD in place of each
-// ill-formed sequence, and a companion field "<name>_bytes" holds its exact bytes in hex (for an
-// array of strings: an array with the hex of each string that needed it, null for the others).
-bool needsBytes(const json& v) { return v.is_string() && !isValidUtf8(v.get_ref<const std::string&>()); }
-
-void makeUtf8(json& value) {
-    if (value.is_array()) {
-        for (auto& element : value) makeUtf8(element);
-        return;
-    }
-    if (!value.is_object()) return;
-    json companions = json::object();
-    for (auto& [key, v] : value.items()) {
-        if (needsBytes(v)) {
-            companions[key + "_bytes"] = hexBytes(v.get_ref<const std::string&>());
-            v = replaceInvalidUtf8(v.get_ref<const std::string&>());
-        } else if (v.is_array() && std::any_of(v.begin(), v.end(), needsBytes)) {
-            json raw = json::array();
-            for (auto& element : v) {
-                raw.push_back(needsBytes(element) ? json(hexBytes(element.get_ref<const std::string&>())) : json(nullptr));
-                if (needsBytes(element)) element = replaceInvalidUtf8(element.get_ref<const std::string&>());
-                else makeUtf8(element);
-            }
-            companions[key + "_bytes"] = raw;
-        } else {
-            makeUtf8(v);
+        w.beginObject();
+        w.field("event", lifecycleEventName(e.event));
+        w.key("frames");
+        w.beginArray();
+        for (const auto& fr : e.frames) {
+            w.beginObject();
+            w.field("function", fr.function);
+            w.field("module", fr.module);
+            w.field("pc", hexAddress(fr.pc));
+            w.endObject();
         }
+        w.endArray();
+        w.field("function", e.function);
+        w.field("key", e.key);
+        w.field("lwp", e.lwp);
+        w.field("ms", e.ms);
+        w.field("seq", e.seq);
+        stringOrNull(w, "source", h.source);
+        w.field("tstate", hexAddress(e.tstate));
+        w.endObject();
     }
-    for (auto& [key, v] : companions.items()) value[key] = v;
+    w.endArray();
 }
 
 // The modules that use a record: all of them, those whose own static holds it, and that evidence.
-void addModuleUses(json& record, const std::vector<ModuleUse>& uses) {
-    json modules = json::array(), confirmed = json::array(), confirmedBy = json::array();
+// Paths are values, never keys: they need not be UTF-8. Its keys sort as "confirmed_by", then
+// (after the caller's "dict" ... ) "modules", "modules_confirmed": written in two parts.
+void confirmedBy(JsonWriter& w, const std::vector<ModuleUse>& uses) {
+    w.key("confirmed_by");
+    w.beginArray();
     for (const auto& m : uses) {
-        modules.push_back(m.path);
         if (!m.confirmed) continue;
-        confirmed.push_back(m.path);
-        confirmedBy.push_back({{"module", m.path}, {"evidence", m.how}});  // paths are values, never keys: they need not be UTF-8
+        w.beginObject();
+        w.field("evidence", m.how);
+        w.field("module", m.path);
+        w.endObject();
     }
-    record["modules"] = modules;
-    record["modules_confirmed"] = confirmed;
-    record["confirmed_by"] = confirmedBy;
+    w.endArray();
 }
 
-json frameJson(const PyFrame& f) { return {{"function", f.function}, {"file", f.file}, {"line", f.line}}; }
+void modules(JsonWriter& w, const std::vector<ModuleUse>& uses) {
+    std::vector<std::string> all, confirmed;
+    for (const auto& m : uses) {
+        all.push_back(m.path);
+        if (m.confirmed) confirmed.push_back(m.path);
+    }
+    w.field("modules", all);
+    w.field("modules_confirmed", confirmed);
+}
 
-json greenletJson(const GreenletInfo& g) {
-    json frames = json::array();
-    for (const auto& f : g.frames) frames.push_back(frameJson(f));
-    json out = {{"address", hexAddress(g.address)}, {"type", g.typeName},     {"state", g.state},
-                {"main", g.main},                   {"parent", addressOrNull(g.parent)}, {"frames", frames}};
-    if (!g.note.empty()) out["note"] = g.note;
-    return out;
+void frameJson(JsonWriter& w, const PyFrame& f) {
+    w.beginObject();
+    w.field("file", f.file);
+    w.field("function", f.function);
+    w.field("line", f.line);
+    w.endObject();
+}
+
+void framesJson(JsonWriter& w, const std::vector<PyFrame>& frames) {
+    w.beginArray();
+    for (const auto& f : frames) frameJson(w, f);
+    w.endArray();
+}
+
+// A greenlet; those under no thread state also say their thread ("lwp", null when none).
+void greenletJson(JsonWriter& w, const GreenletInfo& g, bool withLwp) {
+    w.beginObject();
+    w.field("address", hexAddress(g.address));
+    w.key("frames");
+    framesJson(w, g.frames);
+    if (withLwp) w.fieldOrNull("lwp", g.lwp != 0, g.lwp);
+    w.field("main", g.main);
+    if (!g.note.empty()) w.field("note", g.note);
+    addressOrNull(w, "parent", g.parent);
+    w.field("state", g.state);
+    w.field("type", g.typeName);
+    w.endObject();
 }
 
 // The runtime's greenlet module: what was read, how, and the greenlets under no thread state.
-json greenletScanJson(const Report& report, const GreenletScan& scan) {
-    json threads = json::array();
-    for (const auto& t : scan.threads)
-        threads.push_back({{"lwp", t.lwp},
-                           {"thread_state", hexAddress(t.threadState)},
-                           {"main_greenlet", hexAddress(t.mainGreenlet)},
-                           {"current_greenlet", addressOrNull(t.currentGreenlet)}});
-    json unowned = json::array();
-    for (const auto* g : report.greenletsWithoutTstate(scan)) {
-        json one = greenletJson(*g);
-        one["lwp"] = g->lwp ? json(g->lwp) : json(nullptr);
-        unowned.push_back(one);
+void greenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan) {
+    w.beginObject();
+    w.field("count", scan.greenlets.size());
+    w.field("gc_objects", scan.gcObjects);
+    stringOrNull(w, "layout", scan.layoutSource);
+    w.field("module", scan.module);
+    if (!scan.problem.empty()) w.field("problem", scan.problem);
+    if (scan.rejected) w.field("rejected", scan.rejected);
+    w.key("threads");
+    w.beginArray();
+    for (const auto& t : scan.threads) {
+        w.beginObject();
+        addressOrNull(w, "current_greenlet", t.currentGreenlet);
+        w.field("lwp", t.lwp);
+        w.field("main_greenlet", hexAddress(t.mainGreenlet));
+        w.field("thread_state", hexAddress(t.threadState));
+        w.endObject();
     }
-    json out = {{"module", scan.module},
-                {"version", scan.version.empty() ? json(nullptr) : json(scan.version)},
-                {"layout", scan.layoutSource.empty() ? json(nullptr) : json(scan.layoutSource)},
-                {"count", scan.greenlets.size()},
-                {"gc_objects", scan.gcObjects},
-                {"threads", threads},
-                {"without_tstate", unowned}};
-    if (scan.rejected) out["rejected"] = scan.rejected;
-    if (!scan.problem.empty()) out["problem"] = scan.problem;
-    return out;
+    w.endArray();
+    stringOrNull(w, "version", scan.version);
+    w.key("without_tstate");
+    w.beginArray();
+    for (const auto* g : report.greenletsWithoutTstate(scan)) greenletJson(w, *g, true);
+    w.endArray();
+    w.endObject();
 }
 
-json nativeFrameJson(const NativeFrame& f) {
-    json python = json::array();
-    for (const auto& p : f.python) python.push_back(frameJson(p));
-    json out = {{"pc", hexAddress(f.pc)},
-                {"function", f.function.empty() ? json(nullptr) : json(f.function)},
-                {"module", f.module.empty() ? json(nullptr) : json(f.module)},
-                {"offset", f.module.empty() ? json(nullptr) : json(hexAddress(f.offset))},
-                {"file", f.file.empty() ? json(nullptr) : json(f.file)},
-                {"line", f.file.empty() ? json(nullptr) : json(f.line)},
-                {"python", python}};
-    if (f.inlined) out["inlined"] = true;
-    if (f.tailCall) out["tail_call"] = true;
-    json params = json::object();
+void nativeFrameJson(JsonWriter& w, const NativeFrame& f) {
+    w.beginObject();
+    stringOrNull(w, "file", f.file);
+    stringOrNull(w, "function", f.function);
+    if (f.inlined) w.field("inlined", true);
+    w.fieldOrNull("line", !f.file.empty(), f.line);
+    stringOrNull(w, "module", f.module);
+    w.fieldOrNull("offset", !f.module.empty(), hexAddress(f.offset));
+    std::map<std::string, std::string> params;  // by name; a name given twice keeps its last value
     for (const auto& v : f.values)
         if (v.kind == FrameValue::Kind::Parameter) params[v.name] = hexAddress(v.value);
-    if (!params.empty()) out["parameters"] = params;
-    return out;
+    if (!params.empty()) w.field("parameters", params);
+    w.field("pc", hexAddress(f.pc));
+    w.key("python");
+    framesJson(w, f.python);
+    if (f.tailCall) w.field("tail_call", true);
+    w.endObject();
 }
 
-json nativeFramesJson(const std::vector<NativeFrame>& frames) {
-    json out = json::array();
-    for (const auto& f : frames) out.push_back(nativeFrameJson(f));
-    return out;
+void nativeFramesJson(JsonWriter& w, const std::vector<NativeFrame>& frames) {
+    w.beginArray();
+    for (const auto& f : frames) nativeFrameJson(w, f);
+    w.endArray();
 }
 
 // Where a thread waits: the native caller and the Python frame, as "at".
-void addWhere(json& out, const NativeFrame& at, const std::optional<PyFrame>& py) {
-    json where = json::object();
-    if (!at.function.empty() || !at.file.empty())
-        where["native"] = {{"function", at.function.empty() ? json(nullptr) : json(at.function)},
-                           {"file", at.file.empty() ? json(nullptr) : json(at.file)},
-                           {"line", at.file.empty() ? json(nullptr) : json(at.line)}};
-    if (py) where["python"] = frameJson(*py);
-    out["at"] = where;
+void addWhere(JsonWriter& w, const NativeFrame& at, const std::optional<PyFrame>& py) {
+    w.key("at");
+    w.beginObject();
+    if (!at.function.empty() || !at.file.empty()) {
+        w.key("native");
+        w.beginObject();
+        stringOrNull(w, "file", at.file);
+        stringOrNull(w, "function", at.function);
+        w.fieldOrNull("line", !at.file.empty(), at.line);
+        w.endObject();
+    }
+    if (py) {
+        w.key("python");
+        frameJson(w, *py);
+    }
+    w.endObject();
 }
 
-json blockedOnJson(const BlockedOn& b) {
-    json out = {{"kind", waitKindName(b.kind)},
-                {"object", addressOrNull(b.object)},
-                {"held_by", b.heldBy ? json(*b.heldBy) : json(nullptr)},
-                {"function", b.function.empty() ? json(nullptr) : json(b.function)},
-                {"frame", b.frame ? json(*b.frame) : json(nullptr)}};
-    if (!b.call.empty()) out["call"] = b.call;
-    if (!b.layoutSource.empty()) out["layout_source"] = b.layoutSource;
-    if (!b.note.empty()) out["note"] = b.note;
-    if (b.kind != WaitKind::None) addWhere(out, b.at, b.pythonAt);
-    return out;
+void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
+    w.beginObject();
+    if (b.kind != WaitKind::None) addWhere(w, b.at, b.pythonAt);
+    if (!b.call.empty()) w.field("call", b.call);
+    w.field("frame", b.frame);
+    stringOrNull(w, "function", b.function);
+    w.field("held_by", b.heldBy);
+    w.field("kind", waitKindName(b.kind));
+    if (!b.layoutSource.empty()) w.field("layout_source", b.layoutSource);
+    if (!b.note.empty()) w.field("note", b.note);
+    addressOrNull(w, "object", b.object);
+    w.endObject();
+}
+
+void typesJson(JsonWriter& w, const std::vector<RegisteredType>& types) {
+    w.key("types");
+    w.beginArray();
+    for (const auto& t : types) {
+        w.beginObject();
+        w.field("cpp", t.cppName);
+        w.field("python", t.pythonName);
+        w.endObject();
+    }
+    w.endArray();
+}
+
+void findingJson(JsonWriter& w, const Finding& f) {
+    w.beginObject();
+    w.field("code", f.code);
+    if (!f.cycle.empty()) {
+        w.key("cycle");
+        w.beginArray();
+        for (const auto& step : f.cycle) {
+            w.beginObject();
+            addWhere(w, step.at, step.pythonAt);
+            w.field("held_by", step.heldBy);
+            w.field("lwp", step.lwp);
+            addressOrNull(w, "object", step.object);
+            w.field("waits_for", waitKindName(step.waitsFor));
+            w.endObject();
+        }
+        w.endArray();
+    }
+    bool gilHeld = f.code == "gil-held-while-blocked";
+    if (gilHeld) w.field("function", f.function);
+    if (!f.history.empty()) {
+        w.key("history");
+        historyJson(w, f);
+    }
+    w.field("lwp", f.lwp);
+    w.field("message", f.message);
+    w.field("severity", f.severity);
+    w.field("sources", f.sources);
+    addressOrNull(w, "tstate", f.tstate);
+    if (gilHeld) w.field("waiters", f.waiters);
+    w.endObject();
+}
+
+void crashJson(JsonWriter& w, const CrashReport& c) {
+    w.beginObject();
+    if (c.abort) {
+        w.key("abort");
+        w.beginObject();
+        w.field("kind", c.abort->kind);
+        stringOrNull(w, "message", c.abort->message);
+        if (!c.abort->note.empty()) w.field("note", c.abort->note);
+        if (!c.abort->pythonType.empty()) w.field("python_type", c.abort->pythonType);
+        stringOrNull(w, "type", c.abort->type);
+        w.endObject();
+    }
+    w.fieldOrNull("code", c.signal.haveSiginfo, c.signal.code);
+    std::string codeName = c.signal.haveSiginfo ? signalCodeName(c.signal.signal, c.signal.code) : "";
+    if (!codeName.empty()) w.field("code_name", codeName);
+    w.field("explained_by", c.explainedBy);
+    if (!c.explanation.empty()) w.field("explanation", c.explanation);
+    if (!c.fatalError.empty()) w.field("fatal_error", c.fatalError);
+    addressOrNull(w, "fault_address", c.signal.faultAddress);
+    w.key("frames");
+    nativeFramesJson(w, c.stack.frames);
+    if (!c.stack.end.empty()) w.field("frames_end", c.stack.end);
+    w.field("lwp", c.signal.lwp);
+    if (c.signal.haveSiginfo && c.signal.code <= 0 && c.signal.senderPid) w.field("sender_pid", c.signal.senderPid);
+    w.field("signal", c.signal.signal);
+    w.field("signal_name", signalName(c.signal.signal));
+    w.endObject();
+}
+
+void targetJson(JsonWriter& w, const Report& report) {
+    const auto& target = report.target;
+    w.beginObject();
+    w.field("arch", target.arch);
+    w.key("crash");
+    if (report.crash) crashJson(w, *report.crash);
+    else w.null();
+    w.field("executable", target.executable);
+    w.key("files");
+    w.beginArray();
+    for (const auto& f : target.files) {
+        w.beginObject();
+        stringOrNull(w, "build_id", f.buildId);
+        stringOrNull(w, "debug_file", f.debugFile);
+        w.field("deleted", f.deleted);
+        stringOrNull(w, "file", f.file);
+        w.field("module", f.module);
+        if (!f.problem.empty()) w.field("problem", f.problem);
+        stringOrNull(w, "via", f.via);
+        w.endObject();
+    }
+    w.endArray();
+    w.field("kind", target.kind == TargetKind::Live ? "live" : "core");
+    if (!target.namespacePids.empty()) w.field("namespace_pids", target.namespacePids);
+    w.field("pid", target.pid);
+    if (target.readAfterResume) {
+        w.key("read_after_resume");
+        w.beginArray();
+        for (const auto& p : *target.readAfterResume) {
+            w.beginObject();
+            w.field("bytes", p.bytes);
+            w.field("part", p.part);
+            w.field("reads", p.reads);
+            w.endObject();
+        }
+        w.endArray();
+    }
+    if (target.root != "/") w.field("root", target.root);
+    if (target.stoppedMs) w.field("stopped_ms", *target.stoppedMs);
+    if (!target.sysroot.empty()) w.field("sysroot", target.sysroot);
+    w.endObject();
+}
+
+void tstateJson(JsonWriter& w, const Report& report, const Runtime& rt, const Interpreter& interp, const ThreadState& ts,
+                bool withFrames) {
+    auto lwp = report.lwpFor(ts.address);
+    auto place = report.places.find(ts.address);
+    const TstatePlace* p = place != report.places.end() ? &place->second : nullptr;
+    w.beginObject();
+    w.field("address", hexAddress(ts.address));
+    if (withFrames) {
+        w.key("frames");
+        framesJson(w, ts.frames);
+    }
+    if (const GreenletScan* scan = report.greenletScanOf(rt)) {
+        w.key("greenlets");
+        w.beginArray();
+        for (const auto& g : scan->greenlets)
+            if (lwp && g.lwp == *lwp && g.interp == interp.address) greenletJson(w, g, false);
+        w.endArray();
+    }
+    w.field("holds_gil", interp.gilKnown && interp.gilHolder == ts.address);
+    w.field("id", ts.id);
+    w.field("lwp", lwp);
+    if (p && p->lwp) w.field("lwp_evidence", p->evidence);
+    else if (p && p->runnerUnknown) w.field("lwp_evidence", "unknown");  // runs, on a thread not found
+    if (p && p->madeBeforeFork) w.field("made_before_fork", true);
+    // made_by_lwp only where the maker is not the runner; null: no such thread.
+    if (p && (p->madeBy != p->lwp || (!p->madeBy && !p->lwp))) w.field("made_by_lwp", p->madeBy);
+    w.field("native_thread_id", ts.nativeThreadId);
+    if (!ts.note.empty()) w.field("note", ts.note);
+    if (p) w.field("parked", !p->lwp && !p->runnerUnknown);
+    if (ts.state) w.field("state", threadStateWords(*ts.state));
+    w.field("thread_id", hexAddress(ts.threadId));
+    w.endObject();
+}
+
+void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool withFrames) {
+    w.beginObject();
+    w.field("address", hexAddress(rt.address));
+    w.field("free_threaded", rt.layout.freeThreaded);
+    if (const GreenletScan* scan = report.greenletScanOf(rt)) {
+        w.key("greenlet");
+        greenletScanJson(w, report, *scan);
+    }
+    w.key("interpreters");
+    w.beginArray();
+    for (const auto& interp : rt.interpreters) {
+        w.beginObject();
+        w.field("address", hexAddress(interp.address));
+        w.field("gil", interp.gilDisabled ? "disabled" : !interp.gilKnown ? "unknown" : interp.gilHolder ? "held" : "free");
+        w.fieldOrNull("gil_holder", interp.gilKnown && interp.gilHolder, hexAddress(interp.gilHolder));
+        w.field("id", interp.id);
+        w.field("main", interp.main);
+        if (!interp.note.empty()) w.field("note", interp.note);
+        w.key("tstates");
+        w.beginArray();
+        for (const auto& ts : interp.tstates) tstateJson(w, report, rt, interp, ts, withFrames);
+        w.endArray();
+        w.endObject();
+    }
+    w.endArray();
+    w.field("layout", rt.layout.source);
+    w.field("layout_cached", rt.layout.dwarfCached);
+    w.field("layout_sources", rt.layout.sources);
+    w.field("module", rt.modulePath);
+    if (!rt.notes.empty()) w.field("notes", rt.notes);
+    w.field("version", rt.version);
+    w.endObject();
+}
+
+void threadJson(JsonWriter& w, const Report& report, const ThreadRow& t) {
+    w.beginObject();
+    if (t.autotssKey) w.field("autotss_key", *t.autotssKey);
+    if (t.autotssThreadLocal) w.field("autotss_source", "_Py_tss_gilstate");
+    addressOrNull(w, "autotss_tstate", t.autotssTstate);
+    if (t.blockedOn) {
+        w.key("blocked_on");
+        blockedOnJson(w, *t.blockedOn);
+    }
+    if (!t.currentSource.empty()) w.field("current_source", t.currentSource);
+    if (!t.currentStatus.empty()) w.field("current_status", t.currentStatus);
+    addressOrNull(w, "current_tstate", t.currentTstate);
+    if (t.debuggerThread) w.field("debugger_thread", t.debuggerThread);
+    w.field("lwp", t.lwp);
+    if (t.namespaceLwp) w.field("namespace_lwp", t.namespaceLwp);
+    if (!t.nativeEnd.empty()) w.field("native_end", t.nativeEnd);
+    w.key("native_frames");
+    nativeFramesJson(w, t.nativeFrames);
+    w.field("pthread", hexAddress(t.pthread));
+    std::vector<std::string> runs;  // the thread states running on it, innermost first
+    for (uint64_t ts : report.tstatesOn(t.lwp)) runs.push_back(hexAddress(ts));
+    w.field("tstates", runs);
+    w.endObject();
+}
+
+void internalsJson(JsonWriter& w, const InternalsView& view, bool types) {
+    const auto& rec = view.record;
+    w.beginObject();
+    addressOrNull(w, "address", rec.address);
+    confirmedBy(w, rec.modules);
+    w.field("dict", rec.dictName);
+    w.field("id", rec.id.raw);
+    w.field("interpreter", hexAddress(rec.interpreter));
+    addressOrNull(w, "istate", rec.istate);
+    w.field("layout", rec.layout.source);
+    modules(w, rec.modules);
+    if (!rec.problem.empty()) w.field("problem", rec.problem);
+    w.field("tls_key", rec.tlsKey);
+    w.key("tls_values");
+    w.beginArray();
+    for (const auto& v : view.values) {
+        w.beginObject();
+        w.field("lwp", v.lwp);
+        if (v.status != "set") w.field("status", v.status);
+        w.field("tstate", hexAddress(v.tstate));
+        w.endObject();
+    }
+    w.endArray();
+    if (types) typesJson(w, rec.types);
+    w.field("version", rec.id.version);
+    w.endObject();
+}
+
+void nanobindJson(JsonWriter& w, const NanobindRecord& nb, bool types) {
+    w.beginObject();
+    w.field("abi_tag", nb.abiTag);
+    addressOrNull(w, "address", nb.address);
+    confirmedBy(w, nb.modules);
+    w.field("dict", nb.dictName);
+    w.field("domain", nb.domain);
+    w.field("interpreter", hexAddress(nb.interpreter));
+    w.field("key", nb.key);
+    modules(w, nb.modules);
+    if (!nb.problem.empty()) w.field("problem", nb.problem);
+    if (types) {
+        typesJson(w, nb.types);
+        w.field("types_layout", nb.layout);
+    }
+    w.field("version", nb.version);
+    w.endObject();
 }
 
 }  // namespace
 
 std::string renderJson(const Report& report, const RenderOptions& options) {
-    json out;
-    out["schema"] = 1;
-    json target = {{"kind", report.target.kind == TargetKind::Live ? "live" : "core"},
-                   {"pid", report.target.pid},
-                   {"executable", report.target.executable}};
-    if (report.target.stoppedMs) target["stopped_ms"] = *report.target.stoppedMs;
-    if (report.target.readAfterResume) {
-        json parts = json::array();
-        for (const auto& p : *report.target.readAfterResume)
-            parts.push_back({{"part", p.part}, {"reads", p.reads}, {"bytes", p.bytes}});
-        target["read_after_resume"] = parts;
-    }
-    if (!report.target.namespacePids.empty()) target["namespace_pids"] = report.target.namespacePids;
-    if (report.target.root != "/") target["root"] = report.target.root;
-    if (!report.target.sysroot.empty()) target["sysroot"] = report.target.sysroot;
-    json files = json::array();
-    for (const auto& f : report.target.files) {
-        json file = {{"module", f.module},
-                     {"file", f.file.empty() ? json(nullptr) : json(f.file)},
-                     {"via", f.via.empty() ? json(nullptr) : json(f.via)},
-                     {"deleted", f.deleted},
-                     {"build_id", f.buildId.empty() ? json(nullptr) : json(f.buildId)},
-                     {"debug_file", f.debugFile.empty() ? json(nullptr) : json(f.debugFile)}};
-        if (!f.problem.empty()) file["problem"] = f.problem;
-        files.push_back(file);
-    }
-    target["files"] = files;
-    target["arch"] = report.target.arch;
-    target["crash"] = nullptr;
-    if (report.crash) {
-        const CrashReport& c = *report.crash;
-        json crash = {{"lwp", c.signal.lwp},
-                      {"signal", c.signal.signal},
-                      {"signal_name", signalName(c.signal.signal)},
-                      {"code", c.signal.haveSiginfo ? json(c.signal.code) : json(nullptr)},
-                      {"fault_address", c.signal.faultAddress ? json(hexAddress(c.signal.faultAddress)) : json(nullptr)},
-                      {"frames", nativeFramesJson(c.stack.frames)},
-                      {"explained_by", c.explainedBy}};
-        std::string codeName = c.signal.haveSiginfo ? signalCodeName(c.signal.signal, c.signal.code) : "";
-        if (!codeName.empty()) crash["code_name"] = codeName;
-        if (c.signal.haveSiginfo && c.signal.code <= 0 && c.signal.senderPid) crash["sender_pid"] = c.signal.senderPid;
-        if (!c.explanation.empty()) crash["explanation"] = c.explanation;
-        if (!c.fatalError.empty()) crash["fatal_error"] = c.fatalError;
-        if (c.abort) {
-            json abort = {{"kind", c.abort->kind},
-                          {"type", c.abort->type.empty() ? json(nullptr) : json(c.abort->type)},
-                          {"message", c.abort->message.empty() ? json(nullptr) : json(c.abort->message)}};
-            if (!c.abort->pythonType.empty()) abort["python_type"] = c.abort->pythonType;
-            if (!c.abort->note.empty()) abort["note"] = c.abort->note;
-            crash["abort"] = abort;
+    std::string text;
+    JsonWriter w(text);
+    bool internals = options.command != Command::Tstates;
+    w.beginObject();
+    w.key("findings");
+    w.beginArray();
+    for (const auto& f : report.findings) findingJson(w, f);
+    w.endArray();
+    if (internals) {
+        w.key("internals");
+        w.beginArray();
+        for (const auto& view : report.internals) internalsJson(w, view, options.types);
+        w.endArray();
+        w.key("module_locals");
+        w.beginArray();
+        for (const auto& l : report.moduleLocals) {
+            w.beginObject();
+            w.field("address", hexAddress(l.keyAddress));
+            w.field("dict", l.dictName);
+            w.field("id", l.id);
+            w.field("interpreter", hexAddress(l.interpreter));
+            stringOrNull(w, "module", l.module);
+            w.endObject();
         }
-        if (!c.stack.end.empty()) crash["frames_end"] = c.stack.end;
-        target["crash"] = crash;
+        w.endArray();
+        w.key("nanobind");
+        w.beginArray();
+        for (const auto& nb : report.nanobind) nanobindJson(w, nb, options.types);
+        w.endArray();
     }
-    out["target"] = target;
-
-    bool withFrames = options.command != Command::Internals;
-    json runtimes = json::array();
-    for (const auto& rt : report.runtimes) {
-        json interps = json::array();
-        for (const auto& interp : rt.interpreters) {
-            json tstates = json::array();
-            for (const auto& ts : interp.tstates) {
-                auto lwp = report.lwpFor(ts.address);
-                json t = {{"address", hexAddress(ts.address)},
-                          {"id", ts.id ? json(*ts.id) : json(nullptr)},
-                          {"thread_id", hexAddress(ts.threadId)},
-                          {"native_thread_id", ts.nativeThreadId ? json(*ts.nativeThreadId) : json(nullptr)},
-                          {"lwp", lwp ? json(*lwp) : json(nullptr)},
-                          {"holds_gil", interp.gilKnown && interp.gilHolder == ts.address}};
-                auto place = report.places.find(ts.address);
-                if (place != report.places.end()) {
-                    const TstatePlace& p = place->second;
-                    t["parked"] = !p.lwp && !p.runnerUnknown;
-                    if (p.lwp) t["lwp_evidence"] = p.evidence;
-                    else if (p.runnerUnknown) t["lwp_evidence"] = "unknown";  // runs, on a thread not found
-                    // made_by_lwp only where the maker is not the runner; null: no such thread.
-                    if (p.madeBy != p.lwp || (!p.madeBy && !p.lwp)) t["made_by_lwp"] = p.madeBy ? json(*p.madeBy) : json(nullptr);
-                    if (p.madeBeforeFork) t["made_before_fork"] = true;
-                }
-                if (!ts.note.empty()) t["note"] = ts.note;
-                if (ts.state) t["state"] = threadStateWords(*ts.state);
-                if (withFrames) {
-                    json frames = json::array();
-                    for (const auto& f : ts.frames) frames.push_back(frameJson(f));
-                    t["frames"] = frames;
-                }
-                if (const GreenletScan* scan = report.greenletScanOf(rt)) {
-                    json greenlets = json::array();
-                    for (const auto& g : scan->greenlets)
-                        if (lwp && g.lwp == *lwp && g.interp == interp.address) greenlets.push_back(greenletJson(g));
-                    t["greenlets"] = greenlets;
-                }
-                tstates.push_back(t);
-            }
-            json i = {{"id", interp.id},
-                      {"address", hexAddress(interp.address)},
-                      {"main", interp.main},
-                      {"gil_holder", interp.gilKnown ? addressOrNull(interp.gilHolder) : json(nullptr)},
-                      {"gil", interp.gilDisabled ? "disabled" : !interp.gilKnown ? "unknown" : interp.gilHolder ? "held" : "free"},
-                      {"tstates", tstates}};
-            if (!interp.note.empty()) i["note"] = interp.note;
-            interps.push_back(i);
-        }
-        json r = {{"address", hexAddress(rt.address)},
-                  {"module", rt.modulePath},
-                  {"version", rt.version},
-                  {"layout", rt.layout.source},
-                  {"layout_cached", rt.layout.dwarfCached},
-                  {"free_threaded", rt.layout.freeThreaded},
-                  {"layout_sources", rt.layout.sources},
-                  {"interpreters", interps}};
-        if (!rt.notes.empty()) r["notes"] = rt.notes;
-        if (const GreenletScan* scan = report.greenletScanOf(rt)) r["greenlet"] = greenletScanJson(report, *scan);
-        runtimes.push_back(r);
-    }
-    out["runtimes"] = runtimes;
-
-    json threads = json::array();
-    for (const auto& t : report.threads) {
-        json row = {{"lwp", t.lwp},
-                    {"pthread", hexAddress(t.pthread)},
-                    {"current_tstate", addressOrNull(t.currentTstate)},
-                    {"autotss_tstate", addressOrNull(t.autotssTstate)}};
-        json runs = json::array();  // the thread states running on it, innermost first
-        for (uint64_t ts : report.tstatesOn(t.lwp)) runs.push_back(hexAddress(ts));
-        row["tstates"] = runs;
-        if (t.namespaceLwp) row["namespace_lwp"] = t.namespaceLwp;
-        if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
-        if (t.autotssThreadLocal) row["autotss_source"] = "_Py_tss_gilstate";
-        if (!t.currentSource.empty()) row["current_source"] = t.currentSource;
-        if (!t.currentStatus.empty()) row["current_status"] = t.currentStatus;
-        if (t.debuggerThread) row["debugger_thread"] = t.debuggerThread;
-        row["native_frames"] = nativeFramesJson(t.nativeFrames);
-        if (!t.nativeEnd.empty()) row["native_end"] = t.nativeEnd;
-        if (t.blockedOn) row["blocked_on"] = blockedOnJson(*t.blockedOn);
-        threads.push_back(row);
-    }
-    out["threads"] = threads;
-    if (options.command != Command::Tstates) {
-        json internals = json::array();
-        for (const auto& view : report.internals) {
-            const auto& rec = view.record;
-            json values = json::array();
-            for (const auto& v : view.values) {
-                json value = {{"lwp", v.lwp}, {"tstate", hexAddress(v.tstate)}};
-                if (v.status != "set") value["status"] = v.status;
-                values.push_back(value);
-            }
-            json record = {{"id", rec.id.raw},
-                           {"version", rec.id.version},
-                           {"address", addressOrNull(rec.address)},
-                           {"interpreter", hexAddress(rec.interpreter)},
-                           {"dict", rec.dictName},
-                           {"istate", addressOrNull(rec.istate)},
-                           {"tls_key", rec.tlsKey ? json(*rec.tlsKey) : json(nullptr)},
-                           {"tls_values", values},
-                           {"layout", rec.layout.source}};
-            addModuleUses(record, rec.modules);
-            if (!rec.problem.empty()) record["problem"] = rec.problem;
-            if (options.types) {
-                json types = json::array();
-                for (const auto& t : rec.types) types.push_back({{"python", t.pythonName}, {"cpp", t.cppName}});
-                record["types"] = types;
-            }
-            internals.push_back(record);
-        }
-        out["internals"] = internals;
-        json locals = json::array();
-        for (const auto& l : report.moduleLocals)
-            locals.push_back({{"id", l.id}, {"interpreter", hexAddress(l.interpreter)}, {"dict", l.dictName},
-                              {"address", hexAddress(l.keyAddress)}, {"module", l.module.empty() ? json(nullptr) : json(l.module)}});
-        out["module_locals"] = locals;
-        json nanobind = json::array();
-        for (const auto& nb : report.nanobind) {
-            json record = {{"key", nb.key}, {"version", nb.version}, {"abi_tag", nb.abiTag}, {"domain", nb.domain},
-                           {"address", addressOrNull(nb.address)}, {"interpreter", hexAddress(nb.interpreter)},
-                           {"dict", nb.dictName}};
-            addModuleUses(record, nb.modules);
-            if (!nb.problem.empty()) record["problem"] = nb.problem;
-            if (options.types) {
-                json types = json::array();
-                for (const auto& t : nb.types) types.push_back({{"python", t.pythonName}, {"cpp", t.cppName}});
-                record["types"] = types;
-                record["types_layout"] = nb.layout;
-            }
-            nanobind.push_back(record);
-        }
-        out["nanobind"] = nanobind;
-    }
-    json findings = json::array();
-    for (const auto& f : report.findings) {
-        json finding = {{"code", f.code},
-                        {"severity", f.severity},
-                        {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
-                        {"tstate", addressOrNull(f.tstate)},
-                        {"message", f.message},
-                        {"sources", f.sources}};
-        if (!f.cycle.empty()) {
-            json cycle = json::array();
-            for (const auto& step : f.cycle) {
-                json s = {{"lwp", step.lwp},
-                          {"waits_for", waitKindName(step.waitsFor)},
-                          {"object", addressOrNull(step.object)},
-                          {"held_by", step.heldBy ? json(*step.heldBy) : json(nullptr)}};
-                addWhere(s, step.at, step.pythonAt);
-                cycle.push_back(s);
-            }
-            finding["cycle"] = cycle;
-        }
-        if (f.code == "gil-held-while-blocked") {
-            finding["function"] = f.function;
-            finding["waiters"] = f.waiters;
-        }
-        if (!f.history.empty()) finding["history"] = historyJson(f);
-        findings.push_back(finding);
-    }
-    if (!report.waitNotes.empty()) out["wait_notes"] = report.waitNotes;
-    out["findings"] = findings;
-    if (!report.warnings.empty()) out["warnings"] = report.warnings;
-    makeUtf8(out);
-    return out.dump(2) + "\n";
+    w.key("runtimes");
+    w.beginArray();
+    for (const auto& rt : report.runtimes) runtimeJson(w, report, rt, options.command != Command::Internals);
+    w.endArray();
+    w.field("schema", 1);
+    w.key("target");
+    targetJson(w, report);
+    w.key("threads");
+    w.beginArray();
+    for (const auto& t : report.threads) threadJson(w, report, t);
+    w.endArray();
+    if (!report.waitNotes.empty()) w.field("wait_notes", report.waitNotes);
+    if (!report.warnings.empty()) w.field("warnings", report.warnings);
+    w.endObject();
+    text += '\n';
+    return text;
 }
 
 }  // namespace pytstates
