@@ -18,13 +18,10 @@ constexpr size_t kMaxMessage = 512;
 
 // The Python stack that runs on a thread: the frames of every thread state it runs, innermost
 // state first (a state swapped in inside another's call runs in the inner eval-loop frames).
-std::vector<PyFrame> pythonStackOf(const Report& report, const std::vector<Runtime>& python, const ThreadRow& row) {
-    std::map<uint64_t, const std::vector<PyFrame>*> framesOf;
-    for (const auto& rt : python)
-        for (const auto& interp : rt.interpreters)
-            for (const auto& ts : interp.tstates) framesOf[ts.address] = &ts.frames;
+std::vector<PyFrame> pythonStackOf(const std::map<uint64_t, const std::vector<PyFrame>*>& framesOf,
+                                   const std::vector<uint64_t>& runs) {
     std::vector<PyFrame> out;
-    for (uint64_t ts : report.tstatesOn(row.lwp)) {
+    for (uint64_t ts : runs) {
         auto it = framesOf.find(ts);
         if (it != framesOf.end()) out.insert(out.end(), it->second->begin(), it->second->end());
     }
@@ -51,11 +48,22 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
                       const std::vector<Runtime>& python, Report& report) {
     report.nativeStacks = options.native;
     auto crash = target.crashSignal();
+    // Built once for all threads: a thousand threads made these lookups quadratic.
+    std::map<int, const OsThread*> threadOf;  // the last one of an LWP, as before
+    for (const auto& t : target.threads()) threadOf[t.lwp] = &t;
+    std::map<uint64_t, const std::vector<PyFrame>*> framesOf;
+    std::map<int, std::vector<uint64_t>> runsOn;
+    if (options.native) {
+        for (const auto& rt : python)
+            for (const auto& interp : rt.interpreters)
+                for (const auto& ts : interp.tstates) framesOf[ts.address] = &ts.frames;
+        runsOn = report.tstatesByLwp();
+    }
+    static const std::vector<uint64_t> kNoRuns;
     for (auto& row : report.threads) {
-        const OsThread* thread = nullptr;
-        for (const auto& t : target.threads())
-            if (t.lwp == row.lwp) thread = &t;
-        if (!thread) continue;
+        auto found = threadOf.find(row.lwp);
+        if (found == threadOf.end()) continue;
+        const OsThread* thread = found->second;
         bool crashed = crash && crash->lwp == row.lwp;
         if (!options.native && !crashed) {
             row.nativeFrames = stacks.top(*thread);
@@ -63,7 +71,7 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
         }
         NativeStack stack = stacks.unwind(*thread, kMaxNativeFrames, crashed ? kCrashValueFrames : 0);
         if (options.native)
-            if (auto py = pythonStackOf(report, python, row); !py.empty())
+            if (auto py = pythonStackOf(framesOf, runsOn.count(row.lwp) ? runsOn.at(row.lwp) : kNoRuns); !py.empty())
                 if (size_t left = mergePython(stack.frames, py))
                     stack.end += (stack.end.empty() ? "" : "; ") + std::to_string(left) +
                                  " Python frame(s) could not be placed: no frame of this stack is named _PyEval_EvalFrameDefault"

@@ -368,7 +368,7 @@ void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool wi
     w.endObject();
 }
 
-void threadJson(JsonWriter& w, const Report& report, const ThreadRow& t) {
+void threadJson(JsonWriter& w, const std::map<int, std::vector<uint64_t>>& runsOn, const ThreadRow& t) {
     w.beginObject();
     if (t.autotssKey) w.field("autotss_key", *t.autotssKey);
     if (t.autotssThreadLocal) w.field("autotss_source", "_Py_tss_gilstate");
@@ -388,7 +388,8 @@ void threadJson(JsonWriter& w, const Report& report, const ThreadRow& t) {
     nativeFramesJson(w, t.nativeFrames);
     w.field("pthread", hexAddress(t.pthread));
     std::vector<std::string> runs;  // the thread states running on it, innermost first
-    for (uint64_t ts : report.tstatesOn(t.lwp)) runs.push_back(hexAddress(ts));
+    if (auto on = runsOn.find(t.lwp); on != runsOn.end())
+        for (uint64_t ts : on->second) runs.push_back(hexAddress(ts));
     w.field("tstates", runs);
     w.endObject();
 }
@@ -482,7 +483,8 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
     targetJson(w, report);
     w.key("threads");
     w.beginArray();
-    for (const auto& t : report.threads) threadJson(w, report, t);
+    auto runsOn = report.tstatesByLwp();
+    for (const auto& t : report.threads) threadJson(w, runsOn, t);
     w.endArray();
     if (!report.waitNotes.empty()) w.field("wait_notes", report.waitNotes);
     if (!report.warnings.empty()) w.field("warnings", report.warnings);

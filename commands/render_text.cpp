@@ -459,10 +459,13 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     for (const auto& view : report.internals)
         if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
     out << "NATIVE (innermost frame)\n";
+    auto runsOn = report.tstatesByLwp();
+    static const std::vector<uint64_t> kNoRuns;
     for (const auto& t : report.threads) {
         // The state it runs now; "+N": N more run beneath it on the same stack (a state swapped in
         // inside another's call).
-        auto runs = report.tstatesOn(t.lwp);
+        auto on = runsOn.find(t.lwp);
+        const auto& runs = on != runsOn.end() ? on->second : kNoRuns;
         std::string owned = runs.empty() ? "-" : hexAddress(runs.front());
         if (runs.size() > 1) owned += " +" + std::to_string(runs.size() - 1);
         out << "  ";

@@ -203,6 +203,20 @@ struct Report {
         for (const auto& f : found) out.push_back(f.second);
         return out;
     }
+    // tstatesOn for every thread at once (one pass over `places`, not one per thread).
+    std::map<int, std::vector<uint64_t>> tstatesByLwp() const {
+        std::map<int, std::vector<std::pair<uint64_t, uint64_t>>> found;  // lwp -> (depth, tstate)
+        for (const auto& [tstate, place] : places)
+            if (place.lwp) found[*place.lwp].emplace_back(place.depth, tstate);
+        std::map<int, std::vector<uint64_t>> out;
+        for (auto& [lwp, runs] : found) {
+            std::sort(runs.begin(), runs.end());
+            auto& list = out[lwp];
+            list.reserve(runs.size());
+            for (const auto& r : runs) list.push_back(r.second);
+        }
+        return out;
+    }
     const GreenletScan* greenletScanOf(const Runtime& rt) const {
         for (const auto& scan : greenlets)
             if (scan.runtimeIndex < runtimes.size() && &runtimes[scan.runtimeIndex] == &rt) return &scan;
