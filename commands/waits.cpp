@@ -181,14 +181,20 @@ private:
                 stack.frames.push_back(std::move(f));
             }
         };
-        size_t depth = kFirstFrames;
-        copySpans(depth);
-        if (stack.frames.empty()) stack = stacks_.unwind(thread, depth, 0, false);
+        // No spans: the first frames, then deeper in the same unwind when they show no wait or only
+        // a weak one.
+        auto needsDeeper = [&](const std::vector<NativeFrame>& frames) {
+            if (frames.size() < kFirstFrames) return false;
+            auto found = classify(frames, cpythonModules_);
+            return !found || found->wait.weak;
+        };
+        copySpans(kFirstFrames);
+        bool fromUnwind = stack.frames.empty();
+        if (fromUnwind) stack = stacks_.unwindDeeperIf(thread, kFirstFrames, kWaitFrames, needsDeeper, nullptr);
         auto found = classify(stack.frames, cpythonModules_);
-        if (stack.frames.size() >= depth && (!found || found->wait.weak)) {
-            depth = kWaitFrames;
-            if (!spans.empty()) copySpans(depth);
-            else stack = stacks_.unwind(thread, depth, 0, false);
+        // A stack that ended within the first frames is whole: unwinding it again adds nothing.
+        if (!fromUnwind && needsDeeper(stack.frames)) {
+            copySpans(kWaitFrames);
             found = classify(stack.frames, cpythonModules_);
         }
         if (!found) return b;

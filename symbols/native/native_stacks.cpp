@@ -166,6 +166,10 @@ struct NativeStacks::Impl {
     size_t registersDepth = 0;
     size_t physicalLimit = kMaxPhysicalFrames;  // unwind no deeper than the caller will look
     std::vector<RawFrame>* frames = nullptr;
+    // unwindDeeperIf: asked once physicalLimit frames are in; true: on to deeperLimit.
+    std::function<bool(const std::vector<RawFrame>&)> checkpoint;
+    size_t deeperLimit = 0;
+    bool wentDeeper = false;
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
     std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
@@ -248,6 +252,14 @@ struct NativeStacks::Impl {
             }
         }
         self->frames->push_back(std::move(f));
+        if (self->checkpoint && self->frames->size() == self->physicalLimit) {
+            auto check = std::move(self->checkpoint);
+            self->checkpoint = nullptr;
+            if (check(*self->frames)) {
+                self->wentDeeper = true;
+                self->physicalLimit = self->deeperLimit;
+            }
+        }
         return self->frames->size() >= self->physicalLimit ? DWARF_CB_ABORT : DWARF_CB_OK;
     }
 
@@ -565,6 +577,17 @@ const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
 }
 
 NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf) {
+    return unwindWith(thread, maxFrames, valuesDepth, dwarf, 0, nullptr, nullptr);
+}
+
+NativeStack NativeStacks::unwindDeeperIf(const OsThread& thread, size_t firstFrames, size_t deeperFrames,
+                                         const std::function<bool(const std::vector<NativeFrame>&)>& deeper, bool* wentDeeper) {
+    return unwindWith(thread, firstFrames, 0, false, deeperFrames, &deeper, wentDeeper);
+}
+
+NativeStack NativeStacks::unwindWith(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf, size_t deeperFrames,
+                                     const std::function<bool(const std::vector<NativeFrame>&)>* deeper, bool* wentDeeper) {
+    if (wentDeeper) *wentDeeper = false;
     NativeStack stack;
     stack.lwp = thread.lwp;
     if (!unavailable_.empty()) {
@@ -583,11 +606,37 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     // Every physical frame gives at least one frame: deeper ones would not be shown. One more than
     // asked, so that the caller of the last one is known (entry values, tail calls).
     // Whole stacks (the crash, --native) keep the 1024 bound and its word.
-    d.physicalLimit = maxFrames >= 256 ? kMaxPhysicalFrames : std::min(kMaxPhysicalFrames, std::max(maxFrames, valuesDepth + 2) + 1);
+    auto limitFor = [&](size_t frames) {
+        return frames >= 256 ? kMaxPhysicalFrames : std::min(kMaxPhysicalFrames, std::max(frames, valuesDepth + 2) + 1);
+    };
+    d.physicalLimit = limitFor(maxFrames);
+    d.wentDeeper = false;
+    if (deeper) {
+        // The frames the first unwind would give, as it names them (values and tail calls are
+        // not asked for here).
+        d.checkpoint = [&, maxFrames](const std::vector<RawFrame>& first) {
+            std::vector<NativeFrame> named;
+            for (size_t i = 0; i < first.size() && named.size() < maxFrames; ++i) {
+                const RawFrame& r = first[i];
+                const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, dwarf);
+                for (const auto& f : s.chain) {
+                    if (named.size() >= maxFrames) break;
+                    named.push_back(frameOf(s, f, r.pc, r.activation));
+                }
+            }
+            return (*deeper)(named);
+        };
+        d.deeperLimit = limitFor(deeperFrames);
+    }
     int status = dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     std::string error = status == -1 ? dwfl_errmsg(-1) : "";
     d.current = nullptr;
     d.frames = nullptr;
+    d.checkpoint = nullptr;
+    if (d.wentDeeper) {
+        maxFrames = deeperFrames;
+        if (wentDeeper) *wentDeeper = true;
+    }
     if (raw.size() >= kMaxPhysicalFrames && d.physicalLimit == kMaxPhysicalFrames) stack.end = "more than " + std::to_string(kMaxPhysicalFrames) + " frames: the rest is not shown";
     else if (!error.empty() && !raw.empty()) {
         // libdwfl reports the end of some stacks as an error: only a frame in a module without

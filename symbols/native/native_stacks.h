@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +75,11 @@ public:
     // dwarf=false: functions named from the symbol tables only (no inlined calls, lines or tail
     // calls): the cheap look at many threads.
     NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0, bool dwarf = true);
+    // unwind(thread, firstFrames, 0, false), and when `deeper` says those frames are not enough,
+    // unwind(thread, deeperFrames, 0, false) instead, in the same pass (the first frames are not
+    // unwound twice). *wentDeeper says which one it is.
+    NativeStack unwindDeeperIf(const OsThread& thread, size_t firstFrames, size_t deeperFrames,
+                               const std::function<bool(const std::vector<NativeFrame>&)>& deeper, bool* wentDeeper);
     // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
     // Kept per thread once unwound: the target does not change under one report.
     const std::vector<StackSpan>& spans(const OsThread& thread);
@@ -91,6 +97,9 @@ public:
     struct Impl;
 
 private:
+    NativeStack unwindWith(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf, size_t deeperFrames,
+                           const std::function<bool(const std::vector<NativeFrame>&)>* deeper, bool* wentDeeper);
+
     std::unique_ptr<Impl> impl_;
     std::string unavailable_;
 };
