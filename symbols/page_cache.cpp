@@ -7,14 +7,16 @@
 namespace pytstates {
 
 const PageCache::Page& PageCache::page(uint64_t base) const {
+    if (last_ && lastBase_ == base) return *last_;
+    lastBase_ = base;
     if (!pinned_.empty()) {
         auto pin = pinned_.find(base);
-        if (pin != pinned_.end()) return pin->second;
+        if (pin != pinned_.end()) return *(last_ = &pin->second);
     }
     auto it = pages_.find(base);
     if (it != pages_.end()) {
         order_.splice(order_.begin(), order_, it->second.use);
-        return it->second;
+        return *(last_ = &it->second);
     }
     if (pages_.size() >= capacity_ && !order_.empty()) {
         pages_.erase(order_.back());
@@ -26,11 +28,12 @@ const PageCache::Page& PageCache::page(uint64_t base) const {
     p.valid = fetch_ ? fetch_(base, p.bytes.data(), kPage) : 0;
     order_.push_front(base);
     p.use = order_.begin();
-    return pages_.emplace(base, std::move(p)).first->second;
+    return *(last_ = &pages_.emplace(base, std::move(p)).first->second);
 }
 
 void PageCache::insert(uint64_t base, const unsigned char* bytes, size_t valid) {
     valid = std::min<size_t>(valid, kPage);
+    forgetLast();
     auto it = pages_.find(base);
     if (it == pages_.end()) {
         if (pages_.size() >= capacity_ && !order_.empty()) {
@@ -46,6 +49,7 @@ void PageCache::insert(uint64_t base, const unsigned char* bytes, size_t valid) 
 }
 
 void PageCache::pinAll() {
+    forgetLast();
     for (auto& [base, p] : pages_) pinned_[base] = std::move(p);
     pages_.clear();
     order_.clear();

@@ -20,6 +20,7 @@ public:
 
     size_t read(uint64_t addr, void* buf, size_t len) const;
     void clear() {
+        forgetLast();
         pages_.clear();
         order_.clear();
         pinned_.clear();
@@ -42,6 +43,12 @@ private:
         std::list<uint64_t>::iterator use;  // its place in order_
     };
     const Page& page(uint64_t base) const;
+    void forgetLast() const { last_ = nullptr; }
+
+    // The page read last: most reads (a stack walk's words, a struct's fields) land in the page
+    // before, which is then first in the LRU order already and needs no lookup.
+    mutable uint64_t lastBase_ = 0;
+    mutable const Page* last_ = nullptr;
 
     Fetch fetch_;
     size_t capacity_;

@@ -212,9 +212,15 @@ size_t CoreFile::read(uint64_t addr, void* buf, size_t len) const {
     auto* out = static_cast<unsigned char*>(buf);
     while (done < len) {
         uint64_t a = addr + done;
-        auto it = std::upper_bound(segments_.begin(), segments_.end(), a, [](uint64_t v, const CoreSegment& s) { return v < s.vaddr; });
-        if (it == segments_.begin()) break;
-        --it;
+        auto it = segments_.begin() + lastSegment_;
+        // The segment that starts last at or below a (segments may overlap: the search decides).
+        bool same = lastSegment_ < segments_.size() && a >= it->vaddr && (it + 1 == segments_.end() || a < (it + 1)->vaddr);
+        if (!same) {
+            it = std::upper_bound(segments_.begin(), segments_.end(), a, [](uint64_t v, const CoreSegment& s) { return v < s.vaddr; });
+            if (it == segments_.begin()) break;
+            --it;
+            lastSegment_ = static_cast<size_t>(it - segments_.begin());
+        }
         if (a >= it->vaddr + it->filesz) break;  // not in the core (or left out)
         size_t n = static_cast<size_t>(std::min<uint64_t>(len - done, it->vaddr + it->filesz - a));
         size_t got = fileCache_.read(it->offset + (a - it->vaddr), out + done, n);  // short when truncated

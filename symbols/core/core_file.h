@@ -70,6 +70,7 @@ private:
     const Arch* arch_ = nullptr;
     std::vector<std::optional<Siginfo>> siginfo_;  // per thread, in threads_ order
     std::vector<CoreSegment> segments_;  // sorted by vaddr
+    mutable size_t lastSegment_ = 0;     // the one read last: the next read is most often in it too
     std::vector<OsThread> threads_;
     std::vector<MappedFile> mappedFiles_;
     std::map<uint64_t, uint64_t> auxv_;
