@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace pytstates {
 
@@ -28,6 +30,10 @@ public:
         return value;
     }
     std::optional<uint64_t> readPointer(uint64_t addr) const { return readValue<uint64_t>(addr); }
+
+    // The pages of these [start, end) ranges will be read next: fetched together where each read
+    // costs a system call (a stopped live process); nothing to do elsewhere.
+    virtual void prefetch(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) const { (void)ranges; }
 
     // A NUL-terminated string of at most maxLen bytes; nullopt when unreadable or unterminated.
     std::optional<std::string> readCString(uint64_t addr, size_t maxLen = 4096) const;

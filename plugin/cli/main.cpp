@@ -148,8 +148,10 @@ int run(pytstates::Command command, Arguments a) {
         CommandResult result = runCommand(target, request);
         target.resume();
         if (std::getenv("PYTSTATES_STATS"))
-            std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms\n",
-                         target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs());
+            std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms; "
+                         "then %zu pages read one by one and %zu batched reads while stopped\n",
+                         target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs(),
+                         target.stoppedFetches(), target.prefetchCalls());
         return finish(target, result);
     }
     CoreOptions options;

@@ -38,9 +38,10 @@ public:
     // The frame reads as one: its code and previous-frame fields are readable, and the code field
     // names a code object (or, 3.12+, the frame is a shim the eval loop pushes).
     bool looksLikeFrame(uint64_t frame);
+    // The thread state's innermost frame (0 when none or unreadable).
+    uint64_t topFrame(uint64_t tstate) const;
 
 private:
-    uint64_t topFrame(uint64_t tstate) const;
     std::optional<uint64_t> codeOf(uint64_t frame) const;  // its code pointer, 3.14's tag bits cleared
     bool isShim(uint64_t frame) const;                      // 3.12+: a frame the eval loop pushes, no code
     bool isCodeObject(uint64_t code);

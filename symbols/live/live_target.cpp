@@ -298,6 +298,7 @@ double LiveTarget::resume() {
         seized_.clear();
         cache_.pinAll();
         cache_.setCapacity(PageCache::kDefaultCapacity);
+        stoppedFetches_ = cache_.fetches();
         resumed_ = true;
         stoppedMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
         for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &gOldActions[i], nullptr);
@@ -312,6 +313,21 @@ size_t LiveTarget::read(uint64_t addr, void* buf, size_t len) const {
     // snapshot's pages answer first; not before the stop.
     if (!seized_.empty() || !stopWanted_ || resumed_) return cache_.read(addr, buf, len);
     return readUncached(addr, buf, len);
+}
+
+// While stopped only: the pages not held yet, in as few system calls as the kernel allows. A page
+// that cannot be read is left to the read that wants it (and fails the same way).
+void LiveTarget::prefetch(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) const {
+    if (seized_.empty() || resumed_) return;
+    constexpr uint64_t kPage = 4096;
+    std::vector<std::pair<uint64_t, uint64_t>> wanted;
+    for (const auto& [start, end] : ranges)
+        for (uint64_t page = start & ~(kPage - 1); page < end; page += kPage)
+            if (!cache_.cached(page)) wanted.emplace_back(page, page + kPage);
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    if (wanted.empty()) return;
+    prefetchCalls_ += readPagesBatched(pid_, wanted, [this](uint64_t base, const unsigned char* bytes) { cache_.insert(base, bytes, 4096); });
 }
 
 size_t LiveTarget::readUncached(uint64_t addr, void* buf, size_t len) const {

@@ -33,6 +33,7 @@ public:
     LiveTarget& operator=(const LiveTarget&) = delete;
 
     size_t read(uint64_t addr, void* buf, size_t len) const override;
+    void prefetch(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) const override;
     TargetKind kind() const override { return TargetKind::Live; }
     int pid() const override { return pid_; }
     std::string executable() const override { return executable_; }
@@ -56,6 +57,10 @@ public:
     // The snapshot's batched reads: pages copied and the system calls they took.
     size_t snapshotPages() const { return snapshotPages_; }
     size_t snapshotCalls() const { return snapshotCalls_; }
+    // Pages read one at a time while stopped (not in the snapshot or a prefetch), and the
+    // system calls prefetch() took.
+    size_t stoppedFetches() const { return stoppedFetches_; }
+    size_t prefetchCalls() const { return prefetchCalls_; }
     // Where the stop's time went (ms from the first thread stopped): all threads stopped and
     // their registers read, the snapshot copied.
     double stoppedAllMs() const { return stoppedAllMs_; }
@@ -82,9 +87,10 @@ private:
     std::string root_ = "/";  // NSpid: this pid in each PID namespace, outermost first
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;
-    PageCache cache_;  // while stopped and after (its pages pinned), or for one --no-stop read
+    mutable PageCache cache_;  // (mutable: prefetch() fills it) while stopped and after (its pages pinned), or for one --no-stop read
     bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
-    size_t snapshotPages_ = 0, snapshotCalls_ = 0;
+    size_t snapshotPages_ = 0, snapshotCalls_ = 0, stoppedFetches_ = 0;
+    mutable size_t prefetchCalls_ = 0;
     double stoppedAllMs_ = 0, snapshotDoneMs_ = 0;
     mutable std::vector<PartRead> afterResume_;
 };
