@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/text_encoding.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace pytstates {
@@ -75,6 +76,8 @@ std::string hexBytes(const std::string& s) {
 }
 
 std::string shown(const std::string& s) {
+    // Printable ASCII, by far the most common (every function and path of a --native stack), as is.
+    if (std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; })) return s;
     static const char digits[] = "0123456789abcdef";
     std::string out;
     out.reserve(s.size());
