@@ -68,6 +68,9 @@ void unwindRange(StackRange& r, NativeStacks* stacks, const std::vector<StackRan
         }
     r.cutShort = stacks && stacks->spansCutShort(*r.thread);
     if (r.high <= r.sp) r.high = r.sp + kUnwoundFallback;
+    // Never past the stack's top: above it lie struct pthread and its pthread_key values
+    // (PyGILState's autoTSSkey slot among them), no frame's words.
+    r.high = std::min(r.high, r.top);
     for (const auto& o : all)
         if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
 }
