@@ -43,9 +43,13 @@ class Build:
     def __init__(self, exe, env=None, dwarf_args=(), kinds=("gcore", "kernel"), fork_kind="gcore", free_threaded=False):
         self.exe, self.env, self.dwarf_args = exe, env, list(dwarf_args)
         self.kinds, self.fork_kind, self.free_threaded = list(kinds), fork_kind, free_threaded
+        self.eval_argument = False
         self.layout_nodwarf = "table"  # --no-dwarf: the built-in tables, or _Py_DebugOffsets from 3.13
 
     def minor(self, series):
+        # <= 3.9: no cframe nor entry frame on the stack; with DWARF the eval loop's frame argument
+        # places a parked request's state (measured on pyenv's 3.8.18 and 3.9.18).
+        self.eval_argument = int(series.split(".")[1]) <= 9
         self.layout_nodwarf = "debug_offsets" if int(series.split(".")[1]) >= 13 else "table"
         return self
 
@@ -109,10 +113,11 @@ def norm(address):
     return hex(int(address, 16))
 
 
-def check_report(r, facts, label, free_threaded=False):
+def check_report(r, facts, label, free_threaded=False, eval_argument=None):
     """Every request on its thread, with its function and interpreter; the GIL with the busy one
     (free-threaded: no GIL, none holds it); the spare state parked and made by the main thread; no
-    error."""
+    error. eval_argument True: every parked request placed by the eval loop's frame argument
+    (DWARF); False (--no-dwarf): no state placed so."""
     where = {}
     for rt in r["runtimes"]:
         for interp in rt["interpreters"]:
@@ -126,6 +131,8 @@ def check_report(r, facts, label, free_threaded=False):
         expect(t["lwp"] == req["lwp"] and not t["parked"], ctx + ": runs on LWP %d" % req["lwp"], t)
         expect(interp["id"] == req["interp_id"], ctx + ": in interpreter %d" % req["interp_id"], t)
         expect(t["frames"] and t["frames"][0]["function"] == req["function"], ctx + ": its innermost Python frame", t)
+        if eval_argument and req["function"].startswith("parked"):
+            expect(t.get("lwp_evidence") == "eval_argument", ctx + ": placed by the eval loop's frame argument (DWARF)", t)
         busy = req["function"].startswith("busy") and not free_threaded
         if free_threaded:
             expect(interp["gil"] == "disabled", ctx + ": its interpreter has no GIL", interp)
@@ -151,6 +158,9 @@ def check_report(r, facts, label, free_threaded=False):
     runs = {row["lwp"]: row.get("tstates") for row in r["threads"]}
     for req in requests:
         expect(runs.get(req["lwp"]) == [norm(req["tstate"])], "%s: LWP %d runs exactly its request's state" % (label, req["lwp"]), runs)
+    if eval_argument is False:
+        said = [t for _, t in where.values() if t.get("lwp_evidence") == "eval_argument"]
+        expect(not said, label + ": no eval_argument evidence without DWARF", said)
     errors = [f for f in r["findings"] if f["severity"] == "error"]
     expect(not errors, label + ": no error finding", errors)
     for f in r["findings"]:
@@ -198,7 +208,8 @@ def cli(args, build, mode, python):
             expect(status == 0, "live %s: exit status 0: %s" % (extra, err))
             expect(all(rt["layout"] == ("dwarf" if extra != ["--no-dwarf"] else build.layout_nodwarf) for rt in r["runtimes"]),
                    "live %s: the layout read from %s" % (extra, "DWARF" if extra != ["--no-dwarf"] else build.layout_nodwarf), r["runtimes"])
-            check_report(r, facts, "%s %s live %s" % (python, mode, extra), ft)
+            check_report(r, facts, "%s %s live %s" % (python, mode, extra), ft,
+                         (extra != ["--no-dwarf"]) if build.eval_argument else None)
         _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"])] + build.dwarf_args)
         check_text(text, facts, "%s %s live text" % (python, mode))
         for line in re.findall(r"^ *(tstate 0x[0-9a-f]+  id \d+  LWP [^\n]*\n\s+#0 [^\n]*)", text, re.M):
@@ -218,7 +229,8 @@ def cli(args, build, mode, python):
                 expect(all(rt["layout"] == ("dwarf" if extra != ["--no-dwarf"] else build.layout_nodwarf) for rt in r["runtimes"]),
                        "%s core %s: the layout read from %s" % (kind, extra, "DWARF" if extra != ["--no-dwarf"] else build.layout_nodwarf),
                        r["runtimes"])
-                check_report(r, facts, "%s %s %s core %s" % (python, mode, kind, extra), ft)
+                check_report(r, facts, "%s %s %s core %s" % (python, mode, kind, extra), ft,
+                             (extra != ["--no-dwarf"]) if build.eval_argument else None)
             _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core] + build.dwarf_args)
             check_text(text, facts, "%s %s %s core text" % (python, mode, kind))
         finally:
