@@ -18,6 +18,8 @@
 #include "symbols/modules/module_files.h"
 #include "symbols/native/dwarf_values.h"
 #include "symbols/native/function_names.h"
+#include "symbols/native/sp_unwinder.h"
+#include "symbols/native/symbol_index.h"
 
 namespace pytstates {
 
@@ -171,8 +173,10 @@ struct NativeStacks::Impl {
     std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
     std::set<int> cutShort;                                     // LWPs whose spans stop before their stack's end
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
+    SpUnwinder quick;  // the first frames of many threads by the CFI rules each pc has (firstFrames)
 
-    Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
+    Impl(const Target& t, bool dwarf)
+        : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()), quick(dwfl, t) {}
     ~Impl() {
         if (session.threadArg() == this) session.threadArg() = nullptr;
     }
@@ -372,35 +376,15 @@ struct NativeStacks::Impl {
         return std::nullopt;
     }
 
-    // Several function symbols at one address (glibc's clone3 and __clone3): gdb shows the one
-    // whose name sorts last, so say the same. Each module's function symbols are sorted by address
-    // once, not walked once per pc.
-    std::string aliasDebuggersShow(Dwfl_Module* mod, GElf_Addr address, const char* found) {
-        auto it = functionsByAddress.find(mod);
-        if (it == functionsByAddress.end()) {
-            std::vector<std::pair<GElf_Addr, int>> functions;
-            int count = dwfl_module_getsymtab(mod);
-            for (int i = 1; i < count; ++i) {
-                GElf_Sym sym;
-                GElf_Addr addr = 0;
-                const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
-                if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC) functions.emplace_back(addr, i);
-            }
-            std::sort(functions.begin(), functions.end());
-            it = functionsByAddress.emplace(mod, std::move(functions)).first;
-        }
-        std::string best = found;
-        const auto& functions = it->second;
-        for (auto f = std::lower_bound(functions.begin(), functions.end(), std::make_pair(address, 0));
-             f != functions.end() && f->first == address; ++f) {
-            GElf_Sym sym;
-            GElf_Addr addr = 0;
-            const char* name = dwfl_module_getsym_info(mod, f->second, &sym, &addr, nullptr, nullptr, nullptr);
-            if (name && best < name) best = name;
-        }
-        return best;
+    // Each module's symbols sorted by address once (symbol_index.h): several function symbols at
+    // one address (glibc's clone3 and __clone3) are named as gdb names them, and most pcs are
+    // named without libdwfl's walk over every symbol.
+    const SymbolIndex& symbolIndex(Dwfl_Module* mod) {
+        auto it = symbolIndexes.find(mod);
+        if (it == symbolIndexes.end()) it = symbolIndexes.emplace(mod, std::make_unique<SymbolIndex>(mod)).first;
+        return *it->second;
     }
-    std::map<Dwfl_Module*, std::vector<std::pair<GElf_Addr, int>>> functionsByAddress;
+    std::map<Dwfl_Module*, std::unique_ptr<SymbolIndex>> symbolIndexes;
 
     // withDwarf=false: the symbol tables only (cheap: no DWARF is loaded for it).
     const Symbolization& symbolize(uint64_t lookup, bool withDwarf = true) {
@@ -422,11 +406,17 @@ struct NativeStacks::Impl {
             // nearest exported symbol would name the wrong function).
             std::string name;
             if (mod) {
-                GElf_Off offset = 0;
-                GElf_Sym sym;
-                const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);
-                if (found && (sym.st_size == 0 ? offset == 0 : offset < sym.st_size))
-                    name = functionName(aliasDebuggersShow(mod, lookup - offset, found));
+                const SymbolIndex& index = symbolIndex(mod);
+                auto quickName = index.nameAt(lookup);
+                if (quickName) {
+                    name = functionName(*quickName);
+                } else {
+                    GElf_Off offset = 0;
+                    GElf_Sym sym;
+                    const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);
+                    if (found && (sym.st_size == 0 ? offset == 0 : offset < sym.st_size))
+                        name = functionName(index.aliasDebuggersShow(lookup - offset, found));
+                }
             }
             if (s.chain.empty()) {
                 s.chain.emplace_back();
@@ -560,6 +550,18 @@ const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
         const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
         out.push_back({r.pc, r.sp, s.chain.empty() ? std::string() : s.chain.back().function, s.module ? s.module->path : std::string(),
                        r.activation});
+    }
+    return out;
+}
+
+std::vector<NativeFrame> NativeStacks::firstFrames(const OsThread& thread, size_t maxFrames) {
+    auto frames = unavailable_.empty() ? impl_->quick.frames(thread, maxFrames) : std::nullopt;
+    if (!frames) return unwind(thread, maxFrames, 0, false).frames;
+    std::vector<NativeFrame> out;
+    for (const auto& r : *frames) {
+        const Symbolization& s = impl_->symbolize(r.activation ? r.pc : r.pc - 1, false);
+        for (const auto& f : s.chain)
+            if (out.size() < maxFrames) out.push_back(frameOf(s, f, r.pc, r.activation));
     }
     return out;
 }
