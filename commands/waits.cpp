@@ -183,13 +183,15 @@ private:
         };
         size_t depth = kFirstFrames;
         copySpans(depth);
-        if (stack.frames.empty()) stack.frames = stacks_.firstFrames(thread, depth);
-        const Reading* reading = &readingOf(stack.frames);
-        if (stack.frames.size() >= depth && (!reading->found || reading->found->wait.weak)) {
+        // The frames read: those copied from the spans, or those firstFrames() keeps, or the DWARF pass's.
+        const std::vector<NativeFrame>* frames = &stack.frames;
+        if (stack.frames.empty()) frames = &stacks_.firstFrames(thread, depth);
+        const Reading* reading = &readingOf(*frames);
+        if (frames->size() >= depth && (!reading->found || reading->found->wait.weak)) {
             depth = kWaitFrames;
             if (!spans.empty()) copySpans(depth);
-            else stack.frames = stacks_.firstFrames(thread, depth);
-            reading = &readingOf(stack.frames);
+            else frames = &stacks_.firstFrames(thread, depth);
+            reading = &readingOf(*frames);
         }
         auto found = reading->found;
         if (!found) return b;
@@ -202,30 +204,31 @@ private:
         // indexes are then those of --native.
         // A condition variable waited on from CPython's own code may be take_gil inlined out of
         // the symbol tables' sight.
-        bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < stack.frames.size() &&
-                         cpythonModules_.count(stack.frames[found->frame + 1].module);
+        bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < frames->size() &&
+                         cpythonModules_.count((*frames)[found->frame + 1].module);
         if (owned || inCpython || (found->wait.kind == WaitKind::Gil && refineGilWaiters_) || gilHolders_.count(row.lwp) || options_.native) {
             NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
             if (auto again = classify(detailed.frames, cpythonModules_)) {
                 stack = std::move(detailed);
+                frames = &stack.frames;
                 found = again;
                 reading = nullptr;
             }
         }
         b.kind = found->wait.kind;
-        b.function = stack.frames[found->frame].function;
+        b.function = (*frames)[found->frame].function;
         b.frame = found->frame;
         b.call = found->wait.call;
-        callFromRegisters(thread, stack.frames, b);
-        auto caller = reading ? reading->caller : callerFrame(stack.frames, found->frame + 1, cpythonModules_);
-        if (caller) b.at = stack.frames[*caller];
+        callFromRegisters(thread, *frames, b);
+        auto caller = reading ? reading->caller : callerFrame(*frames, found->frame + 1, cpythonModules_);
+        if (caller) b.at = (*frames)[*caller];
         b.pythonAt = pythonFrameOf(row.lwp);
         switch (b.kind) {
             case WaitKind::Gil: gil(row, b); break;
-            case WaitKind::Mutex: mutex(stack.frames, found->frame, b); break;
-            case WaitKind::Rwlock: rwlock(stack.frames, found->frame, b); break;
-            case WaitKind::Join: join(stack.frames, found->frame, b); break;
-            case WaitKind::PythonLock: pythonLock(stack.frames, found->frame, row, b); break;
+            case WaitKind::Mutex: mutex(*frames, found->frame, b); break;
+            case WaitKind::Rwlock: rwlock(*frames, found->frame, b); break;
+            case WaitKind::Join: join(*frames, found->frame, b); break;
+            case WaitKind::PythonLock: pythonLock(*frames, found->frame, row, b); break;
             default: break;
         }
         return b;

@@ -174,6 +174,7 @@ struct NativeStacks::Impl {
     std::set<int> cutShort;                                     // LWPs whose spans stop before their stack's end
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
     SpUnwinder quick;  // the first frames of many threads by the CFI rules each pc has (firstFrames)
+    std::map<std::vector<uint64_t>, std::vector<NativeFrame>> firstFramesOf;  // by the pcs (firstFrames)
 
     Impl(const Target& t, bool dwarf)
         : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()), quick(dwfl, t) {}
@@ -554,16 +555,25 @@ const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     return out;
 }
 
-std::vector<NativeFrame> NativeStacks::firstFrames(const OsThread& thread, size_t maxFrames) {
-    auto frames = unavailable_.empty() ? impl_->quick.frames(thread, maxFrames) : std::nullopt;
-    if (!frames) return unwind(thread, maxFrames, 0, false).frames;
-    std::vector<NativeFrame> out;
-    for (const auto& r : *frames) {
-        const Symbolization& s = impl_->symbolize(r.activation ? r.pc : r.pc - 1, false);
-        for (const auto& f : s.chain)
-            if (out.size() < maxFrames) out.push_back(frameOf(s, f, r.pc, r.activation));
+const std::vector<NativeFrame>& NativeStacks::firstFrames(const OsThread& thread, size_t maxFrames) {
+    Impl& d = *impl_;
+    auto frames = unavailable_.empty() ? d.quick.frames(thread, maxFrames) : std::nullopt;
+    std::vector<uint64_t> key;  // the pcs, a return address complemented
+    if (frames) {
+        for (const auto& r : *frames) key.push_back(r.activation ? r.pc : ~r.pc);
+        auto known = d.firstFramesOf.find(key);
+        if (known != d.firstFramesOf.end()) return known->second;
+        std::vector<NativeFrame> out;
+        for (const auto& r : *frames) {
+            const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
+            for (const auto& f : s.chain)
+                if (out.size() < maxFrames) out.push_back(frameOf(s, f, r.pc, r.activation));
+        }
+        return d.firstFramesOf.emplace(std::move(key), std::move(out)).first->second;
     }
-    return out;
+    std::vector<NativeFrame> out = unwind(thread, maxFrames, 0, false).frames;
+    for (const auto& f : out) key.push_back(f.activation ? f.pc : ~f.pc);
+    return d.firstFramesOf.emplace(std::move(key), std::move(out)).first->second;
 }
 
 NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf) {
