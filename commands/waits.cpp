@@ -125,7 +125,7 @@ public:
                     auto lwp = report.lwpFor(ts.address);
                     if (!lwp) continue;
                     runtimeOfLwp_.emplace(*lwp, &rt);
-                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, ts.frames.front());
+                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, &ts.frames.front());
                 }
             }
         for (const auto& rt : report.runtimes) {
@@ -228,7 +228,7 @@ private:
             case WaitKind::Mutex: mutex(*frames, found->frame, b); break;
             case WaitKind::Rwlock: rwlock(*frames, found->frame, b); break;
             case WaitKind::Join: join(*frames, found->frame, b); break;
-            case WaitKind::PythonLock: pythonLock(*frames, found->frame, row, b); break;
+            case WaitKind::PythonLock: pythonLock(*frames, found->frame, row, reading && !reading->rlock, b); break;
             default: break;
         }
         return b;
@@ -292,7 +292,7 @@ private:
     std::optional<PyFrame> pythonFrameOf(int lwp) const {
         auto it = pythonTop_.find(lwp);
         if (it == pythonTop_.end()) return std::nullopt;
-        return it->second;
+        return *it->second;
     }
 
     // The interpreter this thread runs in: its current thread state's, else the main one.
@@ -383,9 +383,10 @@ private:
         b.note = "the joined thread is not in the frame (no DWARF for " + frames[index].function + ")";
     }
 
-    void pythonLock(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, BlockedOn& b) {
+    // noRlock: the frames are known to hold no rlock_acquire (their Reading).
+    void pythonLock(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, bool noRlock, BlockedOn& b) {
         // threading.RLock: rlock_acquire's self records the owner.
-        for (size_t i = index; i < frames.size(); ++i) {
+        for (size_t i = index; !noRlock && i < frames.size(); ++i) {
             if (bareFunctionName(frames[i].function) != "rlock_acquire") continue;
             b.function = "rlock_acquire";
             b.frame = i;
@@ -428,7 +429,7 @@ private:
     std::set<std::string> cpythonModules_;
     std::set<int> gilHolders_;
     bool refineGilWaiters_ = false;  // set once a GIL holder is found blocked (run())
-    std::map<int, PyFrame> pythonTop_;                  // LWP -> its innermost Python frame
+    std::map<int, const PyFrame*> pythonTop_;           // LWP -> its innermost Python frame (in the report)
     std::map<uint64_t, const Interpreter*> interpOfTstate_;
     std::map<int, const Runtime*> runtimeOfLwp_;
     const Interpreter* mainInterp_ = nullptr;

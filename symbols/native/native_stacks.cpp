@@ -5,6 +5,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "symbols/cpython/frames.h"
 #include "symbols/elf/elf_file.h"
+#include "symbols/elf/type_cache.h"
 #include "symbols/modules/debug_session.h"
 #include "symbols/modules/module_files.h"
 #include "symbols/native/dwarf_values.h"
@@ -180,6 +182,38 @@ struct NativeStacks::Impl {
         : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()), quick(dwfl, t) {}
     ~Impl() {
         if (session.threadArg() == this) session.threadArg() = nullptr;
+        for (const auto& [mod, cached] : symbolAnswers)
+            if (cached.dirty) storeAnswers("symbols", cached.buildId, cached.identity, cached.answers);
+    }
+
+    // Names from the symbol tables kept on disk per module file (symbols/elf/type_cache.h), by the
+    // pc's offset in the module: a later run on a core of the same build reads no symbol table.
+    struct SymbolAnswers {
+        bool usable = false;
+        bool dirty = false;
+        std::string buildId, identity;
+        TypeAnswers answers;  // offset -> name ("-": none)
+    };
+    std::map<Dwfl_Module*, SymbolAnswers> symbolAnswers;
+    SymbolAnswers& symbolAnswersOf(Dwfl_Module* mod, const LoadedModule* module) {
+        auto known = symbolAnswers.find(mod);
+        if (known != symbolAnswers.end()) return known->second;
+        SymbolAnswers& a = symbolAnswers[mod];
+        if (!module || !module->elf || module->elf->buildId().empty() || !typeCacheEnabled()) return a;
+        // The table libdwfl names functions from: the module's own or a debug file's (found or
+        // not, asked for or not), and how many symbols it has.
+        int count = dwfl_module_getsymtab(mod);
+        Elf* from = nullptr;
+        GElf_Sym sym;
+        GElf_Addr addr = 0;
+        Dwarf_Addr bias = 0;
+        if (count <= 1 || !dwfl_module_getsym_info(mod, count - 1, &sym, &addr, nullptr, &from, nullptr) || !from) return a;
+        bool own = from == dwfl_module_getelf(mod, &bias);
+        a.buildId = module->elf->buildId();
+        a.identity = std::to_string(module->elf->fileSize()) + " " + (own ? "own" : "debug") + " " + std::to_string(count);
+        if (auto loaded = loadAnswers("symbols", a.buildId, a.identity)) a.answers = std::move(*loaded);
+        a.usable = true;
+        return a;
     }
 
     static Impl* self(void* arg) { return static_cast<Impl*>(*static_cast<void**>(arg)); }
@@ -387,6 +421,19 @@ struct NativeStacks::Impl {
     }
     std::map<Dwfl_Module*, std::unique_ptr<SymbolIndex>> symbolIndexes;
 
+    // The function the symbol tables name at a pc, as dwfl_module_addrinfo does (found by the
+    // sorted index where it is certain); empty when none holds it.
+    std::string symbolTableName(Dwfl_Module* mod, uint64_t lookup) {
+        const SymbolIndex& index = symbolIndex(mod);
+        if (auto quickName = index.nameAt(lookup)) return functionName(*quickName);
+        GElf_Off offset = 0;
+        GElf_Sym sym;
+        const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);
+        if (found && (sym.st_size == 0 ? offset == 0 : offset < sym.st_size))
+            return functionName(index.aliasDebuggersShow(lookup - offset, found));
+        return {};
+    }
+
     // withDwarf=false: the symbol tables only (cheap: no DWARF is loaded for it).
     const Symbolization& symbolize(uint64_t lookup, bool withDwarf = true) {
         auto& from = withDwarf && useDwarf ? cache : symbolCache;
@@ -407,16 +454,18 @@ struct NativeStacks::Impl {
             // nearest exported symbol would name the wrong function).
             std::string name;
             if (mod) {
-                const SymbolIndex& index = symbolIndex(mod);
-                auto quickName = index.nameAt(lookup);
-                if (quickName) {
-                    name = functionName(*quickName);
+                SymbolAnswers& cached = symbolAnswersOf(mod, s.module);
+                char question[32] = "";
+                if (cached.usable) std::snprintf(question, sizeof question, "0x%llx", static_cast<unsigned long long>(lookup - s.module->bias));
+                auto hit = cached.usable ? cached.answers.find(question) : cached.answers.end();
+                if (hit != cached.answers.end()) {
+                    name = hit->second == "-" ? std::string() : hit->second;
                 } else {
-                    GElf_Off offset = 0;
-                    GElf_Sym sym;
-                    const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);
-                    if (found && (sym.st_size == 0 ? offset == 0 : offset < sym.st_size))
-                        name = functionName(index.aliasDebuggersShow(lookup - offset, found));
+                    name = symbolTableName(mod, lookup);
+                    if (cached.usable && name.find_first_of("\t\n") == std::string::npos) {
+                        cached.answers[question] = name.empty() ? "-" : name;
+                        cached.dirty = true;
+                    }
                 }
             }
             if (s.chain.empty()) {

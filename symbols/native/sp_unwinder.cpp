@@ -48,13 +48,22 @@ std::optional<std::vector<SpUnwinder::Frame>> SpUnwinder::frames(const OsThread&
         return std::nullopt;
     std::vector<Frame> out;
     Frame f{thread.pc, thread.registers[arch.spRegister], true};
+    // The innermost frames' stack in one read; a word beyond it is read by itself.
+    const uint64_t base = f.sp;
+    uint64_t window[128];
+    const size_t have = target_.read(base, window, sizeof window) / sizeof(uint64_t);
+    auto word = [&](uint64_t address) -> std::optional<uint64_t> {
+        if (address >= base && (address - base) % sizeof(uint64_t) == 0 && (address - base) / sizeof(uint64_t) < have)
+            return window[(address - base) / sizeof(uint64_t)];
+        return target_.readValue<uint64_t>(address);
+    };
     for (;;) {
         out.push_back(f);
         if (out.size() == count) return out;
         const Rule& rule = ruleAt(f.activation ? f.pc : f.pc - 1);
         if (!rule.simple) return std::nullopt;
         uint64_t cfa = f.sp + static_cast<uint64_t>(rule.cfaOffset);
-        auto ra = target_.readValue<uint64_t>(cfa + static_cast<uint64_t>(rule.raOffset));
+        auto ra = word(cfa + static_cast<uint64_t>(rule.raOffset));
         if (!ra || *ra == 0) return std::nullopt;  // an end of the stack: libdwfl says which
         f = Frame{*ra, cfa, false};
     }
