@@ -81,6 +81,11 @@ public:
     // dwarf=false: functions named from the symbol tables only (no inlined calls, lines or tail
     // calls): the cheap look at many threads.
     NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0, bool dwarf = true);
+    // The same as unwind(thread, maxFrames, 0, false) without its `end`: the first frames named
+    // from the symbol tables, unwound by the rules each pc's CFI gives once (sp_unwinder.h) where
+    // they are the common ones, by libdwfl where not. Kept once per sequence of pcs (threads
+    // parked in one wait share it) for this object's lifetime.
+    const std::vector<NativeFrame>& firstFrames(const OsThread& thread, size_t maxFrames);
     // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
     // Kept per thread once unwound: the target does not change under one report.
     const std::vector<StackSpan>& spans(const OsThread& thread);
