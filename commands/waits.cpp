@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/waits.h"
 
+#include <unordered_map>
+
 #include "symbols/arch/syscalls.h"
 #include "symbols/cpython/locks.h"
 #include "symbols/glibc/lock_layout.h"
@@ -123,7 +125,7 @@ public:
                     auto lwp = report.lwpFor(ts.address);
                     if (!lwp) continue;
                     runtimeOfLwp_.emplace(*lwp, &rt);
-                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, ts.frames.front());
+                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, &ts.frames.front());
                 }
             }
         for (const auto& rt : report.runtimes) {
@@ -135,12 +137,12 @@ public:
     }
 
     void run() {
+        std::unordered_map<int, const OsThread*> threadOf;
+        for (const auto& t : target_.threads()) threadOf[t.lwp] = &t;  // the last of one LWP, as a scan found it
         for (auto& row : r_.threads) {
-            const OsThread* thread = nullptr;
-            for (const auto& t : target_.threads())
-                if (t.lwp == row.lwp) thread = &t;
-            if (!thread) continue;
-            row.blockedOn = readOne(*thread, row);
+            auto thread = threadOf.find(row.lwp);
+            if (thread == threadOf.end()) continue;
+            row.blockedOn = readOne(*thread->second, row);
         }
         // The GIL's waiters are in a finding only when its holder is blocked (a cycle, or the GIL
         // held while blocked): only then are they read again with DWARF, as the hang's frames.
@@ -152,8 +154,8 @@ public:
         refineGilWaiters_ = true;
         for (auto& row : r_.threads) {
             if (!row.blockedOn || row.blockedOn->kind != WaitKind::Gil) continue;
-            for (const auto& t : target_.threads())
-                if (t.lwp == row.lwp) row.blockedOn = readOne(t, row);
+            auto thread = threadOf.find(row.lwp);
+            if (thread != threadOf.end()) row.blockedOn = readOne(*thread->second, row);
         }
     }
 
@@ -162,9 +164,7 @@ private:
         BlockedOn b;
         // The innermost frame first, from the symbol tables: a thread whose innermost function
         // is no wait function runs (its own code, or the interpreter's) and needs no unwind.
-        auto top = stacks_.top(thread);
-        if (!top.empty() && !top.front().function.empty() && waitFunction(top.front().function).kind == WaitKind::None)
-            return b;
+        if (runs(thread)) return b;
         // Named from the symbol tables first (cheap for a thousand threads): the physical frames
         // the thread-state attribution has unwound already, else as deep as the wait shows.
         NativeStack stack;
@@ -181,34 +181,22 @@ private:
                 stack.frames.push_back(std::move(f));
             }
         };
-        // No spans: the first frames, then deeper in the same unwind when they show no wait or only
-        // a weak one.
-        auto needsDeeper = [&](const std::vector<NativeFrame>& frames) {
-            if (frames.size() < kFirstFrames) return false;
-            auto found = classify(frames, cpythonModules_);
-            return !found || found->wait.weak;
-        };
-        copySpans(kFirstFrames);
-        bool fromUnwind = stack.frames.empty();
-        if (fromUnwind) stack = stacks_.unwindDeeperIf(thread, kFirstFrames, kWaitFrames, needsDeeper, nullptr);
-        auto found = classify(stack.frames, cpythonModules_);
-        // A stack that ended within the first frames is whole: unwinding it again adds nothing.
-        if (!fromUnwind && needsDeeper(stack.frames)) {
-            copySpans(kWaitFrames);
-            found = classify(stack.frames, cpythonModules_);
+        size_t depth = kFirstFrames;
+        copySpans(depth);
+        // The frames read: those copied from the spans, or those firstFrames() keeps, or the DWARF pass's.
+        const std::vector<NativeFrame>* frames = &stack.frames;
+        if (stack.frames.empty()) frames = &stacks_.firstFrames(thread, depth);
+        const Reading* reading = &readingOf(*frames);
+        if (frames->size() >= depth && (!reading->found || reading->found->wait.weak)) {
+            depth = kWaitFrames;
+            if (!spans.empty()) copySpans(depth);
+            else frames = &stacks_.firstFrames(thread, depth);
+            reading = &readingOf(*frames);
         }
+        auto found = reading->found;
         if (!found) return b;
-        // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
-        // The symbol tables' stack has one frame per physical frame: the wait function's values
-        // (its parameters) come from that many physical frames, and the next (its caller's).
-        size_t valuesFrame = found->frame;
-        bool rlock = false;
-        for (size_t i = 0; i < stack.frames.size(); ++i)
-            if (bareFunctionName(stack.frames[i].function) == "rlock_acquire") {
-                rlock = true;
-                valuesFrame = i;
-                break;
-            }
+        size_t valuesFrame = reading->rlock ? reading->rlockFrame : found->frame;
+        bool rlock = reading->rlock;
         bool owned = found->wait.kind == WaitKind::Mutex || found->wait.kind == WaitKind::Rwlock ||
                      found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && rlock);
         // The threads a hang is made of (an owner to find, the GIL's holder) or --native: again with
@@ -216,31 +204,76 @@ private:
         // indexes are then those of --native.
         // A condition variable waited on from CPython's own code may be take_gil inlined out of
         // the symbol tables' sight.
-        bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < stack.frames.size() &&
-                         cpythonModules_.count(stack.frames[found->frame + 1].module);
+        bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < frames->size() &&
+                         cpythonModules_.count((*frames)[found->frame + 1].module);
         if (owned || inCpython || (found->wait.kind == WaitKind::Gil && refineGilWaiters_) || gilHolders_.count(row.lwp) || options_.native) {
             NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
             if (auto again = classify(detailed.frames, cpythonModules_)) {
                 stack = std::move(detailed);
+                frames = &stack.frames;
                 found = again;
+                reading = nullptr;
             }
         }
         b.kind = found->wait.kind;
-        b.function = stack.frames[found->frame].function;
+        b.function = (*frames)[found->frame].function;
         b.frame = found->frame;
         b.call = found->wait.call;
-        callFromRegisters(thread, stack.frames, b);
-        if (auto caller = callerFrame(stack.frames, found->frame + 1, cpythonModules_)) b.at = stack.frames[*caller];
+        callFromRegisters(thread, *frames, b);
+        auto caller = reading ? reading->caller : callerFrame(*frames, found->frame + 1, cpythonModules_);
+        if (caller) b.at = (*frames)[*caller];
         b.pythonAt = pythonFrameOf(row.lwp);
         switch (b.kind) {
             case WaitKind::Gil: gil(row, b); break;
-            case WaitKind::Mutex: mutex(stack.frames, found->frame, b); break;
-            case WaitKind::Rwlock: rwlock(stack.frames, found->frame, b); break;
-            case WaitKind::Join: join(stack.frames, found->frame, b); break;
-            case WaitKind::PythonLock: pythonLock(stack.frames, found->frame, row, b); break;
+            case WaitKind::Mutex: mutex(*frames, found->frame, b); break;
+            case WaitKind::Rwlock: rwlock(*frames, found->frame, b); break;
+            case WaitKind::Join: join(*frames, found->frame, b); break;
+            case WaitKind::PythonLock: pythonLock(*frames, found->frame, row, reading && !reading->rlock, b); break;
             default: break;
         }
         return b;
+    }
+
+    // Whether the innermost function, from the symbol tables, is no wait function: the thread
+    // runs (its own code, or the interpreter's). Once per pc.
+    bool runs(const OsThread& thread) {
+        auto known = runs_.find(thread.pc);
+        if (known != runs_.end()) return known->second;
+        auto top = stacks_.top(thread);
+        bool running = !top.empty() && !top.front().function.empty() && waitFunction(top.front().function).kind == WaitKind::None;
+        return runs_.emplace(thread.pc, running).first->second;
+    }
+
+    // What the symbol tables' frames say, read once per sequence of frames: threads parked in
+    // one wait have the same pcs, and this reads no more than their names and modules, which the
+    // pcs decide.
+    struct Reading {
+        std::optional<Classified> found;
+        // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
+        bool rlock = false;
+        size_t rlockFrame = 0;
+        std::optional<size_t> caller;  // callerFrame() past the wait function
+    };
+    const Reading& readingOf(const std::vector<NativeFrame>& frames) {
+        std::vector<uint64_t> key;
+        key.reserve(frames.size());
+        for (const auto& f : frames) key.push_back(f.activation ? f.pc : ~f.pc);
+        auto known = readings_.find(key);
+        if (known != readings_.end()) return known->second;
+        Reading r;
+        r.found = classify(frames, cpythonModules_);
+        if (r.found) {
+            // The symbol tables' stack has one frame per physical frame: the wait function's
+            // values (its parameters) come from that many physical frames, and the next (its caller's).
+            for (size_t i = 0; i < frames.size(); ++i)
+                if (bareFunctionName(frames[i].function) == "rlock_acquire") {
+                    r.rlock = true;
+                    r.rlockFrame = i;
+                    break;
+                }
+            r.caller = callerFrame(frames, r.found->frame + 1, cpythonModules_);
+        }
+        return readings_.emplace(std::move(key), std::move(r)).first->second;
     }
 
     // A generic entry innermost (glibc 2.41's __syscall_cancel_arch under a wrapper we do not
@@ -259,7 +292,7 @@ private:
     std::optional<PyFrame> pythonFrameOf(int lwp) const {
         auto it = pythonTop_.find(lwp);
         if (it == pythonTop_.end()) return std::nullopt;
-        return it->second;
+        return *it->second;
     }
 
     // The interpreter this thread runs in: its current thread state's, else the main one.
@@ -350,9 +383,10 @@ private:
         b.note = "the joined thread is not in the frame (no DWARF for " + frames[index].function + ")";
     }
 
-    void pythonLock(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, BlockedOn& b) {
+    // noRlock: the frames are known to hold no rlock_acquire (their Reading).
+    void pythonLock(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, bool noRlock, BlockedOn& b) {
         // threading.RLock: rlock_acquire's self records the owner.
-        for (size_t i = index; i < frames.size(); ++i) {
+        for (size_t i = index; !noRlock && i < frames.size(); ++i) {
             if (bareFunctionName(frames[i].function) != "rlock_acquire") continue;
             b.function = "rlock_acquire";
             b.frame = i;
@@ -395,11 +429,13 @@ private:
     std::set<std::string> cpythonModules_;
     std::set<int> gilHolders_;
     bool refineGilWaiters_ = false;  // set once a GIL holder is found blocked (run())
-    std::map<int, PyFrame> pythonTop_;                  // LWP -> its innermost Python frame
+    std::map<int, const PyFrame*> pythonTop_;           // LWP -> its innermost Python frame (in the report)
     std::map<uint64_t, const Interpreter*> interpOfTstate_;
     std::map<int, const Runtime*> runtimeOfLwp_;
     const Interpreter* mainInterp_ = nullptr;
     std::optional<LockLayout> glibc_;
+    std::unordered_map<uint64_t, bool> runs_;                               // by the innermost pc
+    std::map<std::vector<uint64_t>, Reading> readings_;  // by the frames' pcs
 };
 
 }  // namespace

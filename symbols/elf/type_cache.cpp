@@ -14,13 +14,13 @@ namespace {
 
 bool disabled = false;
 // Raised when what a question means or how it is answered changes: older entries are then ignored.
-constexpr const char* kFormat = "pytstates-dwarf-answers 1";
+constexpr const char* kFormatVersion = "1";
 
-std::string cacheDirectory() {
+std::string cacheDirectory(const std::string& kind) {
     const char* xdg = std::getenv("XDG_CACHE_HOME");
-    if (xdg && *xdg == '/') return std::string(xdg) + "/pytstates/dwarf";
+    if (xdg && *xdg == '/') return std::string(xdg) + "/pytstates/" + kind;
     const char* home = std::getenv("HOME");
-    if (home && *home == '/') return std::string(home) + "/.cache/pytstates/dwarf";
+    if (home && *home == '/') return std::string(home) + "/.cache/pytstates/" + kind;
     return {};
 }
 
@@ -31,8 +31,9 @@ bool validBuildId(const std::string& id) {
     return true;
 }
 
-std::string header(const std::string& buildId, uint64_t fileSize) {
-    return std::string(kFormat) + " " + buildId + " " + std::to_string(fileSize);
+// "pytstates-dwarf-answers 1 BUILDID SIZE"
+std::string header(const std::string& kind, const std::string& buildId, const std::string& identity) {
+    return "pytstates-" + kind + "-answers " + kFormatVersion + " " + buildId + " " + identity;
 }
 
 }  // namespace
@@ -46,11 +47,19 @@ bool typeCacheEnabled() {
 }
 
 std::optional<TypeAnswers> loadTypeAnswers(const std::string& buildId, uint64_t fileSize) {
-    std::string dir = cacheDirectory();
+    return loadAnswers("dwarf", buildId, std::to_string(fileSize));
+}
+
+void storeTypeAnswers(const std::string& buildId, uint64_t fileSize, const TypeAnswers& answers) {
+    storeAnswers("dwarf", buildId, std::to_string(fileSize), answers);
+}
+
+std::optional<TypeAnswers> loadAnswers(const std::string& kind, const std::string& buildId, const std::string& identity) {
+    std::string dir = cacheDirectory(kind);
     if (!typeCacheEnabled() || !validBuildId(buildId) || dir.empty()) return std::nullopt;
     std::ifstream in(dir + "/" + buildId);
     std::string line;
-    if (!in || !std::getline(in, line) || line != header(buildId, fileSize)) return std::nullopt;
+    if (!in || !std::getline(in, line) || line != header(kind, buildId, identity)) return std::nullopt;
     TypeAnswers answers;
     while (std::getline(in, line)) {
         auto tab = line.rfind('\t');
@@ -61,8 +70,8 @@ std::optional<TypeAnswers> loadTypeAnswers(const std::string& buildId, uint64_t 
     return answers;
 }
 
-void storeTypeAnswers(const std::string& buildId, uint64_t fileSize, const TypeAnswers& answers) {
-    std::string dir = cacheDirectory();
+void storeAnswers(const std::string& kind, const std::string& buildId, const std::string& identity, const TypeAnswers& answers) {
+    std::string dir = cacheDirectory(kind);
     if (!typeCacheEnabled() || !validBuildId(buildId) || dir.empty()) return;
     // mkdir -p, private to the user.
     for (size_t pos = 1; pos != std::string::npos;) {
@@ -70,7 +79,7 @@ void storeTypeAnswers(const std::string& buildId, uint64_t fileSize, const TypeA
         ::mkdir(dir.substr(0, pos).c_str(), 0700);
     }
     std::ostringstream text;
-    text << header(buildId, fileSize) << '\n';
+    text << header(kind, buildId, identity) << '\n';
     for (const auto& [question, answer] : answers) text << question << '\t' << answer << '\n';
     std::string path = dir + "/" + buildId, temporary = path + ".tmp" + std::to_string(::getpid());
     {

@@ -24,4 +24,10 @@ std::optional<TypeAnswers> loadTypeAnswers(const std::string& buildId, uint64_t 
 // cache only saves time.
 void storeTypeAnswers(const std::string& buildId, uint64_t fileSize, const TypeAnswers& answers);
 
+// The same store for other answers about a file: `kind` names their directory and format
+// ("dwarf" above, "symbols"); `identity` is what the entry must have been written for (the
+// file's size, ...), checked whole.
+std::optional<TypeAnswers> loadAnswers(const std::string& kind, const std::string& buildId, const std::string& identity);
+void storeAnswers(const std::string& kind, const std::string& buildId, const std::string& identity, const TypeAnswers& answers);
+
 }  // namespace pytstates

@@ -5,6 +5,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,10 +15,13 @@
 
 #include "symbols/cpython/frames.h"
 #include "symbols/elf/elf_file.h"
+#include "symbols/elf/type_cache.h"
 #include "symbols/modules/debug_session.h"
 #include "symbols/modules/module_files.h"
 #include "symbols/native/dwarf_values.h"
 #include "symbols/native/function_names.h"
+#include "symbols/native/sp_unwinder.h"
+#include "symbols/native/symbol_index.h"
 
 namespace pytstates {
 
@@ -166,19 +170,50 @@ struct NativeStacks::Impl {
     size_t registersDepth = 0;
     size_t physicalLimit = kMaxPhysicalFrames;  // unwind no deeper than the caller will look
     std::vector<RawFrame>* frames = nullptr;
-    // unwindDeeperIf: asked once physicalLimit frames are in; true: on to deeperLimit.
-    std::function<bool(const std::vector<RawFrame>&)> checkpoint;
-    size_t deeperLimit = 0;
-    bool wentDeeper = false;
     std::unordered_map<uint64_t, Symbolization> cache;        // by lookup address
     std::unordered_map<uint64_t, Symbolization> symbolCache;  // the same from symbol tables alone
     std::unordered_map<int, std::vector<StackSpan>> spansOf;   // by LWP
     std::set<int> cutShort;                                     // LWPs whose spans stop before their stack's end
     std::map<std::pair<const Symbolization*, uint64_t>, std::vector<NativeFrame>> tailCache;  // (callee, caller pc)
+    SpUnwinder quick;  // the first frames of many threads by the CFI rules each pc has (firstFrames)
+    std::map<std::vector<uint64_t>, std::vector<NativeFrame>> firstFramesOf;  // by the pcs (firstFrames)
 
-    Impl(const Target& t, bool dwarf) : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()) {}
+    Impl(const Target& t, bool dwarf)
+        : target(t), session(t.debugSession(dwarf)), useDwarf(dwarf), dwfl(session.dwfl()), quick(dwfl, t) {}
     ~Impl() {
         if (session.threadArg() == this) session.threadArg() = nullptr;
+        for (const auto& [mod, cached] : symbolAnswers)
+            if (cached.dirty) storeAnswers("symbols", cached.buildId, cached.identity, cached.answers);
+    }
+
+    // Names from the symbol tables kept on disk per module file (symbols/elf/type_cache.h), by the
+    // pc's offset in the module: a later run on a core of the same build reads no symbol table.
+    struct SymbolAnswers {
+        bool usable = false;
+        bool dirty = false;
+        std::string buildId, identity;
+        TypeAnswers answers;  // offset -> name ("-": none)
+    };
+    std::map<Dwfl_Module*, SymbolAnswers> symbolAnswers;
+    SymbolAnswers& symbolAnswersOf(Dwfl_Module* mod, const LoadedModule* module) {
+        auto known = symbolAnswers.find(mod);
+        if (known != symbolAnswers.end()) return known->second;
+        SymbolAnswers& a = symbolAnswers[mod];
+        if (!module || !module->elf || module->elf->buildId().empty() || !typeCacheEnabled()) return a;
+        // The table libdwfl names functions from: the module's own or a debug file's (found or
+        // not, asked for or not), and how many symbols it has.
+        int count = dwfl_module_getsymtab(mod);
+        Elf* from = nullptr;
+        GElf_Sym sym;
+        GElf_Addr addr = 0;
+        Dwarf_Addr bias = 0;
+        if (count <= 1 || !dwfl_module_getsym_info(mod, count - 1, &sym, &addr, nullptr, &from, nullptr) || !from) return a;
+        bool own = from == dwfl_module_getelf(mod, &bias);
+        a.buildId = module->elf->buildId();
+        a.identity = std::to_string(module->elf->fileSize()) + " " + (own ? "own" : "debug") + " " + std::to_string(count);
+        if (auto loaded = loadAnswers("symbols", a.buildId, a.identity)) a.answers = std::move(*loaded);
+        a.usable = true;
+        return a;
     }
 
     static Impl* self(void* arg) { return static_cast<Impl*>(*static_cast<void**>(arg)); }
@@ -252,14 +287,6 @@ struct NativeStacks::Impl {
             }
         }
         self->frames->push_back(std::move(f));
-        if (self->checkpoint && self->frames->size() == self->physicalLimit) {
-            auto check = std::move(self->checkpoint);
-            self->checkpoint = nullptr;
-            if (check(*self->frames)) {
-                self->wentDeeper = true;
-                self->physicalLimit = self->deeperLimit;
-            }
-        }
         return self->frames->size() >= self->physicalLimit ? DWARF_CB_ABORT : DWARF_CB_OK;
     }
 
@@ -267,6 +294,29 @@ struct NativeStacks::Impl {
     // pc), its registers, the words of its stack frame.
     void addValues(const std::vector<RawFrame>& raw, size_t i, const Symbolization& s, std::vector<NativeFrame>& frames,
                    size_t firstOfFrame) {
+        const RawFrame& r = raw[i];
+        FrameContext ctx = contextOf(raw, i, s);
+        for (size_t k = firstOfFrame, c = 0; k < frames.size() && c < s.chain.size(); ++k, ++c)
+            if (useDwarf && s.chain[c].haveScope) parameterValues(ctx, s.chain[c].scope, s.chain[c].subprogram, &frames[k].values);
+        NativeFrame& physical = frames.back();
+        for (unsigned reg = 0; reg < r.registers.size(); ++reg)
+            if (r.registers[reg] && reg != ctx.arch->pcRegister)
+                physical.values.push_back({FrameValue::Kind::Register, ctx.arch->registerName(reg), *r.registers[reg]});
+        auto sp = r.registers.size() > ctx.arch->spRegister ? r.registers[ctx.arch->spRegister] : std::nullopt;
+        if (sp && ctx.cfa && *ctx.cfa >= *sp + 8) {
+            size_t words = std::min<uint64_t>((*ctx.cfa - *sp) / 8, kMaxStackWords);
+            std::vector<uint64_t> buf(words);
+            size_t got = target.read(*sp, buf.data(), words * 8) / 8;
+            for (size_t w = 0; w < got; ++w) {
+                char name[32];
+                std::snprintf(name, sizeof name, "[sp+0x%zx]", w * 8);
+                physical.values.push_back({FrameValue::Kind::StackWord, name, buf[w]});
+            }
+        }
+    }
+
+    // Physical frame i's registers, its CFA and its caller, for evaluating its DWARF locations.
+    FrameContext contextOf(const std::vector<RawFrame>& raw, size_t i, const Symbolization& s) {
         const RawFrame& r = raw[i];
         FrameContext ctx;
         ctx.arch = &target.arch();
@@ -286,23 +336,7 @@ struct NativeStacks::Impl {
                 if (i + 2 < raw.size() && !raw[i + 2].registers.empty()) ctx.callerCfa = raw[i + 2].registers[ctx.arch->spRegister];
             }
         }
-        for (size_t k = firstOfFrame, c = 0; k < frames.size() && c < s.chain.size(); ++k, ++c)
-            if (useDwarf && s.chain[c].haveScope) parameterValues(ctx, s.chain[c].scope, s.chain[c].subprogram, &frames[k].values);
-        NativeFrame& physical = frames.back();
-        for (unsigned reg = 0; reg < r.registers.size(); ++reg)
-            if (r.registers[reg] && reg != ctx.arch->pcRegister)
-                physical.values.push_back({FrameValue::Kind::Register, ctx.arch->registerName(reg), *r.registers[reg]});
-        auto sp = r.registers.size() > ctx.arch->spRegister ? r.registers[ctx.arch->spRegister] : std::nullopt;
-        if (sp && ctx.cfa && *ctx.cfa >= *sp + 8) {
-            size_t words = std::min<uint64_t>((*ctx.cfa - *sp) / 8, kMaxStackWords);
-            std::vector<uint64_t> buf(words);
-            size_t got = target.read(*sp, buf.data(), words * 8) / 8;
-            for (size_t w = 0; w < got; ++w) {
-                char name[32];
-                std::snprintf(name, sizeof name, "[sp+0x%zx]", w * 8);
-                physical.values.push_back({FrameValue::Kind::StackWord, name, buf[w]});
-            }
-        }
+        return ctx;
     }
 
     // The frame a debugger shows for a tail call between a frame and its caller: a jump leaves
@@ -384,35 +418,28 @@ struct NativeStacks::Impl {
         return std::nullopt;
     }
 
-    // Several function symbols at one address (glibc's clone3 and __clone3): gdb shows the one
-    // whose name sorts last, so say the same. Each module's function symbols are sorted by address
-    // once, not walked once per pc.
-    std::string aliasDebuggersShow(Dwfl_Module* mod, GElf_Addr address, const char* found) {
-        auto it = functionsByAddress.find(mod);
-        if (it == functionsByAddress.end()) {
-            std::vector<std::pair<GElf_Addr, int>> functions;
-            int count = dwfl_module_getsymtab(mod);
-            for (int i = 1; i < count; ++i) {
-                GElf_Sym sym;
-                GElf_Addr addr = 0;
-                const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
-                if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC) functions.emplace_back(addr, i);
-            }
-            std::sort(functions.begin(), functions.end());
-            it = functionsByAddress.emplace(mod, std::move(functions)).first;
-        }
-        std::string best = found;
-        const auto& functions = it->second;
-        for (auto f = std::lower_bound(functions.begin(), functions.end(), std::make_pair(address, 0));
-             f != functions.end() && f->first == address; ++f) {
-            GElf_Sym sym;
-            GElf_Addr addr = 0;
-            const char* name = dwfl_module_getsym_info(mod, f->second, &sym, &addr, nullptr, nullptr, nullptr);
-            if (name && best < name) best = name;
-        }
-        return best;
+    // Each module's symbols sorted by address once (symbol_index.h): several function symbols at
+    // one address (glibc's clone3 and __clone3) are named as gdb names them, and most pcs are
+    // named without libdwfl's walk over every symbol.
+    const SymbolIndex& symbolIndex(Dwfl_Module* mod) {
+        auto it = symbolIndexes.find(mod);
+        if (it == symbolIndexes.end()) it = symbolIndexes.emplace(mod, std::make_unique<SymbolIndex>(mod)).first;
+        return *it->second;
     }
-    std::map<Dwfl_Module*, std::vector<std::pair<GElf_Addr, int>>> functionsByAddress;
+    std::map<Dwfl_Module*, std::unique_ptr<SymbolIndex>> symbolIndexes;
+
+    // The function the symbol tables name at a pc, as dwfl_module_addrinfo does (found by the
+    // sorted index where it is certain); empty when none holds it.
+    std::string symbolTableName(Dwfl_Module* mod, uint64_t lookup) {
+        const SymbolIndex& index = symbolIndex(mod);
+        if (auto quickName = index.nameAt(lookup)) return functionName(*quickName);
+        GElf_Off offset = 0;
+        GElf_Sym sym;
+        const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);
+        if (found && (sym.st_size == 0 ? offset == 0 : offset < sym.st_size))
+            return functionName(index.aliasDebuggersShow(lookup - offset, found));
+        return {};
+    }
 
     // withDwarf=false: the symbol tables only (cheap: no DWARF is loaded for it).
     const Symbolization& symbolize(uint64_t lookup, bool withDwarf = true) {
@@ -434,11 +461,19 @@ struct NativeStacks::Impl {
             // nearest exported symbol would name the wrong function).
             std::string name;
             if (mod) {
-                GElf_Off offset = 0;
-                GElf_Sym sym;
-                const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);
-                if (found && (sym.st_size == 0 ? offset == 0 : offset < sym.st_size))
-                    name = functionName(aliasDebuggersShow(mod, lookup - offset, found));
+                SymbolAnswers& cached = symbolAnswersOf(mod, s.module);
+                char question[32] = "";
+                if (cached.usable) std::snprintf(question, sizeof question, "0x%llx", static_cast<unsigned long long>(lookup - s.module->bias));
+                auto hit = cached.usable ? cached.answers.find(question) : cached.answers.end();
+                if (hit != cached.answers.end()) {
+                    name = hit->second == "-" ? std::string() : hit->second;
+                } else {
+                    name = symbolTableName(mod, lookup);
+                    if (cached.usable && name.find_first_of("\t\n") == std::string::npos) {
+                        cached.answers[question] = name.empty() ? "-" : name;
+                        cached.dirty = true;
+                    }
+                }
             }
             if (s.chain.empty()) {
                 s.chain.emplace_back();
@@ -576,18 +611,28 @@ const std::vector<StackSpan>& NativeStacks::spans(const OsThread& thread) {
     return out;
 }
 
+const std::vector<NativeFrame>& NativeStacks::firstFrames(const OsThread& thread, size_t maxFrames) {
+    Impl& d = *impl_;
+    auto frames = unavailable_.empty() ? d.quick.frames(thread, maxFrames) : std::nullopt;
+    std::vector<uint64_t> key;  // the pcs, a return address complemented
+    if (frames) {
+        for (const auto& r : *frames) key.push_back(r.activation ? r.pc : ~r.pc);
+        auto known = d.firstFramesOf.find(key);
+        if (known != d.firstFramesOf.end()) return known->second;
+        std::vector<NativeFrame> out;
+        for (const auto& r : *frames) {
+            const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, false);
+            for (const auto& f : s.chain)
+                if (out.size() < maxFrames) out.push_back(frameOf(s, f, r.pc, r.activation));
+        }
+        return d.firstFramesOf.emplace(std::move(key), std::move(out)).first->second;
+    }
+    std::vector<NativeFrame> out = unwind(thread, maxFrames, 0, false).frames;
+    for (const auto& f : out) key.push_back(f.activation ? f.pc : ~f.pc);
+    return d.firstFramesOf.emplace(std::move(key), std::move(out)).first->second;
+}
+
 NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf) {
-    return unwindWith(thread, maxFrames, valuesDepth, dwarf, 0, nullptr, nullptr);
-}
-
-NativeStack NativeStacks::unwindDeeperIf(const OsThread& thread, size_t firstFrames, size_t deeperFrames,
-                                         const std::function<bool(const std::vector<NativeFrame>&)>& deeper, bool* wentDeeper) {
-    return unwindWith(thread, firstFrames, 0, false, deeperFrames, &deeper, wentDeeper);
-}
-
-NativeStack NativeStacks::unwindWith(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf, size_t deeperFrames,
-                                     const std::function<bool(const std::vector<NativeFrame>&)>* deeper, bool* wentDeeper) {
-    if (wentDeeper) *wentDeeper = false;
     NativeStack stack;
     stack.lwp = thread.lwp;
     if (!unavailable_.empty()) {
@@ -606,37 +651,11 @@ NativeStack NativeStacks::unwindWith(const OsThread& thread, size_t maxFrames, s
     // Every physical frame gives at least one frame: deeper ones would not be shown. One more than
     // asked, so that the caller of the last one is known (entry values, tail calls).
     // Whole stacks (the crash, --native) keep the 1024 bound and its word.
-    auto limitFor = [&](size_t frames) {
-        return frames >= 256 ? kMaxPhysicalFrames : std::min(kMaxPhysicalFrames, std::max(frames, valuesDepth + 2) + 1);
-    };
-    d.physicalLimit = limitFor(maxFrames);
-    d.wentDeeper = false;
-    if (deeper) {
-        // The frames the first unwind would give, as it names them (values and tail calls are
-        // not asked for here).
-        d.checkpoint = [&, maxFrames](const std::vector<RawFrame>& first) {
-            std::vector<NativeFrame> named;
-            for (size_t i = 0; i < first.size() && named.size() < maxFrames; ++i) {
-                const RawFrame& r = first[i];
-                const Symbolization& s = d.symbolize(r.activation ? r.pc : r.pc - 1, dwarf);
-                for (const auto& f : s.chain) {
-                    if (named.size() >= maxFrames) break;
-                    named.push_back(frameOf(s, f, r.pc, r.activation));
-                }
-            }
-            return (*deeper)(named);
-        };
-        d.deeperLimit = limitFor(deeperFrames);
-    }
+    d.physicalLimit = maxFrames >= 256 ? kMaxPhysicalFrames : std::min(kMaxPhysicalFrames, std::max(maxFrames, valuesDepth + 2) + 1);
     int status = dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
     std::string error = status == -1 ? dwfl_errmsg(-1) : "";
     d.current = nullptr;
     d.frames = nullptr;
-    d.checkpoint = nullptr;
-    if (d.wentDeeper) {
-        maxFrames = deeperFrames;
-        if (wentDeeper) *wentDeeper = true;
-    }
     if (raw.size() >= kMaxPhysicalFrames && d.physicalLimit == kMaxPhysicalFrames) stack.end = "more than " + std::to_string(kMaxPhysicalFrames) + " frames: the rest is not shown";
     else if (!error.empty() && !raw.empty()) {
         // libdwfl reports the end of some stacks as an error: only a frame in a module without
@@ -668,6 +687,40 @@ NativeStack NativeStacks::unwindWith(const OsThread& thread, size_t maxFrames, s
         stack.end += std::string(stack.end.empty() ? "" : "; ") + "the frames above " + blind +
                      " were unwound without its CFI (its file is missing or does not match): some may be missing";
     return stack;
+}
+
+std::vector<EvalArguments> NativeStacks::evalArguments(const OsThread& thread) {
+    std::vector<EvalArguments> out;
+    if (!unavailable_.empty() || thread.registers.empty() || !impl_->useDwarf) return out;
+    Impl& d = *impl_;
+    std::vector<RawFrame> raw;
+    d.current = &thread;
+    d.frames = &raw;
+    d.registersDepth = kMaxPhysicalFrames;  // every frame's registers: the eval loops may be deep
+    d.physicalLimit = kMaxPhysicalFrames;
+    dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
+    d.current = nullptr;
+    d.frames = nullptr;
+    d.registersDepth = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        uint64_t lookup = raw[i].activation ? raw[i].pc : raw[i].pc - 1;
+        // The symbol tables first: DWARF is read only for the eval loop's own frames.
+        const Symbolization& named = d.symbolize(lookup, false);
+        if (named.chain.empty() || !isEvalLoopFunction(named.chain.back().function)) continue;
+        const Symbolization& s = d.symbolize(lookup, true);
+        if (s.chain.empty() || !s.chain.back().haveScope) continue;
+        std::vector<FrameValue> values;
+        parameterValues(d.contextOf(raw, i, s), s.chain.back().scope, s.chain.back().subprogram, &values);
+        EvalArguments a;
+        a.sp = raw[i].sp;
+        for (const auto& v : values) {
+            if (v.kind != FrameValue::Kind::Parameter) continue;
+            if (v.name == "tstate") a.tstate = v.value;
+            else if (v.name == "frame" || v.name == "f") a.frame = v.value;
+        }
+        out.push_back(a);
+    }
+    return out;
 }
 
 }  // namespace pytstates

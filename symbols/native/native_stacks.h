@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +57,13 @@ struct StackSpan {
     bool activation = false; // pc is the instruction itself (the innermost frame, a signal frame)
 };
 
+// What one eval-loop frame (_PyEval_EvalFrameDefault) was handed, from its DWARF parameters at the
+// frame's pc: its `tstate` and its frame (`frame` 3.11+, `f` <= 3.10). Absent when optimized out there.
+struct EvalArguments {
+    uint64_t sp = 0;  // the frame's stack pointer: its depth on the thread's stack
+    std::optional<uint64_t> tstate, frame;
+};
+
 class NativeStacks {
 public:
     // Reports the target's modules (those with a matching file) to libdwfl. useDwarf=false:
@@ -75,11 +81,11 @@ public:
     // dwarf=false: functions named from the symbol tables only (no inlined calls, lines or tail
     // calls): the cheap look at many threads.
     NativeStack unwind(const OsThread& thread, size_t maxFrames, size_t valuesDepth = 0, bool dwarf = true);
-    // unwind(thread, firstFrames, 0, false), and when `deeper` says those frames are not enough,
-    // unwind(thread, deeperFrames, 0, false) instead, in the same pass (the first frames are not
-    // unwound twice). *wentDeeper says which one it is.
-    NativeStack unwindDeeperIf(const OsThread& thread, size_t firstFrames, size_t deeperFrames,
-                               const std::function<bool(const std::vector<NativeFrame>&)>& deeper, bool* wentDeeper);
+    // The same as unwind(thread, maxFrames, 0, false) without its `end`: the first frames named
+    // from the symbol tables, unwound by the rules each pc's CFI gives once (sp_unwinder.h) where
+    // they are the common ones, by libdwfl where not. Kept once per sequence of pcs (threads
+    // parked in one wait share it) for this object's lifetime.
+    const std::vector<NativeFrame>& firstFrames(const OsThread& thread, size_t maxFrames);
     // Every physical frame, innermost first, named from the symbol tables alone (no DWARF read).
     // Kept per thread once unwound: the target does not change under one report.
     const std::vector<StackSpan>& spans(const OsThread& thread);
@@ -88,6 +94,10 @@ public:
     // Whether those spans stop short of the stack's end (no frame, or an end in memory of no known
     // module or of a module whose file is missing): frames may be unseen.
     bool spansCutShort(const OsThread& thread);
+    // Every eval-loop frame of the thread, innermost first, with the arguments DWARF locates; empty
+    // without DWARF (useDwarf false) or when none is found. Unwinds the thread once more, keeping
+    // each frame's registers.
+    std::vector<EvalArguments> evalArguments(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
     // The frames at one address, named with DWARF when there is some (inlined calls first):
@@ -97,9 +107,6 @@ public:
     struct Impl;
 
 private:
-    NativeStack unwindWith(const OsThread& thread, size_t maxFrames, size_t valuesDepth, bool dwarf, size_t deeperFrames,
-                           const std::function<bool(const std::vector<NativeFrame>&)>* deeper, bool* wentDeeper);
-
     std::unique_ptr<Impl> impl_;
     std::string unavailable_;
 };
