@@ -68,6 +68,9 @@ void unwindRange(StackRange& r, NativeStacks* stacks, const std::vector<StackRan
         }
     r.cutShort = stacks && stacks->spansCutShort(*r.thread);
     if (r.high <= r.sp) r.high = r.sp + kUnwoundFallback;
+    // Never past the stack's top: above it lie struct pthread and its pthread_key values
+    // (PyGILState's autoTSSkey slot among them), no frame's words.
+    r.high = std::min(r.high, r.top);
     for (const auto& o : all)
         if (o.lwp != r.lwp && o.low > r.low && o.low < r.high) r.high = o.low;
 }
@@ -111,6 +114,25 @@ std::optional<Claim> structuralClaim(const Target& target, const CPythonLayout& 
     return std::nullopt;
 }
 
+// The frames of a state's Python stack (PyFrameObjects <= 3.10, interpreter frames 3.11+), from
+// its innermost through previous/f_back.
+std::set<uint64_t> frameChain(const Target& target, const CPythonLayout& l, uint64_t tstate) {
+    std::set<uint64_t> out;
+    if (l.framePrevious == kAbsent) return out;
+    uint64_t frame = 0;
+    if (l.tstateFrame != kAbsent) {
+        frame = target.readPointer(tstate + l.tstateFrame).value_or(0);
+    } else if (l.tstateCurrentFrame != kAbsent) {
+        frame = target.readPointer(tstate + l.tstateCurrentFrame).value_or(0);
+    } else if (l.tstateCframe != kAbsent && l.cframeCurrentFrame != kAbsent) {
+        uint64_t cframe = target.readPointer(tstate + l.tstateCframe).value_or(0);
+        if (cframe) frame = target.readPointer(cframe + l.cframeCurrentFrame).value_or(0);
+    }
+    for (size_t i = 0; frame && i < kMaxFrameWalk && out.insert(frame).second; ++i)
+        frame = target.readPointer(frame + l.framePrevious).value_or(0);
+    return out;
+}
+
 }  // namespace
 
 std::string runnerEvidenceWords(const std::string& evidence) {
@@ -119,6 +141,7 @@ std::string runnerEvidenceWords(const std::string& evidence) {
         return "gilstate.tstate_current, on the one thread that runs Python and no other thread state (no frame of any thread names it)";
     if (evidence == "current_maker") return "gilstate.tstate_current, on the thread that made it (no frame of any thread names it)";
     if (evidence == "cframe") return "its cframe is on that thread's stack";
+    if (evidence == "eval_argument") return "an eval loop on that thread's stack was handed one of its frames (DWARF)";
     if (evidence == "entry_frame") return "its interpreter frames are on that thread's stack";
     if (evidence == "register") return "a register of that thread holds it";
     if (evidence == "stack_word") return "a live frame of that thread holds it";
@@ -197,6 +220,36 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             if (r->lwp == lwp) return r;
         return nullptr;
     };
+
+    // The eval loop's arguments (DWARF at each _PyEval_EvalFrameDefault frame's pc): the one state
+    // whose Python stack holds the frame it was handed. Its `tstate` argument alone is not taken:
+    // release builds optimize it out at most calls, and where a location list still names a
+    // register, that register may since hold something else (pyenv's 3.12.1 and Debian's 3.14 read
+    // pointers into libpython's data there; gdb shows tstate=0x1 on pyenv's 3.13.0).
+    std::map<uint64_t, std::set<uint64_t>> chains;  // listed state -> its Python frames, read on first need
+    auto chainOf = [&](uint64_t tstate) -> const std::set<uint64_t>& {
+        auto it = chains.find(tstate);
+        if (it == chains.end()) it = chains.emplace(tstate, frameChain(target, *layoutOf.at(tstate), tstate)).first;
+        return it->second;
+    };
+    for (StackRange* r : open) {
+        if (!stacks || placed.count(r->lwp) || !runsPython(r)) continue;
+        bool any = false;
+        for (const auto& a : stacks->evalArguments(*r->thread)) {
+            if (!a.frame) continue;
+            std::optional<uint64_t> state;
+            bool twice = false;  // two states' stacks hold it: neither is told
+            for (const auto& [t, layout] : layoutOf)
+                if (chainOf(t).count(*a.frame)) {
+                    twice = twice || state.has_value();
+                    state = t;
+                }
+            if (!state || twice || best.count(*state)) continue;
+            claim(*state, {r->lwp, "eval_argument", a.sp > r->low ? a.sp - r->low : 0, 3});
+            any = true;
+        }
+        if (any) placed.insert(r->lwp);
+    }
 
     // Words. A live frame may still hold a stale copy from an earlier, deeper call (printf's
     // arguments, a previous request's state): a state held by one thread is that thread's; held by

@@ -15,6 +15,9 @@ namespace pytstates {
 //                local CFrame while the state runs; root_cframe, inside the state, when it does not)
 //   entry_frame  one of its interpreter frames lies on that thread's live stack (3.12+: the eval
 //                loop's entry frame)
+//   eval_argument  an eval loop (_PyEval_EvalFrameDefault) on that thread's stack was handed one of
+//                its frames: the frame argument, located by DWARF at that frame's pc (libpython's
+//                DWARF at hand and not --no-dwarf), is on the state's Python stack
 //   register / stack_word  a register or a word of that thread's live frames holds the pointer
 //                (what PyEval_SaveThread returned, kept by Py_BEGIN_ALLOW_THREADS or
 //                gil_scoped_release across a blocking call; the eval loop's own tstate)

@@ -295,6 +295,29 @@ struct NativeStacks::Impl {
     void addValues(const std::vector<RawFrame>& raw, size_t i, const Symbolization& s, std::vector<NativeFrame>& frames,
                    size_t firstOfFrame) {
         const RawFrame& r = raw[i];
+        FrameContext ctx = contextOf(raw, i, s);
+        for (size_t k = firstOfFrame, c = 0; k < frames.size() && c < s.chain.size(); ++k, ++c)
+            if (useDwarf && s.chain[c].haveScope) parameterValues(ctx, s.chain[c].scope, s.chain[c].subprogram, &frames[k].values);
+        NativeFrame& physical = frames.back();
+        for (unsigned reg = 0; reg < r.registers.size(); ++reg)
+            if (r.registers[reg] && reg != ctx.arch->pcRegister)
+                physical.values.push_back({FrameValue::Kind::Register, ctx.arch->registerName(reg), *r.registers[reg]});
+        auto sp = r.registers.size() > ctx.arch->spRegister ? r.registers[ctx.arch->spRegister] : std::nullopt;
+        if (sp && ctx.cfa && *ctx.cfa >= *sp + 8) {
+            size_t words = std::min<uint64_t>((*ctx.cfa - *sp) / 8, kMaxStackWords);
+            std::vector<uint64_t> buf(words);
+            size_t got = target.read(*sp, buf.data(), words * 8) / 8;
+            for (size_t w = 0; w < got; ++w) {
+                char name[32];
+                std::snprintf(name, sizeof name, "[sp+0x%zx]", w * 8);
+                physical.values.push_back({FrameValue::Kind::StackWord, name, buf[w]});
+            }
+        }
+    }
+
+    // Physical frame i's registers, its CFA and its caller, for evaluating its DWARF locations.
+    FrameContext contextOf(const std::vector<RawFrame>& raw, size_t i, const Symbolization& s) {
+        const RawFrame& r = raw[i];
         FrameContext ctx;
         ctx.arch = &target.arch();
         ctx.memory = &target;
@@ -313,23 +336,7 @@ struct NativeStacks::Impl {
                 if (i + 2 < raw.size() && !raw[i + 2].registers.empty()) ctx.callerCfa = raw[i + 2].registers[ctx.arch->spRegister];
             }
         }
-        for (size_t k = firstOfFrame, c = 0; k < frames.size() && c < s.chain.size(); ++k, ++c)
-            if (useDwarf && s.chain[c].haveScope) parameterValues(ctx, s.chain[c].scope, s.chain[c].subprogram, &frames[k].values);
-        NativeFrame& physical = frames.back();
-        for (unsigned reg = 0; reg < r.registers.size(); ++reg)
-            if (r.registers[reg] && reg != ctx.arch->pcRegister)
-                physical.values.push_back({FrameValue::Kind::Register, ctx.arch->registerName(reg), *r.registers[reg]});
-        auto sp = r.registers.size() > ctx.arch->spRegister ? r.registers[ctx.arch->spRegister] : std::nullopt;
-        if (sp && ctx.cfa && *ctx.cfa >= *sp + 8) {
-            size_t words = std::min<uint64_t>((*ctx.cfa - *sp) / 8, kMaxStackWords);
-            std::vector<uint64_t> buf(words);
-            size_t got = target.read(*sp, buf.data(), words * 8) / 8;
-            for (size_t w = 0; w < got; ++w) {
-                char name[32];
-                std::snprintf(name, sizeof name, "[sp+0x%zx]", w * 8);
-                physical.values.push_back({FrameValue::Kind::StackWord, name, buf[w]});
-            }
-        }
+        return ctx;
     }
 
     // The frame a debugger shows for a tail call between a frame and its caller: a jump leaves
@@ -680,6 +687,40 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
         stack.end += std::string(stack.end.empty() ? "" : "; ") + "the frames above " + blind +
                      " were unwound without its CFI (its file is missing or does not match): some may be missing";
     return stack;
+}
+
+std::vector<EvalArguments> NativeStacks::evalArguments(const OsThread& thread) {
+    std::vector<EvalArguments> out;
+    if (!unavailable_.empty() || thread.registers.empty() || !impl_->useDwarf) return out;
+    Impl& d = *impl_;
+    std::vector<RawFrame> raw;
+    d.current = &thread;
+    d.frames = &raw;
+    d.registersDepth = kMaxPhysicalFrames;  // every frame's registers: the eval loops may be deep
+    d.physicalLimit = kMaxPhysicalFrames;
+    dwfl_getthread_frames(d.dwfl, thread.lwp, Impl::onFrame, &d);
+    d.current = nullptr;
+    d.frames = nullptr;
+    d.registersDepth = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        uint64_t lookup = raw[i].activation ? raw[i].pc : raw[i].pc - 1;
+        // The symbol tables first: DWARF is read only for the eval loop's own frames.
+        const Symbolization& named = d.symbolize(lookup, false);
+        if (named.chain.empty() || !isEvalLoopFunction(named.chain.back().function)) continue;
+        const Symbolization& s = d.symbolize(lookup, true);
+        if (s.chain.empty() || !s.chain.back().haveScope) continue;
+        std::vector<FrameValue> values;
+        parameterValues(d.contextOf(raw, i, s), s.chain.back().scope, s.chain.back().subprogram, &values);
+        EvalArguments a;
+        a.sp = raw[i].sp;
+        for (const auto& v : values) {
+            if (v.kind != FrameValue::Kind::Parameter) continue;
+            if (v.name == "tstate") a.tstate = v.value;
+            else if (v.name == "frame" || v.name == "f") a.frame = v.value;
+        }
+        out.push_back(a);
+    }
+    return out;
 }
 
 }  // namespace pytstates

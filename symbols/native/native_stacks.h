@@ -57,6 +57,13 @@ struct StackSpan {
     bool activation = false; // pc is the instruction itself (the innermost frame, a signal frame)
 };
 
+// What one eval-loop frame (_PyEval_EvalFrameDefault) was handed, from its DWARF parameters at the
+// frame's pc: its `tstate` and its frame (`frame` 3.11+, `f` <= 3.10). Absent when optimized out there.
+struct EvalArguments {
+    uint64_t sp = 0;  // the frame's stack pointer: its depth on the thread's stack
+    std::optional<uint64_t> tstate, frame;
+};
+
 class NativeStacks {
 public:
     // Reports the target's modules (those with a matching file) to libdwfl. useDwarf=false:
@@ -87,6 +94,10 @@ public:
     // Whether those spans stop short of the stack's end (no frame, or an end in memory of no known
     // module or of a module whose file is missing): frames may be unseen.
     bool spansCutShort(const OsThread& thread);
+    // Every eval-loop frame of the thread, innermost first, with the arguments DWARF locates; empty
+    // without DWARF (useDwarf false) or when none is found. Unwinds the thread once more, keeping
+    // each frame's registers.
+    std::vector<EvalArguments> evalArguments(const OsThread& thread);
     // The innermost frame only, named from the symbol tables (no memory is read, no DWARF loaded).
     std::vector<NativeFrame> top(const OsThread& thread);
     // The frames at one address, named with DWARF when there is some (inlined calls first):

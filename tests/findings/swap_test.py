@@ -16,17 +16,49 @@ of the Debian build."""
 import argparse
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import scenario  # noqa: E402
+import sid_python  # noqa: E402
 from debugger_batch import core_json  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "findings", "swap_host.c")
+
+
+class Build:
+    """swap_host compiled against one CPython: how to run it and what pytstates needs to read it.
+    env: the program's environment (None: ours); dwarf_args: what finds its libpython's DWARF (the
+    --no-dwarf runs add --no-dwarf instead); kinds: the cores taken besides the live attach;
+    free_threaded: no GIL (nobody holds it)."""
+
+    def __init__(self, exe, env=None, dwarf_args=(), kinds=("gcore", "kernel"), fork_kind="gcore", free_threaded=False):
+        self.exe, self.env, self.dwarf_args = exe, env, list(dwarf_args)
+        self.kinds, self.fork_kind, self.free_threaded = list(kinds), fork_kind, free_threaded
+        self.eval_argument = False
+        self.layout_nodwarf = "table"  # --no-dwarf: the built-in tables, or _Py_DebugOffsets from 3.13
+
+    def minor(self, series):
+        # <= 3.9: no cframe nor entry frame on the stack; with DWARF the eval loop's frame argument
+        # places a parked request's state (measured on pyenv's 3.8.18 and 3.9.18).
+        self.eval_argument = int(series.split(".")[1]) <= 9
+        self.layout_nodwarf = "debug_offsets" if int(series.split(".")[1]) >= 13 else "table"
+        return self
+
+
+def compile_host(workdir, name, cflags, libs):
+    exe = os.path.join(workdir, "swap_host_" + name)
+    subprocess.run(["cc", "-O1", "-g", "-I" + os.path.dirname(SOURCE)] + cflags + [SOURCE, "-o", exe] + libs + ["-lpthread"],
+                   check=True)
+    return exe
 
 
 def build_for_pyenv(version, workdir):
@@ -34,21 +66,58 @@ def build_for_pyenv(version, workdir):
     minor = ".".join(version.split(".")[:2])
     config = os.path.join(prefix, "bin", "python%s-config" % minor)
     expect(os.path.exists(config), "pyenv's CPython %s is not installed (%s missing)" % (version, config))
+    return Build(build_with_config(config, os.path.join(prefix, "lib"), version, workdir)).minor(minor)
+
+
+def build_with_config(config, libdir, name, workdir):
     flags = subprocess.run([config, "--cflags", "--embed"], stdout=subprocess.PIPE, check=True).stdout.decode().split()
     libs = subprocess.run([config, "--ldflags", "--embed"], stdout=subprocess.PIPE, check=True).stdout.decode().split()
-    exe = os.path.join(workdir, "swap_host_" + version)
-    subprocess.run(["cc", "-O1", "-g", "-I" + os.path.dirname(SOURCE)] + flags + [SOURCE, "-o", exe] + libs +
-                   ["-Wl,-rpath," + os.path.join(prefix, "lib"), "-lpthread"], check=True)
-    return exe
+    return compile_host(workdir, name, flags, libs + ["-Wl,-rpath," + libdir])
+
+
+def build_for_freethreaded(series, workdir):
+    """The free-threaded build scripts/python-freethreaded makes (its libpython has DWARF)."""
+    out = subprocess.run([os.path.join(TOP, "scripts", "python-freethreaded"), series], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    expect(out.returncode == 0, "a free-threaded CPython %s cannot be built here: %s" % (series, out.stderr.decode(errors="replace").strip()))
+    prefix = out.stdout.decode().strip().splitlines()[-1]
+    exe = build_with_config(os.path.join(prefix, "bin", "python%st-config" % series), os.path.join(prefix, "lib"), series + "t", workdir)
+    return Build(exe, free_threaded=True).minor(series)
+
+
+def build_for_sid(series, cache, workdir):
+    """Debian unstable's libpython3.14 / 3.15 (scripts/debian-python's root, glibc 2.43): compiled
+    with this machine's compiler and C headers and the root's Python headers, linked to the root's
+    libpython with the root's dynamic loader as PT_INTERP and its libraries in DT_RPATH (which,
+    unlike RUNPATH, libpython's own dependencies follow too): a program as any other, run without
+    a wrapper. Its DWARF is the root's python3.X-dbg debug file (--debug-dir). Cores: the kernel's,
+    as the versions tests take for these builds."""
+    root = sid_python.unpacked_root(TOP, series, cache)
+    include = os.path.join(root, "usr", "include")
+    # The root's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>: only that directory
+    # of the root's /usr/include is put on the path (the rest is the root's own C library headers).
+    arch = os.path.join(workdir, "include", "x86_64-linux-gnu")
+    os.makedirs(arch, exist_ok=True)
+    os.symlink(os.path.join(include, "x86_64-linux-gnu", "python" + series), os.path.join(arch, "python" + series))
+    libdirs = [os.path.join(root, "lib", "x86_64-linux-gnu"), os.path.join(root, "usr", "lib", "x86_64-linux-gnu")]
+    exe = compile_host(workdir, series, ["-I" + os.path.join(include, "python" + series), "-I" + os.path.join(workdir, "include")],
+                       ["-L" + libdirs[0], "-lpython" + series, "-Wl,--allow-shlib-undefined", "-Wl,--disable-new-dtags",
+                        "-Wl,--dynamic-linker=" + os.path.join(root, "lib64", "ld-linux-x86-64.so.2"),
+                        "-Wl,-rpath," + ":".join(libdirs)])
+    env = dict(os.environ)
+    env["PYTHONHOME"] = os.path.join(root, "usr")
+    return Build(exe, env=env, dwarf_args=["--debug-dir", os.path.join(root, "usr", "lib", "debug")],
+                 kinds=("kernel",), fork_kind="kernel").minor(series)
 
 
 def norm(address):
     return hex(int(address, 16))
 
 
-def check_report(r, facts, label):
-    """Every request on its thread, with its function and interpreter; the GIL with the busy one;
-    the spare state parked and made by the main thread; no error."""
+def check_report(r, facts, label, free_threaded=False, eval_argument=None):
+    """Every request on its thread, with its function and interpreter; the GIL with the busy one
+    (free-threaded: no GIL, none holds it); the spare state parked and made by the main thread; no
+    error. eval_argument True: every parked request placed by the eval loop's frame argument
+    (DWARF); False (--no-dwarf): no state placed so."""
     where = {}
     for rt in r["runtimes"]:
         for interp in rt["interpreters"]:
@@ -62,7 +131,11 @@ def check_report(r, facts, label):
         expect(t["lwp"] == req["lwp"] and not t["parked"], ctx + ": runs on LWP %d" % req["lwp"], t)
         expect(interp["id"] == req["interp_id"], ctx + ": in interpreter %d" % req["interp_id"], t)
         expect(t["frames"] and t["frames"][0]["function"] == req["function"], ctx + ": its innermost Python frame", t)
-        busy = req["function"].startswith("busy")
+        if eval_argument and req["function"].startswith("parked"):
+            expect(t.get("lwp_evidence") == "eval_argument", ctx + ": placed by the eval loop's frame argument (DWARF)", t)
+        busy = req["function"].startswith("busy") and not free_threaded
+        if free_threaded:
+            expect(interp["gil"] == "disabled", ctx + ": its interpreter has no GIL", interp)
         expect((interp["gil_holder"] == norm(req["tstate"])) == busy and t["holds_gil"] == busy,
                ctx + (": holds the GIL" if busy else ": does not hold the GIL"), interp)
         made_here = req in facts["workers"]
@@ -85,6 +158,9 @@ def check_report(r, facts, label):
     runs = {row["lwp"]: row.get("tstates") for row in r["threads"]}
     for req in requests:
         expect(runs.get(req["lwp"]) == [norm(req["tstate"])], "%s: LWP %d runs exactly its request's state" % (label, req["lwp"]), runs)
+    if eval_argument is False:
+        said = [t for _, t in where.values() if t.get("lwp_evidence") == "eval_argument"]
+        expect(not said, label + ": no eval_argument evidence without DWARF", said)
     errors = [f for f in r["findings"] if f["severity"] == "error"]
     expect(not errors, label + ": no error finding", errors)
     for f in r["findings"]:
@@ -104,40 +180,58 @@ def check_text(text, facts, label):
     expect("+N: N more beneath it" in text and "++" not in text, label + ": the table's marks are explained", text)
 
 
-def forked_gcore(facts, workdir):
-    """gcore of the forked child (the process that runs the states)."""
-    prefix = os.path.join(workdir, "core")
-    subprocess.run(["gcore", "-o", prefix, str(facts["pid"])], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
-    core = "%s.%d" % (prefix, facts["pid"])
-    expect(os.path.exists(core), "gcore made no core of the child %d" % facts["pid"])
+def forked_core(facts, workdir, kind):
+    """The forked child's core (the process that runs the states): gcore's, or the kernel's (SIGABRT
+    to the child; the parent, waiting for it, then exits)."""
+    if kind == "gcore":
+        prefix = os.path.join(workdir, "core")
+        subprocess.run(["gcore", "-o", prefix, str(facts["pid"])], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
+        core = "%s.%d" % (prefix, facts["pid"])
+    else:
+        resource.prlimit(facts["pid"], resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        os.kill(facts["pid"], signal.SIGABRT)
+        core = os.path.join(workdir, "core")
+        for _ in range(300):  # the kernel writes it as the child dies
+            if os.path.exists(core) and not os.path.exists("/proc/%d" % facts["pid"]):
+                break
+            time.sleep(0.1)
+    expect(os.path.exists(core), "no %s core of the child %d" % (kind, facts["pid"]))
     return core
 
 
-def cli(args, exe, mode, python):
-    kinds = ["live", "gcore"] if mode.startswith("fork-") else ["live", "gcore", "kernel"]
+def cli(args, build, mode, python):
+    kinds = [build.fork_kind] if mode.startswith("fork-") else build.kinds
+    ft = build.free_threaded
+    with scenario.running([build.exe, mode], env=build.env) as (proc, facts):
+        for extra in (build.dwarf_args, ["--no-dwarf"]):
+            status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"]), "--json"] + extra)
+            expect(status == 0, "live %s: exit status 0: %s" % (extra, err))
+            expect(all(rt["layout"] == ("dwarf" if extra != ["--no-dwarf"] else build.layout_nodwarf) for rt in r["runtimes"]),
+                   "live %s: the layout read from %s" % (extra, "DWARF" if extra != ["--no-dwarf"] else build.layout_nodwarf), r["runtimes"])
+            check_report(r, facts, "%s %s live %s" % (python, mode, extra), ft,
+                         (extra != ["--no-dwarf"]) if build.eval_argument else None)
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"])] + build.dwarf_args)
+        check_text(text, facts, "%s %s live text" % (python, mode))
+        for line in re.findall(r"^ *(tstate 0x[0-9a-f]+  id \d+  LWP [^\n]*\n\s+#0 [^\n]*)", text, re.M):
+            print("%s %s live: %s" % (python, mode, " ".join(line.split())))
+        expect(scenario.still_answers(proc), "the process runs on after pytstates detached")
     for kind in kinds:
-        if kind == "live":
-            with scenario.running([exe, mode]) as (proc, facts):
-                for extra in ([], ["--no-dwarf"]):
-                    status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"]), "--json"] + extra)
-                    expect(status == 0, "live %s: exit status 0: %s" % (extra, err))
-                    check_report(r, facts, "%s %s live %s" % (python, mode, extra))
-                _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(facts["pid"])])
-                check_text(text, facts, "%s %s live text" % (python, mode))
-                expect(scenario.still_answers(proc), "the process runs on after pytstates detached")
-            continue
         if mode.startswith("fork-"):
             workdir = tempfile.mkdtemp(prefix="pytstates-")
-            with scenario.running([exe, mode], workdir) as (proc, facts):
-                core = forked_gcore(facts, workdir)
+            with scenario.running([build.exe, mode], workdir, env=build.env) as (proc, facts):
+                core = forked_core(facts, workdir, kind)
         else:
-            facts, core = scenario.take_core([exe, mode], kind)
+            facts, core = scenario.take_core([build.exe, mode], kind, env=build.env)
         try:
-            for extra in ([], ["--no-dwarf"]):
+            for extra in (build.dwarf_args, ["--no-dwarf"]):
                 status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"] + extra)
                 expect(status == 0, "%s core %s: exit status 0: %s" % (kind, extra, err))
-                check_report(r, facts, "%s %s %s core %s" % (python, mode, kind, extra))
-            _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
+                expect(all(rt["layout"] == ("dwarf" if extra != ["--no-dwarf"] else build.layout_nodwarf) for rt in r["runtimes"]),
+                       "%s core %s: the layout read from %s" % (kind, extra, "DWARF" if extra != ["--no-dwarf"] else build.layout_nodwarf),
+                       r["runtimes"])
+                check_report(r, facts, "%s %s %s core %s" % (python, mode, kind, extra), ft,
+                             (extra != ["--no-dwarf"]) if build.eval_argument else None)
+            _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core] + build.dwarf_args)
             check_text(text, facts, "%s %s %s core text" % (python, mode, kind))
         finally:
             scenario.cleanup(core)
@@ -160,17 +254,25 @@ def main():
     p.add_argument("--scenarios", required=True)
     p.add_argument("--gdb-script")
     p.add_argument("--lldb-plugin")
-    p.add_argument("case", help="debian | a pyenv version | gdb | lldb")
+    p.add_argument("--python314-dir", default=os.path.join(TOP, "build", "python314"), help="where scripts/debian-python unpacks 3.14")
+    p.add_argument("--python315-dir", default=os.path.join(TOP, "build", "python315"), help="where scripts/debian-python unpacks 3.15")
+    p.add_argument("case", help="debian | a pyenv version | 3.14 | 3.15 | 3.13t | gdb | lldb")
     args = p.parse_args()
     if args.case in ("gdb", "lldb"):
         in_debugger(args, args.case)
     else:
         workdir = tempfile.mkdtemp(prefix="pytstates-swap-")
         try:
-            exe = (os.path.join(args.scenarios, "scenario_swap_host") if args.case == "debian"
-                   else build_for_pyenv(args.case, workdir))
+            if args.case == "debian":
+                build = Build(os.path.join(args.scenarios, "scenario_swap_host")).minor("%d.%d" % sys.version_info[:2])
+            elif args.case in ("3.14", "3.15"):
+                build = build_for_sid(args.case, args.python314_dir if args.case == "3.14" else args.python315_dir, workdir)
+            elif args.case.endswith("t"):
+                build = build_for_freethreaded(args.case[:-1], workdir)
+            else:
+                build = build_for_pyenv(args.case, workdir)
             for mode in ("uwsgi-busy", "modwsgi-busy", "fork-uwsgi-busy"):
-                cli(args, exe, mode, args.case)
+                cli(args, build, mode, args.case)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     print("PASS swap %s" % args.case)
