@@ -181,6 +181,7 @@ void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
     if (!b.layoutSource.empty()) w.field("layout_source", b.layoutSource);
     if (!b.note.empty()) w.field("note", b.note);
     addressOrNull(w, "object", b.object);
+    if (b.ownerReadLate) w.field("owner_read_after_resume", true);
     w.endObject();
 }
 

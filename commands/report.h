@@ -73,6 +73,7 @@ struct BlockedOn {
     std::string call;               // kind syscall: the call ("read", "poll", "clock_nanosleep")
     std::string layoutSource;       // where the owner's field was read from (DWARF, table)
     std::string note;               // what is known about the owner when it is not an LWP
+    bool ownerReadLate = false;     // the owner's field came from the running process, after the stop
     NativeFrame at;                 // the caller that waits: the first frame outside the lock's code
     std::optional<PyFrame> pythonAt;  // the Python frame that waits, for a thread running Python
 };

@@ -46,6 +46,8 @@ void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std
     out.push_back(stack);
     std::string obj = b.object ? " at " + hexAddress(b.object) : "";
     std::string layout = b.layoutSource.empty() ? "" : " (layout from " + b.layoutSource + ")";
+    // A live target resumed before the waits were read: this owner is not from the stop's copy.
+    if (b.ownerReadLate) layout += ", read from the running process after the stop ended";
     switch (b.kind) {
         case WaitKind::Gil:
             if (b.heldBy)
@@ -61,7 +63,9 @@ void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std
             if (b.object) out.push_back("pthread_rwlock_t.__data.__cur_writer" + obj + layout);
             break;
         case WaitKind::Join:
-            if (b.object && b.heldBy) out.push_back("struct pthread" + obj + " of LWP " + std::to_string(*b.heldBy) + " (the joined thread)");
+            if (b.object && b.heldBy)
+                out.push_back("struct pthread" + obj + " of LWP " + std::to_string(*b.heldBy) + " (the joined thread)" +
+                              (b.ownerReadLate ? ", its TID read from the running process after the stop ended" : ""));
             break;
         case WaitKind::PythonLock:
             if (b.object && b.heldBy) out.push_back("RLock.rlock_owner" + obj + layout);
@@ -133,12 +137,14 @@ void addWaitFindings(Report& report) {
         f.severity = "error";
         f.lwp = cycle.front();
         std::string chain;
+        std::vector<int> late;
         for (int lwp : cycle) {
             inCycle.insert(lwp);
             const BlockedOn& b = *rows[lwp]->blockedOn;
             CycleStep step{lwp, b.kind, b.object, b.heldBy, b.at, b.pythonAt};
             f.cycle.push_back(step);
             addWaitSources(report, lwp, b, gilFacts, f.sources);
+            if (b.ownerReadLate) late.push_back(lwp);
             chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(lwp) + " " + waitWords(b.kind, b.object, b.call) +
                      " held by LWP " + std::to_string(*b.heldBy);
         }
@@ -155,6 +161,13 @@ void addWaitFindings(Report& report) {
                          "and the other locks in one order everywhere";
         } else {
             f.message += "The locks are taken in opposite orders: take them in one order everywhere";
+        }
+        if (!late.empty()) {
+            std::string lwps;
+            for (size_t i = 0; i < late.size(); ++i) lwps += (i ? ", " : "") + std::to_string(late[i]);
+            f.message += ". The owner of what LWP " + lwps + (late.size() == 1 ? " waits" : " wait") +
+                         " for was read after the process was resumed: if it changed since the stop, this cycle is not real; "
+                         "check again to confirm";
         }
         report.findings.push_back(std::move(f));
     }

@@ -324,7 +324,9 @@ private:
     }
 
     void ownerTid(uint64_t field, BlockedOn& b, const char* nobody) {
+        size_t late = target_.lateReads();
         auto tid = target_.readValue<int32_t>(field);
+        b.ownerReadLate = target_.lateReads() != late;
         if (!tid) {
             b.note = "its owner field at " + hexAddress(field) + " is unreadable";
             return;
@@ -373,13 +375,16 @@ private:
             return;
         }
         // glibc waits on the joined thread's tid field: the futex word holds its TID.
-        if (auto futex = firstArgument(frames, target_.arch()))
+        if (auto futex = firstArgument(frames, target_.arch())) {
+            size_t late = target_.lateReads();
             if (auto tid = target_.readValue<int32_t>(*futex); tid && lwps_.count(*tid)) {
+                b.ownerReadLate = target_.lateReads() != late;
                 b.heldBy = *tid;
                 for (const auto& [pthread, lwp] : lwpOfPthread_)
                     if (lwp == *tid) b.object = pthread;
                 return;
             }
+        }
         b.note = "the joined thread is not in the frame (no DWARF for " + frames[index].function + ")";
     }
 
@@ -400,7 +405,9 @@ private:
             if (!rt) return;
             RLockLayout layout = rlockLayout(target_, *rt, options_.useDwarf);
             b.layoutSource = layout.source;
+            size_t late = target_.lateReads();
             auto owner = rlockOwner(target_, *self, layout);
+            b.ownerReadLate = target_.lateReads() != late;
             if (!owner) {
                 b.note = "the RLock's owner is unreadable (" + layout.source + ")";
                 return;

@@ -100,6 +100,9 @@ public:
     };
     // nullopt: the target was not stopped and resumed (a core, a debugger's target, --no-stop).
     virtual std::optional<std::vector<PartRead>> readAfterResume() const { return std::nullopt; }
+    // How many reads so far came from the running process after the stop ended: a reader compares
+    // it before and after one read to know whether that fact may postdate the snapshot.
+    virtual size_t lateReads() const { return 0; }
 
 protected:
     const char* readingPart() const { return part_; }

@@ -337,6 +337,7 @@ size_t LiveTarget::readUncached(uint64_t addr, void* buf, size_t len) const {
         if (it == afterResume_.end()) it = afterResume_.insert(afterResume_.end(), PartRead{part, 0, 0});
         ++it->reads;
         it->bytes += len;
+        ++lateReads_;
     }
     iovec local{buf, len};
     iovec remote{reinterpret_cast<void*>(addr), len};

@@ -54,6 +54,7 @@ public:
     double resume();
     bool stopped() const { return !seized_.empty(); }
     std::optional<std::vector<PartRead>> readAfterResume() const override;
+    size_t lateReads() const override { return lateReads_; }
     // The snapshot's batched reads: pages copied and the system calls they took.
     size_t snapshotPages() const { return snapshotPages_; }
     size_t snapshotCalls() const { return snapshotCalls_; }
@@ -93,6 +94,7 @@ private:
     mutable size_t prefetchCalls_ = 0;
     double stoppedAllMs_ = 0, snapshotDoneMs_ = 0;
     mutable std::vector<PartRead> afterResume_;
+    mutable size_t lateReads_ = 0;
 };
 
 }  // namespace pytstates

@@ -20,6 +20,7 @@
 #include "symbols/modules/module_files.h"
 #include "symbols/native/dwarf_values.h"
 #include "symbols/native/function_names.h"
+#include "symbols/native/source_line.h"
 #include "symbols/native/sp_unwinder.h"
 #include "symbols/native/symbol_index.h"
 
@@ -478,7 +479,7 @@ struct NativeStacks::Impl {
             if (s.chain.empty()) {
                 s.chain.emplace_back();
                 if (mod && useDwarf && withDwarf)  // no DWARF function at the pc, but perhaps its line
-                    if (Dwfl_Line* l = dwfl_module_getsrc(mod, lookup)) {
+                    if (Dwfl_Line* l = sourceLineAt(mod, lookup)) {
                         int lineNo = 0;
                         if (const char* f = dwfl_lineinfo(l, nullptr, &lineNo, nullptr, nullptr, nullptr)) s.chain.back().file = f;
                         s.chain.back().line = lineNo;
@@ -501,7 +502,7 @@ struct NativeStacks::Impl {
         int n = static_cast<int>(scopes.size());
         std::string file;
         int line = 0;
-        if (Dwfl_Line* l = dwfl_module_getsrc(mod, lookup)) {
+        if (Dwfl_Line* l = sourceLineAt(mod, lookup)) {
             int lineNo = 0;
             if (const char* f = dwfl_lineinfo(l, nullptr, &lineNo, nullptr, nullptr, nullptr)) file = f;
             line = lineNo;

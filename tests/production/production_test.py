@@ -16,7 +16,8 @@
                core whose libpython is gone;
   layout-cache the DWARF answers cached per build-id: a second run says the cache answered and
                reports the same facts; a planted wrong entry for another file size, --no-cache and
-               PYTSTATES_NO_CACHE=1 are not believed;
+               PYTSTATES_NO_CACHE=1 are not believed; the symbol tables' names kept the same way
+               give the same blocked_on, planted wrong ones for another file are not believed;
   progress     the progress line: on a terminal (stderr a pty; PYTSTATES_PROGRESS_AFTER_MS=0
                instead of a second) it tells the decompression and is cleared before the end;
                stdout's JSON is the plain core's; with stderr a pipe there is none;
@@ -397,6 +398,24 @@ def layout_cache(args):
                "the cached answers give the same report")
         _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core], expect_status=1, env=env)
         expect("(layout from DWARF, answered by pytstates' cache)" in text, "the text says the cache answered", text[:2000])
+        # The symbol tables' names of the pcs unwound (what each thread waits for): kept per module
+        # build, the same threads[].blocked_on from them as read from the tables.
+        symbols = os.path.join(cache, "pytstates", "symbols")
+        names = sorted(os.listdir(symbols)) if os.path.isdir(symbols) else []
+        expect(names, "the symbol tables' names kept under %s" % symbols)
+        waits = lambda r: [(t["lwp"], t.get("blocked_on")) for t in r["threads"]]
+        expect(any(b and b.get("function") for _, b in waits(uncached)) and waits(second) == waits(uncached),
+               "the names from the cache give the same blocked_on", waits(second))
+        # Entries written for another file (another size, same build-id), every name planted wrong:
+        # ignored, the tables read again.
+        for name in names:
+            lines = open(os.path.join(symbols, name)).read().splitlines()
+            head = lines[0].split(" ")
+            head[3] = str(int(head[3]) + 1)
+            with open(os.path.join(symbols, name), "w") as f:
+                f.write("\n".join([" ".join(head)] + [l.split("\t")[0] + "\tplanted_wrong" for l in lines[1:]]) + "\n")
+        _, r, _ = scenario.run_pytstates(args.pytstates, cmd, expect_status=1, env=env)
+        expect(waits(r) == waits(uncached) and "planted_wrong" not in json.dumps(r), "an entry for another file is ignored", waits(r))
         for what, extra, run_env in (("--no-cache", ["--no-cache"], env), ("PYTSTATES_NO_CACHE=1", [], dict(env, PYTSTATES_NO_CACHE="1"))):
             _, r, _ = scenario.run_pytstates(args.pytstates, cmd + extra, expect_status=1, env=run_env)
             expect(not r["runtimes"][0]["layout_cached"] and summary(r) == summary(first), "%s: DWARF read again" % what)

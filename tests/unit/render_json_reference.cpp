@@ -160,6 +160,7 @@ json blockedOnJson(const BlockedOn& b) {
     if (!b.call.empty()) out["call"] = b.call;
     if (!b.layoutSource.empty()) out["layout_source"] = b.layoutSource;
     if (!b.note.empty()) out["note"] = b.note;
+    if (b.ownerReadLate) out["owner_read_after_resume"] = true;
     if (b.kind != WaitKind::None) addWhere(out, b.at, b.pythonAt);
     return out;
 }

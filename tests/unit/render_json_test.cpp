@@ -161,6 +161,7 @@ Report richReport(TargetKind kind) {
             b.note = lwp == 100 ? kBad : "";
             b.at = nativeFrame(lwp == 100 ? kBad : "", 4);
             if (lwp == 100) b.pythonAt = PyFrame{0xd000, "wait", kBad, 4, false};
+            b.ownerReadLate = lwp == 100;
             t.blockedOn = b;
         }
         r.threads.push_back(t);

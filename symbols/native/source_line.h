@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <elfutils/libdwfl.h>
+
+namespace pytstates {
+
+// The line-table row that covers pc, or nullptr. elfutils' dwfl_module_getsrc answers a pc past
+// the end of a line sequence with that sequence's last row when its end_sequence row shares the
+// row's address (seen on 0.188: _start, after main's CU, read as basic_string.h:795 where gdb and
+// addr2line say none). A row is kept only if no sequence ends between it and pc; a line lost that
+// way is missing, never wrong.
+Dwfl_Line* sourceLineAt(Dwfl_Module* mod, Dwarf_Addr pc);
+
+}  // namespace pytstates
