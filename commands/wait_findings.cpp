@@ -117,6 +117,7 @@ void addWaitFindings(Report& report) {
     std::set<int> inCycle, walked;
     for (const auto& [start, row] : rows) {
         (void)row;
+        if (!next(start) || walked.count(start)) continue;  // waits for no one: starts no cycle (most threads)
         std::vector<int> path;
         std::map<int, size_t> onPath;
         std::optional<int> at = start;
