@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A JSON writer that appends to a string as it goes, with the bytes nlohmann's dump(2) gives for
 // the same value: two-space indents, "{}"/"[]" when empty, its escapes. No tree is built (the
 // tree and its serializer were a third of a 1,000-thread `check --json`), so the caller gives each

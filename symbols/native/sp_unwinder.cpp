@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/native/sp_unwinder.h"
 
 #include <dwarf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The innermost frames of a thread unwound by the rules libdwfl reads from the same CFI
 // (.eh_frame), when every frame's rule is the common one on x86_64: the CFA is the stack pointer
 // plus a constant, the return address is saved at the CFA plus a constant, the caller's stack

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A module's symbol table sorted by address, built once: the function that holds a pc found by
 // binary search where libdwfl's dwfl_module_addrinfo walks every symbol for each pc (millions of
 // instructions per pc in a large table).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The `unknown` place of a thread state (scenario jit_holder_host): a thread holds the GIL with its
 own thread state while it waits in code of an anonymous executable mapping (as a JIT's code with no
 unwind info), every register cleared; no thread runs Python and no frame names the state. Up to

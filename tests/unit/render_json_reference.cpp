@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON renderer as it was before commands/json_writer.h (a whole nlohmann tree, then its
 // dump): the reference render_json_test holds the writer's bytes against.
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON renderer before the streaming writer: a nlohmann tree and its dump(2).
 #pragma once
 

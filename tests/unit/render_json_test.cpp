@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The streaming JSON writer against the renderer it replaced (a nlohmann tree and its dump): the
 // same bytes for a report with every optional member set, with strings that are not UTF-8 or hold
 // control characters, for each command; and an empty report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A thread that holds the GIL while it runs code no unwinder can walk, as a JIT's generated code
  * without registered unwind info: the `unknown` place of a thread state.
  *
