@@ -94,8 +94,8 @@ private:
             // The cause, from what memory shows: a second record in the same interpreter keeps a
             // cache of its own; with one record, only a delete outside pybind11 explains it.
             std::string cause = recordsBeside(view) > 1
-                ? "another pybind11 internals record's gil_scoped_acquire (see internals-split), or a PyGILState_Release/PyThreadState_Delete, deleted this thread state while this record's key still caches it; the next gil_scoped_acquire on this thread of a module using this record would use the deleted thread state again"
-                : "the thread state was deleted (PyGILState_Release, PyThreadState_Delete) while this record's key still caches it, as when pybind11's internals are first created inside a thread's gil_scoped_acquire; its next gil_scoped_acquire on this thread would use the deleted thread state again";
+                ? "another pybind11 internals record's gil_scoped_acquire (see internals-split), or a PyGILState_Release/PyThreadState_Delete, deleted this thread state while this record's key still caches it; the next gil_scoped_acquire on this thread of a module using this record would use it again"
+                : "the thread state was deleted (PyGILState_Release, PyThreadState_Delete) while this record's key still caches it, as when pybind11's internals are first created inside a thread's gil_scoped_acquire; its next gil_scoped_acquire on this thread would use it again";
             for (const auto& v : view.values)
                 pointers_.push_back({v.lwp, v.tstate,
                                      "pybind11 key " + std::to_string(view.record.tlsKey.value_or(0)) + " (" + view.record.id.raw + ")",

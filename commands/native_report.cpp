@@ -169,7 +169,7 @@ void explainCrash(const Target& target, Report& report) {
                 for (size_t i : crash.explainedBy) codes.insert(report.findings[i].code);
                 std::string which;
                 for (const auto& c : codes) which += (which.empty() ? "" : " and ") + c;
-                crash.explanation = std::string(kind == FrameValue::Kind::Parameter ? "the crash is the " : "the crash is likely the ") +
+                crash.explanation = std::string(kind == FrameValue::Kind::Parameter ? "the crash is most likely the " : "the crash is likely the ") +
                                     which + " below: " + holderWords(frame, k, v);
                 std::string named = sourcesWords(*first);
                 if (!named.empty())
