@@ -324,9 +324,8 @@ private:
     }
 
     void ownerTid(uint64_t field, BlockedOn& b, const char* nobody) {
-        size_t late = target_.lateReads();
         auto tid = target_.readValue<int32_t>(field);
-        b.ownerReadLate = target_.lateReads() != late;
+        b.ownerReadLate = target_.readLate(field, sizeof(int32_t));
         if (!tid) {
             b.note = "its owner field at " + hexAddress(field) + " is unreadable";
             return;
@@ -376,9 +375,8 @@ private:
         }
         // glibc waits on the joined thread's tid field: the futex word holds its TID.
         if (auto futex = firstArgument(frames, target_.arch())) {
-            size_t late = target_.lateReads();
             if (auto tid = target_.readValue<int32_t>(*futex); tid && lwps_.count(*tid)) {
-                b.ownerReadLate = target_.lateReads() != late;
+                b.ownerReadLate = target_.readLate(*futex, sizeof(int32_t));
                 b.heldBy = *tid;
                 for (const auto& [pthread, lwp] : lwpOfPthread_)
                     if (lwp == *tid) b.object = pthread;
@@ -405,9 +403,8 @@ private:
             if (!rt) return;
             RLockLayout layout = rlockLayout(target_, *rt, options_.useDwarf);
             b.layoutSource = layout.source;
-            size_t late = target_.lateReads();
             auto owner = rlockOwner(target_, *self, layout);
-            b.ownerReadLate = target_.lateReads() != late;
+            b.ownerReadLate = layout.owner >= 0 && target_.readLate(*self + static_cast<uint64_t>(layout.owner), sizeof(uint64_t));
             if (!owner) {
                 b.note = "the RLock's owner is unreadable (" + layout.source + ")";
                 return;

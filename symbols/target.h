@@ -100,9 +100,13 @@ public:
     };
     // nullopt: the target was not stopped and resumed (a core, a debugger's target, --no-stop).
     virtual std::optional<std::vector<PartRead>> readAfterResume() const { return std::nullopt; }
-    // How many reads so far came from the running process after the stop ended: a reader compares
-    // it before and after one read to know whether that fact may postdate the snapshot.
-    virtual size_t lateReads() const { return 0; }
+    // Whether any byte of [addr, addr + len) was fetched from the running process after the stop
+    // ended (not from the stop's copy): a fact read there may postdate the snapshot.
+    virtual bool readLate(uint64_t addr, size_t len) const {
+        (void)addr;
+        (void)len;
+        return false;
+    }
 
 protected:
     const char* readingPart() const { return part_; }

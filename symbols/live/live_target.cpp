@@ -330,6 +330,12 @@ void LiveTarget::prefetch(const std::vector<std::pair<uint64_t, uint64_t>>& rang
     prefetchCalls_ += readPagesBatched(pid_, wanted, [this](uint64_t base, const unsigned char* bytes) { cache_.insert(base, bytes, 4096); });
 }
 
+bool LiveTarget::readLate(uint64_t addr, size_t len) const {
+    for (uint64_t page = addr & ~uint64_t{4095}; page < addr + len; page += 4096)
+        if (latePages_.count(page)) return true;
+    return false;
+}
+
 size_t LiveTarget::readUncached(uint64_t addr, void* buf, size_t len) const {
     if (resumed_) {  // not in the snapshot: from the running process
         std::string part = readingPart();
@@ -337,7 +343,7 @@ size_t LiveTarget::readUncached(uint64_t addr, void* buf, size_t len) const {
         if (it == afterResume_.end()) it = afterResume_.insert(afterResume_.end(), PartRead{part, 0, 0});
         ++it->reads;
         it->bytes += len;
-        ++lateReads_;
+        for (uint64_t page = addr & ~uint64_t{4095}; page < addr + len; page += 4096) latePages_.insert(page);
     }
     iovec local{buf, len};
     iovec remote{reinterpret_cast<void*>(addr), len};

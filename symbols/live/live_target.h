@@ -10,6 +10,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "symbols/modules/module_discovery.h"
@@ -54,7 +55,7 @@ public:
     double resume();
     bool stopped() const { return !seized_.empty(); }
     std::optional<std::vector<PartRead>> readAfterResume() const override;
-    size_t lateReads() const override { return lateReads_; }
+    bool readLate(uint64_t addr, size_t len) const override;
     // The snapshot's batched reads: pages copied and the system calls they took.
     size_t snapshotPages() const { return snapshotPages_; }
     size_t snapshotCalls() const { return snapshotCalls_; }
@@ -94,7 +95,7 @@ private:
     mutable size_t prefetchCalls_ = 0;
     double stoppedAllMs_ = 0, snapshotDoneMs_ = 0;
     mutable std::vector<PartRead> afterResume_;
-    mutable size_t lateReads_ = 0;
+    mutable std::unordered_set<uint64_t> latePages_;  // pages fetched after the resume (then cached)
 };
 
 }  // namespace pytstates

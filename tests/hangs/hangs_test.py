@@ -153,6 +153,13 @@ def check_hang(args, facts, report, text, exe, where):
     if args.program == "rlock":
         a, b = hex_int(facts["a"]), hex_int(facts["b"])
         check_deadlock(report, text, [(facts["t1"], "python-lock", b, facts["t2"]), (facts["t2"], "python-lock", a, facts["t1"])])
+        if report["target"]["kind"] == "live":
+            # An RLock lives in a pymalloc arena, which the stop does not copy (stacks, struct
+            # pthread, the words around the first argument: here the lock's sem_t, from malloc).
+            by = threads_by_lwp(report)
+            for lwp in (facts["t1"], facts["t2"]):
+                expect(by[lwp]["blocked_on"].get("owner_read_after_resume") is True,
+                       "LWP %d: the RLock's owner was read after the resume and not said so: %s" % (lwp, by[lwp]["blocked_on"]))
         return
     if case == "gil-mutex":
         m = hex_int(facts["mutex"])
