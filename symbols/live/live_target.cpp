@@ -294,6 +294,7 @@ void LiveTarget::threadsFromGlibc() {
 
 double LiveTarget::resume() {
     if (!seized_.empty()) {
+        resumeCalledMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
         releaseAll();
         seized_.clear();
         cache_.pinAll();

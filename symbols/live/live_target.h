@@ -67,6 +67,9 @@ public:
     // their registers read, the snapshot copied.
     double stoppedAllMs() const { return stoppedAllMs_; }
     double snapshotDoneMs() const { return snapshotDoneMs_; }
+    // When resume() was asked for (the analysis done while stopped); stoppedMs: all detached.
+    double resumeCalledMs() const { return resumeCalledMs_; }
+    double stoppedMs() const { return stoppedMs_; }
 
 private:
     size_t readUncached(uint64_t addr, void* buf, size_t len) const;
@@ -93,7 +96,7 @@ private:
     bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
     size_t snapshotPages_ = 0, snapshotCalls_ = 0, stoppedFetches_ = 0;
     mutable size_t prefetchCalls_ = 0;
-    double stoppedAllMs_ = 0, snapshotDoneMs_ = 0;
+    double stoppedAllMs_ = 0, snapshotDoneMs_ = 0, resumeCalledMs_ = 0;
     mutable std::vector<PartRead> afterResume_;
     mutable std::unordered_set<uint64_t> latePages_;  // pages fetched after the resume (then cached)
 };
