@@ -23,7 +23,7 @@ const PageCache::Page& PageCache::page(uint64_t base) const {
         order_.pop_back();
     }
     Page p;
-    p.bytes.resize(kPage);
+    p.bytes = storage();
     ++fetches_;
     p.valid = fetch_ ? fetch_(base, p.bytes.data(), kPage) : 0;
     order_.push_front(base);
@@ -43,9 +43,28 @@ void PageCache::insert(uint64_t base, const unsigned char* bytes, size_t valid) 
         order_.push_front(base);
         it = pages_.emplace(base, Page{}).first;
         it->second.use = order_.begin();
+        it->second.bytes = storage();
     }
     it->second.bytes.assign(bytes, bytes + kPage);
     it->second.valid = valid;
+}
+
+std::vector<unsigned char> PageCache::storage() const {
+    if (spare_.empty()) return std::vector<unsigned char>(kPage);
+    std::vector<unsigned char> bytes = std::move(spare_.back());
+    spare_.pop_back();
+    return bytes;
+}
+
+void PageCache::reserve(size_t pages) {
+    if (pages == 0) {
+        spare_.clear();
+        spare_.shrink_to_fit();
+        return;
+    }
+    spare_.reserve(spare_.size() + pages);
+    for (size_t i = 0; i < pages; ++i) spare_.emplace_back(kPage);  // zeroed: touched
+    pages_.reserve(pages_.size() + pages);
 }
 
 void PageCache::pinAll() {

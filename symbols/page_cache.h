@@ -32,6 +32,10 @@ public:
     // Every page held now is kept for good and answers before any fetch (a live target's
     // snapshot, taken while stopped, once the process runs again).
     void pinAll();
+    // Storage for that many more pages, allocated and touched now, so that the pages inserted or
+    // fetched next cost no allocation and no page fault (a live target's, while it is stopped);
+    // reserve(0) frees what is left of it.
+    void reserve(size_t pages);
     bool cached(uint64_t addr) const;
     size_t fetches() const { return fetches_; }
 
@@ -43,6 +47,7 @@ private:
         std::list<uint64_t>::iterator use;  // its place in order_
     };
     const Page& page(uint64_t base) const;
+    std::vector<unsigned char> storage() const;  // one page's bytes, from the reserve if any
     void forgetLast() const { last_ = nullptr; }
 
     // The page read last: most reads (a stack walk's words, a struct's fields) land in the page
@@ -56,6 +61,7 @@ private:
     std::unordered_map<uint64_t, Page> pinned_;
     mutable std::list<uint64_t> order_;  // page bases, most recently used first
     mutable size_t fetches_ = 0;
+    mutable std::vector<std::vector<unsigned char>> spare_;  // reserve()d page storage
 };
 
 }  // namespace pytstates

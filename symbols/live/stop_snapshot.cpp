@@ -84,25 +84,38 @@ std::vector<std::pair<uint64_t, uint64_t>> snapshotRanges(const std::vector<OsTh
 }
 
 size_t readPagesBatched(int pid, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                        const std::function<void(uint64_t base, const unsigned char* bytes)>& page) {
-    constexpr size_t kBatch = IOV_MAX;
+                        const std::function<void(uint64_t base, const unsigned char* bytes)>& page,
+                        std::vector<unsigned char>& scratch) {
+    // One remote iovec per run of adjacent pages (the kernel pins each iovec's pages in one go),
+    // one local buffer; at most IOV_MAX runs and kBatchPages pages a call.
+    constexpr size_t kMaxRuns = IOV_MAX;
+    constexpr size_t kMaxPages = kBatchPages;
     std::vector<uint64_t> bases;
     for (const auto& [start, end] : ranges)
         for (uint64_t a = start; a < end; a += kPage) bases.push_back(a);
-    std::vector<unsigned char> buffer(std::min(bases.size(), kBatch) * kPage);
-    std::vector<iovec> local(kBatch), remote(kBatch);
+    if (scratch.size() < std::min(bases.size(), kMaxPages) * kPage) scratch.resize(std::min(bases.size(), kMaxPages) * kPage);
+    unsigned char* buffer = scratch.data();
+    std::vector<iovec> remote;
+    remote.reserve(kMaxRuns);
     size_t calls = 0;
     for (size_t first = 0; first < bases.size();) {
-        size_t count = std::min(kBatch, bases.size() - first);
-        for (size_t i = 0; i < count; ++i) {
-            local[i] = {buffer.data() + i * kPage, kPage};
-            remote[i] = {reinterpret_cast<void*>(bases[first + i]), kPage};
+        remote.clear();
+        size_t count = 0;
+        for (; first + count < bases.size() && count < kMaxPages; ++count) {
+            uint64_t base = bases[first + count];
+            if (!remote.empty() && reinterpret_cast<uint64_t>(remote.back().iov_base) + remote.back().iov_len == base) {
+                remote.back().iov_len += kPage;
+                continue;
+            }
+            if (remote.size() == kMaxRuns) break;
+            remote.push_back({reinterpret_cast<void*>(base), kPage});
         }
+        iovec local{buffer, count * kPage};
         ++calls;
-        ssize_t n = process_vm_readv(pid, local.data(), count, remote.data(), count, 0);
+        ssize_t n = process_vm_readv(pid, &local, 1, remote.data(), remote.size(), 0);
         // The kernel stops at the first page it cannot read: keep those before it, skip that one.
         size_t whole = n > 0 ? static_cast<size_t>(n) / kPage : 0;
-        for (size_t i = 0; i < whole; ++i) page(bases[first + i], buffer.data() + i * kPage);
+        for (size_t i = 0; i < whole; ++i) page(bases[first + i], buffer + i * kPage);
         first += whole < count ? whole + 1 : count;
     }
     return calls;

@@ -22,10 +22,13 @@ namespace pytstates {
 std::vector<std::pair<uint64_t, uint64_t>> snapshotRanges(const std::vector<OsThread>& threads, const std::string& mapsText,
                                                           const Arch& arch);
 
-// Reads those ranges with process_vm_readv, up to IOV_MAX pages a call; calls page(base, bytes)
+// Reads those ranges with process_vm_readv, adjacent pages in one remote iovec; calls page(base, bytes)
 // for each page read whole (4096 bytes). An unreadable page is skipped (read later, one by one).
-// Returns how many system calls it took.
+// Returns how many system calls it took. scratch: the buffer it reads into, grown to at most
+// kBatchPages pages (the caller can allocate it before the stop).
+constexpr size_t kBatchPages = 256;
 size_t readPagesBatched(int pid, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                        const std::function<void(uint64_t base, const unsigned char* bytes)>& page);
+                        const std::function<void(uint64_t base, const unsigned char* bytes)>& page,
+                        std::vector<unsigned char>& scratch);
 
 }  // namespace pytstates

@@ -12,8 +12,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "symbols/live/stop_snapshot.h"
+#include "symbols/page_cache.h"
 
 using namespace pytstates;
 
@@ -67,10 +69,11 @@ TEST(StopSnapshot, BatchedReadsSkipAnUnreadablePage) {
     ASSERT_EQ(mprotect(area + 4096, 4096, PROT_NONE), 0);
     auto base = reinterpret_cast<uint64_t>(area);
     std::map<uint64_t, unsigned char> got;
+    std::vector<unsigned char> scratch;
     readPagesBatched(getpid(), {{base, base + pages * 4096}}, [&](uint64_t page, const unsigned char* bytes) {
         got[page] = bytes[0];
         EXPECT_EQ(bytes[4095], bytes[0]);
-    });
+    }, scratch);
     EXPECT_EQ(got.size(), 2u);
     EXPECT_EQ(got[base], 'a');
     EXPECT_EQ(got.count(base + 4096), 0u) << "the unreadable page is skipped";
@@ -79,20 +82,42 @@ TEST(StopSnapshot, BatchedReadsSkipAnUnreadablePage) {
 }
 
 TEST(StopSnapshot, MorePagesThanOneCallTakes) {
-    const size_t pages = IOV_MAX + 76;
+    const size_t pages = kBatchPages + 76;
     auto* area = static_cast<unsigned char*>(mmap(nullptr, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     ASSERT_NE(area, MAP_FAILED);
     for (size_t i = 0; i < pages; ++i) std::memcpy(area + i * 4096, &i, sizeof i);
     auto base = reinterpret_cast<uint64_t>(area);
     size_t seen = 0, wrong = 0;
+    std::vector<unsigned char> scratch;
     size_t calls = readPagesBatched(getpid(), {{base, base + pages * 4096}}, [&](uint64_t page, const unsigned char* bytes) {
         size_t index;
         std::memcpy(&index, bytes, sizeof index);
         wrong += index != (page - base) / 4096;
         ++seen;
-    });
+    }, scratch);
     EXPECT_EQ(seen, pages);
     EXPECT_EQ(wrong, 0u);
-    EXPECT_EQ(calls, 2u) << "IOV_MAX pages a call";
+    EXPECT_EQ(calls, 2u) << "kBatchPages pages a call";
+    EXPECT_EQ(scratch.size(), kBatchPages * 4096) << "the buffer grows to one call's pages, no more";
     munmap(area, pages * 4096);
+}
+
+TEST(StopSnapshot, ReservedPagesHoldWhatIsInsertedAndFetched) {
+    // A live target reserves page storage before the stop: pages from the reserve must hold
+    // exactly what was inserted or fetched, whatever the reserve held before.
+    unsigned char fetchedByte = 'f';
+    PageCache cache([&](uint64_t, void* buf, size_t len) {
+        std::memset(buf, fetchedByte, len);
+        return len;
+    });
+    cache.reserve(2);
+    std::vector<unsigned char> page(4096, 'i');
+    cache.insert(0x10000, page.data(), 4096);
+    unsigned char got[2] = {};
+    ASSERT_EQ(cache.read(0x10fff, got, 2), 2u);  // the inserted page's last byte, then a fetched one
+    EXPECT_EQ(got[0], 'i');
+    EXPECT_EQ(got[1], 'f');
+    cache.reserve(0);
+    EXPECT_EQ(cache.read(0x12000, got, 1), 1u) << "pages past the reserve are allocated as before";
+    EXPECT_EQ(got[0], 'f');
 }
