@@ -73,7 +73,7 @@ void releaseAll() {
 }
 
 void onSignal(int sig) {
-    releaseAll();
+    if (!TracerProcess::endFromSignalHandler()) releaseAll();  // no tracer process: pytstates holds the stop
     const char msg[] = "pytstates: interrupted; the target was detached\n";
     ssize_t ignored = write(2, msg, sizeof msg - 1);
     (void)ignored;
@@ -148,11 +148,26 @@ void LiveTarget::namespaceLwps() {
 void LiveTarget::stop() {
     if (!stopWanted_ || !threads_.empty()) return;
     cache_.setCapacity(SIZE_MAX);  // every page read while stopped belongs to the snapshot
-    stopAll();
-    auto since = [this] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count(); };
-    stoppedAllMs_ = since();
-    takeSnapshot();
-    snapshotDoneMs_ = since();
+    for (int i = 0; i < 3; ++i) {
+        struct sigaction sa {};
+        sa.sa_handler = onSignal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(kSignals[i], &sa, &gOldActions[i]);
+    }
+    handlersSet_ = true;
+    // In a tracer process if one can be made and attach (under Yama's ptrace_scope 1 only an
+    // ancestor of the target may, which pytstates can be and its child cannot): here otherwise.
+    size_t warningsBefore = warnings_.size();
+    std::string error;
+    if (!tracer_.run([this] { stopAndCopy(); }, &error)) {
+        tracer_.end();
+        seized_.clear();
+        gSeizedCount = 0;
+        threads_.clear();
+        warnings_.resize(warningsBefore);
+        snapshotPages_ = snapshotCalls_ = 0;
+        stopAndCopy();
+    }
     namespaceLwps();
     // Test hook: hold the stop so a test can kill pytstates mid-snapshot.
     if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);
@@ -160,6 +175,14 @@ void LiveTarget::stop() {
         resume();
         throw std::runtime_error("process " + std::to_string(pid_) + " exited or has no thread that could be stopped");
     }
+}
+
+void LiveTarget::stopAndCopy() {
+    stopAll();
+    auto since = [this] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count(); };
+    stoppedAllMs_ = since();
+    takeSnapshot();
+    snapshotDoneMs_ = since();
 }
 
 void LiveTarget::takeSnapshot() {
@@ -214,12 +237,6 @@ void LiveTarget::buildModules(const LiveOptions& options) {
 }
 
 void LiveTarget::stopAll() {
-    for (int i = 0; i < 3; ++i) {
-        struct sigaction sa {};
-        sa.sa_handler = onSignal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(kSignals[i], &sa, &gOldActions[i]);
-    }
     std::set<int> done;
     cache_.clear();  // what was read while running is not part of the snapshot
     // The first list is read before the clock starts: nothing is stopped while it is read.
@@ -240,8 +257,7 @@ void LiveTarget::stopAll() {
             if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
                 if (errno == ESRCH) continue;  // ended meanwhile
                 int err = errno;
-                if (seized_.empty()) {
-                    resume();
+                if (seized_.empty()) {  // nothing to resume; the handlers are restored by resume()
                     if (err == EPERM) throw std::runtime_error(permissionWords(pid_));
                     throw std::runtime_error("cannot attach to process " + std::to_string(pid_) + ": " + std::strerror(err));
                 }
@@ -300,7 +316,12 @@ void LiveTarget::threadsFromGlibc() {
 double LiveTarget::resume() {
     if (!seized_.empty()) {
         resumeCalledMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
-        releaseAll();
+        if (tracer_.pid()) {
+            tracer_.end();  // the kernel detaches its tracees
+            gSeizedCount = 0;
+        } else {
+            releaseAll();
+        }
         stoppedMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stoppedAt_).count();
         seized_.clear();
         cache_.pinAll();
@@ -310,7 +331,11 @@ double LiveTarget::resume() {
         scratch_.shrink_to_fit();
         stoppedFetches_ = cache_.fetches();
         resumed_ = true;
+    }
+    tracer_.end();
+    if (handlersSet_) {
         for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &gOldActions[i], nullptr);
+        handlersSet_ = false;
     }
     return stoppedMs_;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "symbols/modules/module_discovery.h"
+#include "symbols/live/tracer_process.h"
 #include "symbols/page_cache.h"
 #include "symbols/target.h"
 
@@ -78,12 +79,14 @@ private:
     void namespaceLwps();
     void buildModules(const LiveOptions& options);
     void takeSnapshot();
+    void stopAndCopy();
 
     int pid_;
     bool stopWanted_;
     int memFd_ = -1;
     std::string executable_;
     std::vector<int> seized_;
+    TracerProcess tracer_;  // holds the stop when it could be made; its exit resumes every thread
     std::vector<OsThread> threads_;
     std::vector<LoadedModule> modules_;
     std::vector<std::string> warnings_;
@@ -93,6 +96,7 @@ private:
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;
     mutable PageCache cache_;  // (mutable: prefetch() fills it) while stopped and after (its pages pinned), or for one --no-stop read
+    bool handlersSet_ = false;  // pytstates' SIGINT/SIGTERM/SIGHUP handlers, from stop() to resume()
     bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
     size_t snapshotPages_ = 0, snapshotCalls_ = 0, stoppedFetches_ = 0;
     mutable size_t prefetchCalls_ = 0;
