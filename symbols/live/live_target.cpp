@@ -55,6 +55,22 @@ int collectStop(int tid) {
     return (status >> 16) == 0 ? WSTOPSIG(status) : 0;
 }
 
+// As collectStop, for a tracer process that ends without detaching: the stop is left to be
+// reported again (WNOWAIT), because reporting it clears the signal a thread was stopped with, and
+// a thread stopped on a signal gets it back when its tracer exits only if it was not cleared.
+int peekStop(int tid) {
+    siginfo_t info{};
+    int r;
+    do {
+        r = waitid(P_PID, static_cast<id_t>(tid), &info, WSTOPPED | WEXITED | __WALL | WNOWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r != 0 || info.si_pid != tid) return -1;
+    if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) return -1;
+    if (info.si_code != CLD_TRAPPED && info.si_code != CLD_STOPPED) return 0;
+    // si_status: the stop's code, PTRACE_EVENT_STOP << 8 for an interrupt or group-stop.
+    return (info.si_status >> 8) == 0 ? (info.si_status & 0x7f) : 0;
+}
+
 // Detaches one thread, handing back the signal it was stopped with so that the target sees
 // every signal it was sent. Async-signal-safe.
 void release(int i) {
@@ -159,7 +175,10 @@ void LiveTarget::stop() {
     // ancestor of the target may, which pytstates can be and its child cannot): here otherwise.
     size_t warningsBefore = warnings_.size();
     std::string error;
-    if (!tracer_.run([this] { stopAndCopy(); }, &error)) {
+    inTracer_ = true;
+    bool inTracer = tracer_.run([this] { stopAndCopy(); }, &error);
+    inTracer_ = false;
+    if (!inTracer) {
         tracer_.end();
         seized_.clear();
         gSeizedCount = 0;
@@ -285,7 +304,7 @@ void LiveTarget::stopAll() {
         if (interrupted.empty()) break;
         for (int slot : interrupted) {
             int tid = gSeized[slot];
-            gSignal[slot] = collectStop(tid);  // -1: gone, nothing to detach
+            gSignal[slot] = inTracer_ ? peekStop(tid) : collectStop(tid);  // -1: gone, nothing to detach
             gWaited[slot] = 1;
             if (gSignal[slot] < 0) continue;
             OsThread t;

@@ -96,6 +96,7 @@ private:
     std::chrono::steady_clock::time_point stoppedAt_;
     double stoppedMs_ = 0;
     mutable PageCache cache_;  // (mutable: prefetch() fills it) while stopped and after (its pages pinned), or for one --no-stop read
+    bool inTracer_ = false;  // stopAll() runs in the tracer process
     bool handlersSet_ = false;  // pytstates' SIGINT/SIGTERM/SIGHUP handlers, from stop() to resume()
     bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
     size_t snapshotPages_ = 0, snapshotCalls_ = 0, stoppedFetches_ = 0;

@@ -2,7 +2,8 @@
 // stop: the threads it seizes are detached by the kernel when it exits, all in one pass (1,000
 // PTRACE_DETACH calls, each waking its thread, took ~9 ms of the stop), and also when pytstates
 // itself dies, even by SIGKILL (PR_SET_PDEATHSIG). A thread stopped on a signal gets that signal
-// back when its tracer exits, as with PTRACE_DETACH and the signal.
+// back when its tracer exits, as with PTRACE_DETACH and the signal, if the tracer left its stop
+// unreported (waitid with WNOWAIT): reporting a stop clears the signal.
 #pragma once
 
 #include <sys/types.h>

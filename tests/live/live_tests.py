@@ -5,6 +5,7 @@ carries on afterwards (answers on stdin, exits 0), and pytstates never leaves it
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,10 +88,27 @@ def many_threads(args):
             expect(not parts & {"thread-state attribution", "native stacks"},
                    "the attribution and the native stacks read the stop's copy only, not the running process: %s" % sorted(parts), r)
             expect(all(p["reads"] > 0 and p["bytes"] >= p["reads"] for p in late or []), "each part counts its reads", r)
+        stop_line_adds_up(args, proc.pid, len(facts["threads"]))
         expect(scenario.still_answers(proc), "the process answers and exits normally")
         times.sort()
         print("stopped_ms for %d threads over %d runs: median %.2f, min %.2f, max %.2f" % (
             len(facts["threads"]), len(times), times[len(times) // 2], times[0], times[-1]))
+
+
+def stop_line_adds_up(args, pid, threads):
+    """PYTSTATES_STATS' stop line: its moments come in order and the last is the report's stopped_ms."""
+    env = dict(scenario.offline_env(), PYTSTATES_STATS="1")
+    status, r, err = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(pid), "--json"], env=env)
+    expect(status in (0, 1), "pytstates --pid exited %d: %s" % (status, err))
+    line = [l for l in err.splitlines() if l.startswith("pytstates-stats: stop:")]
+    m = re.search(r"threads stopped at ([0-9.]+) ms, snapshot of (\d+) pages in \d+ reads at ([0-9.]+) ms;.*"
+                  r"analysis while stopped done at ([0-9.]+) ms, all threads detached at ([0-9.]+) ms", line[0] if line else "")
+    expect(m is not None, "one stop line in the stats: %r" % err)
+    stopped, pages, snapshot, analysis, detached = float(m[1]), int(m[2]), float(m[3]), float(m[4]), float(m[5])
+    expect(0 < stopped <= snapshot <= analysis <= detached, "stopped, copied, analysed, detached in that order: %s" % line[0])
+    expect(pages >= threads, "the snapshot holds at least one page of each thread's own stack: %s" % line[0])
+    expect(abs(detached - r["target"]["stopped_ms"]) < 0.06, "the report's stopped_ms is when the last thread was detached: %s, %s" % (
+        line[0], r["target"]["stopped_ms"]))
 
 
 def churn(args):
