@@ -205,8 +205,12 @@ void LiveTarget::stopAndCopy() {
 }
 
 void LiveTarget::takeSnapshot() {
-    std::string maps = readProcText("/proc/" + std::to_string(pid_) + "/maps");
-    auto ranges = snapshotRanges(threads_, maps, hostArch());
+    // The mappings as read before the stop (~0.7 ms at 1,000 threads); read again if a thread's
+    // stack is not among them (a thread made meanwhile).
+    size_t outside = 0;
+    auto ranges = snapshotRanges(threads_, mapsBeforeStop_, hostArch(), &outside);
+    if (outside) ranges = snapshotRanges(threads_, readProcText("/proc/" + std::to_string(pid_) + "/maps"), hostArch());
+    mapsBeforeStop_.clear();
     snapshotCalls_ = readPagesBatched(pid_, ranges, [this](uint64_t base, const unsigned char* bytes) {
         cache_.insert(base, bytes, 4096);
         ++snapshotPages_;
@@ -264,6 +268,7 @@ void LiveTarget::stopAll() {
     // faults in fresh memory took about as long as the copies themselves. The snapshot holds
     // about 2-3 pages a thread, the frames prefetched one more.
     cache_.reserve(tasks.size() * 4 + 256);
+    mapsBeforeStop_ = readProcText("/proc/" + std::to_string(pid_) + "/maps");
     scratch_.assign(kBatchPages * 4096, 0);
     stoppedAt_ = std::chrono::steady_clock::now();
     // Threads may start or end while we stop the others: list again until nothing is new.

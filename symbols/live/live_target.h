@@ -102,6 +102,7 @@ private:
     size_t snapshotPages_ = 0, snapshotCalls_ = 0, stoppedFetches_ = 0;
     mutable size_t prefetchCalls_ = 0;
     double stoppedAllMs_ = 0, snapshotDoneMs_ = 0, resumeCalledMs_ = 0;
+    std::string mapsBeforeStop_;  // /proc/PID/maps read just before the stop
     mutable std::vector<unsigned char> scratch_;  // the batched reads' buffer, touched before the stop
     mutable std::vector<PartRead> afterResume_;
     mutable std::unordered_set<uint64_t> latePages_;  // pages fetched after the resume (then cached)

@@ -58,11 +58,13 @@ void addRange(const std::vector<Mapping>& maps, uint64_t start, uint64_t end, st
 }  // namespace
 
 std::vector<std::pair<uint64_t, uint64_t>> snapshotRanges(const std::vector<OsThread>& threads, const std::string& mapsText,
-                                                          const Arch& arch) {
+                                                          const Arch& arch, size_t* stacksOutside) {
     std::vector<Mapping> maps = readableMappings(mapsText);
+    if (stacksOutside) *stacksOutside = 0;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     unsigned argRegister = arch.machine == Machine::X86_64 ? 5 : 0;  // DWARF numbers of rdi, x0
     for (const auto& t : threads) {
+        if (t.sp && stacksOutside && !mappingOf(maps, t.sp)) ++*stacksOutside;
         if (t.sp) {
             uint64_t low = t.sp > kRedZone ? t.sp - kRedZone : 0;
             if (!mappingOf(maps, low)) low = t.sp;

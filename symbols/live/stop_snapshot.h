@@ -18,9 +18,10 @@
 namespace pytstates {
 
 // Page-aligned [start, end) ranges, sorted and merged, for these threads of a stopped process
-// whose mappings are in mapsText (/proc/PID/maps).
+// whose mappings are in mapsText (/proc/PID/maps). stacksOutside, if given: how many threads'
+// sp lies in no readable mapping of mapsText (maps read before the stop may miss a new stack).
 std::vector<std::pair<uint64_t, uint64_t>> snapshotRanges(const std::vector<OsThread>& threads, const std::string& mapsText,
-                                                          const Arch& arch);
+                                                          const Arch& arch, size_t* stacksOutside = nullptr);
 
 // Reads those ranges with process_vm_readv, adjacent pages in one remote iovec; calls page(base, bytes)
 // for each page read whole (4096 bytes). An unreadable page is skipped (read later, one by one).

@@ -45,7 +45,9 @@ TEST(StopSnapshot, RangesFromTheThreadsStackAndArgument) {
     t.sp = sp;
     t.registers.assign(arch.dwarfRegisters, 0);
     t.registers[arch.machine == Machine::X86_64 ? 5 : 0] = reinterpret_cast<uint64_t>(&data[4096]);
-    auto ranges = snapshotRanges({t}, selfMaps(), arch);
+    size_t outside = 99;
+    auto ranges = snapshotRanges({t}, selfMaps(), arch, &outside);
+    EXPECT_EQ(outside, 0u) << "this thread's stack is in the maps";
     EXPECT_TRUE(covered(ranges, sp)) << "the stack at sp";
     EXPECT_TRUE(covered(ranges, sp - 64)) << "the red zone below sp";
     EXPECT_TRUE(covered(ranges, reinterpret_cast<uint64_t>(&data[4096]))) << "the argument's page";
@@ -58,7 +60,8 @@ TEST(StopSnapshot, RangesFromTheThreadsStackAndArgument) {
     OsThread unmapped;  // registers pointing nowhere: nothing to copy, no error
     unmapped.sp = 8;
     unmapped.registers.assign(arch.dwarfRegisters, 16);
-    EXPECT_TRUE(snapshotRanges({unmapped}, selfMaps(), arch).empty());
+    EXPECT_TRUE(snapshotRanges({unmapped}, selfMaps(), arch, &outside).empty());
+    EXPECT_EQ(outside, 1u) << "a stack the maps do not hold is counted: the caller reads the maps again";
 }
 
 TEST(StopSnapshot, BatchedReadsSkipAnUnreadablePage) {
