@@ -266,8 +266,9 @@ void LiveTarget::stopAll() {
     std::vector<int> tasks = listTasks(pid_);
     // Memory for what is copied while stopped, allocated and touched now: while stopped, page
     // faults in fresh memory took about as long as the copies themselves. The snapshot holds
-    // about 2-3 pages a thread, the frames prefetched one more.
-    cache_.reserve(tasks.size() * 4 + 256);
+    // about 2-3 pages a thread, the frames prefetched one more; at most 64 MiB ahead (pages past
+    // the reserve are allocated as they come).
+    cache_.reserve(std::min<size_t>(tasks.size() * 4 + 256, 16384));
     mapsBeforeStop_ = readProcText("/proc/" + std::to_string(pid_) + "/maps");
     scratch_.assign(kBatchPages * 4096, 0);
     stoppedAt_ = std::chrono::steady_clock::now();
