@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Target over a running process, read-only. With stop=true every thread is stopped with
-// PTRACE_SEIZE + PTRACE_INTERRUPT for a consistent snapshot and resumed (detached) when the
-// target is destroyed, on any error, and on SIGINT/SIGTERM/SIGHUP of pytstates; a tracer that
-// dies (even by SIGKILL) leaves seized threads running. With stop=false nothing is stopped: the
+// PTRACE_SEIZE + PTRACE_INTERRUPT for a consistent snapshot, by a tracer process
+// (symbols/live/tracer_process) or, where it may not attach, by pytstates itself, and resumed
+// (detached) when the target is destroyed, on any error, and on SIGINT/SIGTERM/SIGHUP of
+// pytstates; a tracer that dies (even by SIGKILL) leaves seized threads running. With stop=false nothing is stopped: the
 // threads and their struct pthread come from glibc's own thread lists in memory.
 // Memory through process_vm_readv, falling back to /proc/PID/mem. Never writes to the target.
 #pragma once
