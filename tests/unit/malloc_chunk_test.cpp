@@ -49,11 +49,13 @@ TEST(MallocChunk, InUseBlocksAreNotFree) {
 
 TEST(MallocChunk, TcacheThenBin) {
     OwnMemory mem;
-    Blocks b(kTcacheSlots + 2);
-    // The tcache bin for this size may already hold blocks freed earlier in this process: fill it
-    // first so that the blocks under test go where the count says.
+    // The tcache bin for this size may already hold blocks freed earlier in this process: take
+    // them first (a block from the tcache may follow a free chunk it was never merged with, and
+    // would merge with it when freed into a bin), and fill the bin with them after, so that the
+    // blocks under test go where the count says.
     std::vector<void*> fill;
     for (int i = 0; i < kTcacheSlots; ++i) fill.push_back(std::malloc(kBlock));
+    Blocks b(kTcacheSlots + 2);
     std::vector<uint64_t> fillAt, freedAt{at(b.blocks[0]), at(b.blocks[1])};
     for (void* p : fill) fillAt.push_back(at(p));
     for (void* p : fill) std::free(p);  // the tcache bin is now full
