@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "symbols/elf/elf_file.h"
+#include "symbols/elf/plain_debug_file.h"
 
 namespace pytstates {
 
@@ -22,7 +23,8 @@ int findDebuginfo(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, const 
     auto* info = static_cast<DebugSession::ModuleInfo*>(*userdata);
     if (!info || !info->useDwarf || !info->module->debugElf || info->module->debugElf == info->module->elf) return -1;
     const std::string& path = info->module->debugElf->path();
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = info->decompress && *info->decompress ? openDecompressedCopy(path) : -1;
+    if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     *debuginfoFileName = strdup(path.c_str());
     return fd;
@@ -42,7 +44,7 @@ DebugSession::DebugSession(const Target& target, bool useDwarf) : useDwarf_(useD
         // base = l_addr with add_p_vaddr: libdwfl places each segment at bias + p_vaddr.
         Dwfl_Module* mod = dwfl_report_elf(dwfl_, m.path.c_str(), m.resolvedPath.c_str(), -1, m.bias, true);
         if (!mod) continue;
-        infos_.push_back({&m, useDwarf});
+        infos_.push_back({&m, useDwarf, &decompressDebugFiles_});
         void** userdata = nullptr;
         dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
         if (userdata) *userdata = &infos_.back();
@@ -96,7 +98,7 @@ void DebugSession::reportVdso(const Target& target) {
         ::close(fd);
         return;
     }
-    infos_.push_back({&vdso_, useDwarf_});
+    infos_.push_back({&vdso_, useDwarf_, &decompressDebugFiles_});
     void** userdata = nullptr;
     dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
     if (userdata) *userdata = &infos_.back();

@@ -38,9 +38,16 @@ public:
     bool attachThreads(const Dwfl_Thread_Callbacks* callbacks, int pid) const;
     void*& threadArg() const { return threadArg_; }
 
+    // Debug files opened from now on (libdwfl opens each on its first use) are handed to libdw
+    // decompressed, in temporary files (symbols/elf/plain_debug_file.h): for reports that read
+    // DWARF at many pcs. Without it libdw inflates them into memory, which costs less time
+    // when a report reads few.
+    void decompressDebugFiles() const { decompressDebugFiles_ = true; }
+
     struct ModuleInfo {
         const LoadedModule* module = nullptr;
         bool useDwarf = true;
+        const bool* decompress = nullptr;  // the session's decompressDebugFiles
     };
 
 private:
@@ -54,6 +61,7 @@ private:
     std::map<const LoadedModule*, Dwfl_Module*> byModule_;
     mutable bool attached_ = false;
     mutable void* threadArg_ = nullptr;
+    mutable bool decompressDebugFiles_ = false;
 };
 
 }  // namespace pytstates
