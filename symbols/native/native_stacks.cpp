@@ -457,7 +457,12 @@ struct NativeStacks::Impl {
             for (const auto& m : target.modules())
                 if (lookup >= m.start && lookup < m.end) s.module = &m;
         }
-        if (mod && useDwarf && withDwarf) symbolizeDwarf(mod, lookup, s);
+        if (mod && useDwarf && withDwarf) {
+            symbolizeDwarf(mod, lookup, s);
+            // What libdw read for it (with the kernel's fault-around: 64 KiB a page read) is
+            // seldom read again: a pc is symbolized once.
+            session.releaseDecompressedPages();
+        }
         if (s.chain.empty() || s.chain.back().function.empty()) {
             // Symbol tables: only a symbol whose extent holds the pc names it (a stripped module's
             // nearest exported symbol would name the wrong function).
@@ -689,6 +694,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     }
 
     std::string blind;  // a module the unwinder crossed without its CFI
+    stack.frames.reserve(std::min(raw.size(), maxFrames));  // one a physical frame, more where calls were inlined
     for (size_t i = 0; i < raw.size() && stack.frames.size() < maxFrames; ++i) {
         const RawFrame& r = raw[i];
         uint64_t lookup = r.activation ? r.pc : r.pc - 1;
@@ -707,6 +713,8 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     if (!blind.empty())
         stack.end += std::string(stack.end.empty() ? "" : "; ") + "the frames above " + blind +
                      " were unwound without its CFI (its file is missing or does not match): some may be missing";
+    // Reports keep a thousand threads' stacks: not the doubling's unused half of each.
+    stack.frames.shrink_to_fit();
     return stack;
 }
 
