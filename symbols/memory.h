@@ -20,6 +20,10 @@ public:
     // Copies up to len bytes at addr into buf; returns how many leading bytes were readable.
     virtual size_t read(uint64_t addr, void* buf, size_t len) const = 0;
 
+    // The same, for bytes read once in a pass over many places (each thread's innermost stack
+    // words): a reader that keeps pages for reads to come need not keep these.
+    virtual size_t readOnce(uint64_t addr, void* buf, size_t len) const { return read(addr, buf, len); }
+
     bool readExact(uint64_t addr, void* buf, size_t len) const { return len == 0 || read(addr, buf, len) == len; }
 
     template <typename T>

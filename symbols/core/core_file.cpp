@@ -207,7 +207,7 @@ uint64_t CoreFile::leftOutFrom(uint64_t addr) const {
     return untilNext;  // between segments: gcore leaves clean file mappings out entirely
 }
 
-size_t CoreFile::read(uint64_t addr, void* buf, size_t len) const {
+size_t CoreFile::read(uint64_t addr, void* buf, size_t len, bool keep) const {
     size_t done = 0;
     auto* out = static_cast<unsigned char*>(buf);
     while (done < len) {
@@ -223,7 +223,8 @@ size_t CoreFile::read(uint64_t addr, void* buf, size_t len) const {
         }
         if (a >= it->vaddr + it->filesz) break;  // not in the core (or left out)
         size_t n = static_cast<size_t>(std::min<uint64_t>(len - done, it->vaddr + it->filesz - a));
-        size_t got = fileCache_.read(it->offset + (a - it->vaddr), out + done, n);  // short when truncated
+        uint64_t offset = it->offset + (a - it->vaddr);
+        size_t got = keep ? fileCache_.read(offset, out + done, n) : elf_->readAt(offset, out + done, n);  // short when truncated
         done += got;
         if (got < n) break;
     }

@@ -49,8 +49,9 @@ public:
     // The fatal signal the core was written for; empty for a core of a running process.
     std::optional<CrashSignal> crashSignal() const;
 
-    // Bytes the core itself holds at addr (no fallback to mapped files).
-    size_t read(uint64_t addr, void* buf, size_t len) const;
+    // Bytes the core itself holds at addr (no fallback to mapped files); `keep`: the pages read
+    // stay in the page cache for the reads to come.
+    size_t read(uint64_t addr, void* buf, size_t len, bool keep = true) const;
     // How many bytes from addr on the dumper deliberately left out (beyond a PT_LOAD's p_filesz,
     // or outside every PT_LOAD as gcore does for clean file pages); 0 when the core should
     // hold addr (dumped, or lost to truncation).

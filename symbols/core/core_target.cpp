@@ -62,12 +62,12 @@ std::optional<uint64_t> CoreTarget::vdsoAddress() const {
     return v;
 }
 
-size_t CoreTarget::read(uint64_t addr, void* buf, size_t len) const {
+size_t CoreTarget::read(uint64_t addr, void* buf, size_t len, bool keep) const {
     countRead(len);
     auto* out = static_cast<unsigned char*>(buf);
     size_t done = 0;
     while (done < len) {
-        size_t got = core_.read(addr + done, out + done, len - done);
+        size_t got = core_.read(addr + done, out + done, len - done, keep);
         done += got;
         if (done == len) break;
         // Left out by the dumper (a clean file page): served from the mapped file. Bytes a

@@ -26,7 +26,8 @@ public:
     // Throws std::runtime_error (one line) when the core or the executable is unusable.
     explicit CoreTarget(const CoreOptions& options);
 
-    size_t read(uint64_t addr, void* buf, size_t len) const override;
+    size_t read(uint64_t addr, void* buf, size_t len) const override { return read(addr, buf, len, true); }
+    size_t readOnce(uint64_t addr, void* buf, size_t len) const override { return read(addr, buf, len, false); }
     TargetKind kind() const override { return TargetKind::Core; }
     int pid() const override { return core_.pid(); }
     std::string executable() const override { return executable_; }
@@ -40,6 +41,7 @@ public:
     const CoreFile& core() const { return core_; }
 
 private:
+    size_t read(uint64_t addr, void* buf, size_t len, bool keep) const;
     void buildModules(const CoreOptions& options);
     std::vector<MappedFile> mappingsFromAuxv(const CoreOptions& options);
     void addModuleMappings();

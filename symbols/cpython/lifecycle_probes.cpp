@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/lifecycle_probes.h"
 
-#include <capstone/capstone.h>
 #include <elf.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -13,6 +12,7 @@
 #include "symbols/cpython/runtimes.h"
 #include "symbols/elf/function_extent.h"
 #include "symbols/elf/elf_file.h"
+#include "symbols/libraries/capstone_calls.h"
 #include "symbols/modules/module_files.h"
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"
@@ -90,19 +90,20 @@ std::string pltTarget(const ElfFile& elf, const Arch& arch, uint64_t stub) {
     if (arch.machine != Machine::X86_64) return "";
     unsigned char code[16];
     if (elf.readVaddr(stub, code, sizeof code) != sizeof code) return "";
+    const CapstoneCalls* cs = capstone();
     csh handle;
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) return "";
-    cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
+    if (!cs || cs->open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) return "";
+    cs->option(handle, CS_OPT_DETAIL, CS_OPT_ON);
     cs_insn* insn = nullptr;
-    size_t n = cs_disasm(handle, code, sizeof code, stub, 2, &insn);
+    size_t n = cs->disasm(handle, code, sizeof code, stub, 2, &insn);
     uint64_t slot = 0;
     for (size_t i = 0; i < n && !slot; ++i) {
         const cs_x86& x = insn[i].detail->x86;
         if (insn[i].id == X86_INS_JMP && x.op_count == 1 && x.operands[0].type == X86_OP_MEM && x.operands[0].mem.base == X86_REG_RIP)
             slot = insn[i].address + insn[i].size + static_cast<uint64_t>(x.operands[0].mem.disp);
     }
-    if (n) cs_free(insn, n);
-    cs_close(&handle);
+    if (n) cs->free(insn, n);
+    cs->close(&handle);
     if (!slot) return "";
     ::Elf* e = elf.handle();
     for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
@@ -144,18 +145,19 @@ std::vector<uint64_t> unnamedReturns(const ElfFile& elf, const Arch& arch, uint6
 
 FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t size) {
     FunctionExits out;
+    const CapstoneCalls* cs = capstone();
     csh handle;
     bool arm = arch.machine == Machine::AArch64;
-    if (cs_open(arm ? CS_ARCH_ARM64 : CS_ARCH_X86, arm ? CS_MODE_ARM : CS_MODE_64, &handle) != CS_ERR_OK) return out;
-    cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
+    if (!cs || cs->open(arm ? CS_ARCH_ARM64 : CS_ARCH_X86, arm ? CS_MODE_ARM : CS_MODE_64, &handle) != CS_ERR_OK) return out;
+    cs->option(handle, CS_OPT_DETAIL, CS_OPT_ON);
     // Instruction by instruction, so that bytes capstone cannot decode (data in text, padding) are
     // stepped over rather than ending the walk.
-    cs_insn* insn = cs_malloc(handle);
+    cs_insn* insn = cs->malloc(handle);
     const uint8_t* p = code;
     size_t left = size;
     uint64_t address = 0;
     while (left > 0) {
-        if (!cs_disasm_iter(handle, &p, &left, &address, insn)) {
+        if (!cs->disasmIter(handle, &p, &left, &address, insn)) {
             size_t step = arm ? 4 : 1;
             if (left < step) break;
             p += step;
@@ -173,8 +175,8 @@ FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t 
             target = insn->detail->arm64.operands[0].imm;
         if (target && (*target < 0 || static_cast<uint64_t>(*target) >= size)) out.tailCalls.push_back(*target);
     }
-    cs_free(insn, 1);
-    cs_close(&handle);
+    cs->free(insn, 1);
+    cs->close(&handle);
     return out;
 }
 
@@ -182,6 +184,10 @@ ProbePlan planLifecycleProbes(const Target& target) {
     ProbePlan plan;
     const Arch& arch = target.arch();
     RuntimeCandidates found = findRuntimeCandidates(target, true);
+    std::string noCapstone;
+    if (!capstone(&noCapstone))  // the return probes need it; the entry probes do not
+        plan.cannot.push_back("no return instruction can be found (" + noCapstone +
+                              "): the thread states that creation functions return are not recorded");
     for (const Runtime& rt : found.candidates) {
         const LoadedModule& module = target.modules().at(rt.moduleIndex);
         int minor = static_cast<int>((rt.versionHex >> 16) & 0xff);
@@ -259,7 +265,7 @@ ProbePlan planLifecycleProbes(const Target& target) {
                     plan.probes.push_back(tail);
                 }
             }
-            if (exits.returns.empty() && exits.tailCalls.empty())
+            if (exits.returns.empty() && exits.tailCalls.empty() && noCapstone.empty())
                 plan.cannot.push_back(name + ": " + spec.function + " has no return instruction that capstone finds: the thread states it creates are not recorded");
             probe.atReturn = true;
             for (uint64_t offset : exits.returns) {

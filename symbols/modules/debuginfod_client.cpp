@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/modules/debuginfod_client.h"
+#include "symbols/libraries/debuginfod_calls.h"
 #include "symbols/progress.h"
 
-#include <elfutils/debuginfod.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,22 +13,28 @@ namespace pytstates {
 std::shared_ptr<DebuginfodClient> DebuginfodClient::fromEnvironment(ProgressLine progress) {
     const char* urls = std::getenv(DEBUGINFOD_URLS_ENV_VAR);
     if (!urls || !*urls) return nullptr;
-    debuginfod_client* client = debuginfod_begin();
+    std::string why;
+    const DebuginfodCalls* calls = debuginfod(&why);
+    if (!calls) {
+        if (progress) progress(std::string("pytstates: $" DEBUGINFOD_URLS_ENV_VAR " is set, but nothing is fetched: ") + why);
+        return nullptr;
+    }
+    debuginfod_client* client = calls->begin();
     if (!client) return nullptr;
     return std::shared_ptr<DebuginfodClient>(new DebuginfodClient(client, std::move(progress), urls));
 }
 
 DebuginfodClient::DebuginfodClient(debuginfod_client* client, ProgressLine progress, std::string urls)
     : client_(client), progress_(std::move(progress)), urls_(std::move(urls)) {
-    debuginfod_set_user_data(client_, this);
-    debuginfod_set_progressfn(client_, &DebuginfodClient::onProgress);
+    debuginfod()->setUserData(client_, this);
+    debuginfod()->setProgressfn(client_, &DebuginfodClient::onProgress);
 }
 
-DebuginfodClient::~DebuginfodClient() { debuginfod_end(client_); }
+DebuginfodClient::~DebuginfodClient() { debuginfod()->end(client_); }
 
 // Called while a transfer runs (not for a file already in the cache): one line per file.
 int DebuginfodClient::onProgress(debuginfod_client* client, long done, long total) {
-    auto* self = static_cast<DebuginfodClient*>(debuginfod_get_user_data(client));
+    auto* self = static_cast<DebuginfodClient*>(debuginfod()->getUserData(client));
     if (self && progressWanted())
         tellProgress("pytstates: debuginfod: fetching " + self->current_ + ": " + std::to_string(done >> 10) + " KiB" +
                      (total > 0 ? " of " + std::to_string(total >> 10) + " KiB" : ""));
@@ -45,7 +51,7 @@ std::optional<std::string> DebuginfodClient::fetch(bool debug, const std::string
     told_ = false;
     char* path = nullptr;
     const auto* id = reinterpret_cast<const unsigned char*>(buildId.c_str());
-    int fd = debug ? debuginfod_find_debuginfo(client_, id, 0, &path) : debuginfod_find_executable(client_, id, 0, &path);
+    int fd = debug ? debuginfod()->findDebuginfo(client_, id, 0, &path) : debuginfod()->findExecutable(client_, id, 0, &path);
     if (fd < 0) {
         failed_.insert({debug, buildId});
         if (told_ && progress_) progress_("pytstates: debuginfod: " + current_ + ": " + std::strerror(-fd));

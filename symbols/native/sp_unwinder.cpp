@@ -26,6 +26,14 @@ const SpUnwinder::Rule& SpUnwinder::ruleAt(uint64_t lookup) {
         Dwarf_Op* raOps = nullptr;
         Dwarf_Op* spOps = nullptr;
         size_t raN = 0, spN = 0;
+        // The outermost frame (clone3, _start): its CFI leaves the return address undefined, and
+        // libdwfl ends the stack there without an error.
+        Dwarf_Op outerMem[3];
+        Dwarf_Op* outerOps = nullptr;
+        size_t outerN = 0;
+        if (ra == static_cast<int>(arch.pcRegister) && !signal && dwarf_frame_register(frame, ra, outerMem, &outerOps, &outerN) == 0 &&
+            outerN == 0 && outerOps == outerMem)  // (a null *ops would be "same value")
+            rule.outermost = true;
         bool ok = ra == static_cast<int>(arch.pcRegister) && !signal && dwarf_frame_cfa(frame, &cfa, &cfaOps) == 0 &&
                   cfaOps == 1 && cfa[0].atom == DW_OP_bregx && cfa[0].number == arch.spRegister &&
                   dwarf_frame_register(frame, ra, raMem, &raOps, &raN) == 0 && raN == 2 &&
@@ -52,7 +60,7 @@ std::optional<std::vector<SpUnwinder::Frame>> SpUnwinder::frames(const OsThread&
     // The innermost frames' stack in one read; a word beyond it is read by itself.
     const uint64_t base = f.sp;
     uint64_t window[128];
-    const size_t have = target_.read(base, window, sizeof window) / sizeof(uint64_t);
+    const size_t have = target_.readOnce(base, window, sizeof window) / sizeof(uint64_t);
     auto word = [&](uint64_t address) -> std::optional<uint64_t> {
         if (address >= base && (address - base) % sizeof(uint64_t) == 0 && (address - base) / sizeof(uint64_t) < have)
             return window[(address - base) / sizeof(uint64_t)];
@@ -62,6 +70,7 @@ std::optional<std::vector<SpUnwinder::Frame>> SpUnwinder::frames(const OsThread&
         out.push_back(f);
         if (out.size() == count) return out;
         const Rule& rule = ruleAt(f.activation ? f.pc : f.pc - 1);
+        if (rule.outermost) return out;
         if (!rule.simple) return std::nullopt;
         uint64_t cfa = f.sp + static_cast<uint64_t>(rule.cfaOffset);
         auto ra = word(cfa + static_cast<uint64_t>(rule.raOffset));
