@@ -43,10 +43,9 @@ std::optional<SourcePosition> LineTables::at(Dwarf_Die* cu, Dwarf_Addr addr, boo
     if (!second(cu, &die, &h)) return std::nullopt;
     Dwarf_Lines* lines = nullptr;
     size_t count = 0;
-    if (dwarf_getsrclines(&die, &lines, &count) != 0) {
-        *found = true;  // as dwfl_module_getsrc: no table, no line
-        return std::nullopt;
-    }
+    // No table here (one the first handle reads another way, as a .zdebug section it already
+    // decompressed in place): the caller asks the first handle.
+    if (dwarf_getsrclines(&die, &lines, &count) != 0) return std::nullopt;
     *found = true;
     account(*h, dwarf_dieoffset(&die), count);
     std::optional<SourcePosition> answer;
@@ -107,7 +106,8 @@ std::optional<std::string> LineTables::fileName(Dwarf_Die* cu, Dwarf_Word index)
     Dwarf_Files* files = nullptr;
     size_t count = 0;
     std::string name;
-    if (dwarf_getsrcfiles(&die, &files, &count) == 0 && index < count)
+    if (dwarf_getsrcfiles(&die, &files, &count) != 0) return std::nullopt;  // as at(): the first handle answers
+    if (index < count)
         if (const char* n = dwarf_filesrc(files, index, nullptr, nullptr)) name = n;
     // dwarf_getsrcfiles reads the whole line table too.
     Dwarf_Lines* lines = nullptr;

@@ -26,7 +26,8 @@ public:
 
     // The row of cu's line table that covers addr (a DWARF address), as dwfl_module_getsrc and
     // sourceLineAt (source_line.h) answer it; nullopt when none does. `found` false: the second
-    // handle could not be opened or did not find the CU (the caller asks libdwfl instead).
+    // handle could not be opened, did not find the CU or could not read its line table (the
+    // caller asks libdwfl instead).
     std::optional<SourcePosition> at(Dwarf_Die* cu, Dwarf_Addr addr, bool* found);
     // Entry `index` of cu's file table (DW_AT_call_file), as dwarf_filesrc names it; nullopt when
     // the second handle cannot answer.
