@@ -136,6 +136,11 @@ std::vector<std::string> splitScope(const std::string& name) {
 
 bool searchScope(Dwarf_Die* parent, const std::vector<std::string>& scope, size_t depth, Dwarf_Die* out);
 
+bool isIndexedTag(int tag) {
+    return tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_typedef ||
+           tag == DW_TAG_union_type;
+}
+
 // `die`, named scope[depth]: a namespace/struct/class leading to scope[depth+1..], or, for the last
 // part, a complete struct/class/union/typedef.
 bool matchScope(Dwarf_Die* die, const std::vector<std::string>& scope, size_t depth, Dwarf_Die* out) {
@@ -156,15 +161,13 @@ bool searchScope(Dwarf_Die* parent, const std::vector<std::string>& scope, size_
     Dwarf_Die child;
     if (dwarf_child(parent, &child) != 0) return false;
     do {
+        // The tag first: only these can match, and the name of anything else (code) may lead into
+        // another unit (TypeSections::ensureUnit).
+        if (!isIndexedTag(dwarf_tag(&child))) continue;
         const char* n = dwarf_diename(&child);
         if (n && scope[depth] == n && matchScope(&child, scope, depth, out)) return true;
     } while (dwarf_siblingof(&child, &child) == 0);
     return false;
-}
-
-bool isIndexedTag(int tag) {
-    return tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_typedef ||
-           tag == DW_TAG_union_type;
 }
 
 }  // namespace
@@ -177,7 +180,8 @@ bool DwarfTypes::indexUntil(const std::string& name) {
     Dwarf_Off next;
     size_t headerSize;
     while (!indexed_) {
-        if (dwarf_nextcu(dwarf_, nextUnit_, &next, &headerSize, nullptr, nullptr, nullptr) != 0) {
+        if ((sections_ && !sections_->ensureUnit(nextUnit_)) ||
+            dwarf_nextcu(dwarf_, nextUnit_, &next, &headerSize, nullptr, nullptr, nullptr) != 0) {
             indexed_ = true;
             break;
         }

@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -145,7 +146,7 @@ ElfFile::~ElfFile() {
 }
 
 size_t ElfFile::readAt(uint64_t offset, void* buf, size_t len) const {
-    if (raw_) {
+    if (raw_ && fd_ < 0) {
         if (offset >= rawSize_) return 0;
         size_t n = static_cast<size_t>(std::min<uint64_t>(len, rawSize_ - offset));
         std::memcpy(buf, raw_ + offset, n);
@@ -280,11 +281,27 @@ std::optional<ElfSymbol> ElfFile::lookupLinear(uint32_t sectionType, const std::
             GElf_Sym sym;
             if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
             const char* s = elf_strptr(elf_, sh.sh_link, sym.st_name);
-            if (s && name == s)
+            if (s && name == s) {
+                releasePages(sh.sh_offset, sh.sh_size);
                 return ElfSymbol{sym.st_value, sym.st_size, static_cast<unsigned char>(GELF_ST_TYPE(sym.st_info)), true};
+            }
         }
+        releasePages(sh.sh_offset, sh.sh_size);
+        GElf_Shdr strings;
+        if (gelf_getshdr(elf_getscn(elf_, sh.sh_link), &strings)) releasePages(strings.sh_offset, strings.sh_size);
     }
     return std::nullopt;
+}
+
+// The mapping is private and never written: its pages come back from the file when read again.
+void ElfFile::releasePages(uint64_t offset, uint64_t len) const {
+    if (!raw_ || offset >= rawSize_) return;
+    auto start = reinterpret_cast<uintptr_t>(raw_ + offset);
+    auto end = reinterpret_cast<uintptr_t>(raw_ + std::min<uint64_t>(rawSize_, offset + len));
+    uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    start = (start + page - 1) & ~(page - 1);  // whole pages only: a neighbour may be in use
+    end &= ~(page - 1);
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
 }
 
 }  // namespace pytstates

@@ -78,6 +78,9 @@ private:
     ElfFile() = default;
     std::optional<ElfSymbol> lookupGnuHash(const std::string& name) const;
     std::optional<ElfSymbol> lookupLinear(uint32_t sectionType, const std::string& name) const;
+    // Lets these file bytes leave the process' resident memory (a pass over a whole symbol
+    // table: a second lookup's pass is rare, and reads them from the file again).
+    void releasePages(uint64_t offset, uint64_t len) const;
 
     std::string path_;
     int fd_ = -1;

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/elf/type_sections.h"
 
+#include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <zlib.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -25,13 +29,19 @@ struct Piece {
     uint64_t plain;     // decompressed size
     uint64_t align;
     bool compressed;
-    uint64_t offset = 0;  // in the image
+    uint64_t fileOffset = 0;  // of the bytes as stored (past the compression header)
+    uint64_t offset = 0;      // in the image
 };
+
+// A zlib stream's header (RFC 1950): deflate, no preset dictionary.
+bool zlibHeader(const unsigned char* h) {
+    return (h[0] & 0x0f) == 8 && (h[0] >> 4) <= 7 && ((h[0] << 8) | h[1]) % 31 == 0 && !(h[1] & 0x20);
+}
 
 // Inflates a zlib stream (RFC 1950) into exactly `size` bytes. The stream's Adler-32 is not
 // checked (a tenth of the time): libdw bounds-checks what it reads.
 bool inflateInto(const unsigned char* in, uint64_t inSize, unsigned char* out, uint64_t size) {
-    if (inSize < 2 || (in[0] & 0x0f) != 8 || (in[0] >> 4) > 7 || ((in[0] << 8) | in[1]) % 31 != 0 || (in[1] & 0x20)) return false;
+    if (inSize < 2 || !zlibHeader(in)) return false;
     z_stream z{};
     if (inflateInit2(&z, -15) != Z_OK) return false;
     z.next_in = const_cast<unsigned char*>(in + 2);
@@ -46,7 +56,115 @@ bool inflateInto(const unsigned char* in, uint64_t inSize, unsigned char* out, u
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
 
+bool readUleb(const unsigned char*& p, const unsigned char* end, uint64_t* value) {
+    *value = 0;
+    for (unsigned shift = 0; p < end; shift += 7) {
+        unsigned char byte = *p++;
+        if (shift < 64) *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) return true;
+    }
+    return false;
+}
+
+// Code: what a type lookup never reads (it checks a DIE's tag before anything else).
+bool isCodeTag(uint64_t tag) {
+    switch (tag) {
+        case DW_TAG_subprogram: case DW_TAG_inlined_subroutine: case DW_TAG_formal_parameter: case DW_TAG_variable:
+        case DW_TAG_lexical_block: case DW_TAG_label: case DW_TAG_call_site: case DW_TAG_call_site_parameter:
+        case DW_TAG_GNU_call_site: case DW_TAG_GNU_call_site_parameter:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Whether any abbreviation but code's has a form that can refer into another unit (or a form
+// given in the DIE itself): then a type's DIEs may lead anywhere in .debug_info.
+bool typesMayReferAcrossUnits(const unsigned char* p, uint64_t size) {
+    const unsigned char* end = p + size;
+    while (p < end) {
+        uint64_t code, tag, attribute, form;
+        if (!readUleb(p, end, &code)) return true;
+        if (code == 0) continue;  // one unit's table ends
+        if (!readUleb(p, end, &tag) || p >= end) return true;
+        ++p;  // DW_CHILDREN_yes/no
+        for (;;) {
+            if (!readUleb(p, end, &attribute) || !readUleb(p, end, &form)) return true;
+            if (attribute == 0 && form == 0) break;
+            if (form == DW_FORM_implicit_const && !readUleb(p, end, &code)) return true;  // its value, skipped
+            if (form == DW_FORM_indirect) return true;
+            bool acrossUnits = form == DW_FORM_ref_addr || form == DW_FORM_ref_sig8 || form == DW_FORM_GNU_ref_alt ||
+                               form == DW_FORM_ref_sup4 || form == DW_FORM_ref_sup8;
+            if (acrossUnits && !isCodeTag(tag)) return true;
+        }
+    }
+    return false;
+}
+
+constexpr uint64_t kInflateStep = 64 * 1024;  // decompressed bytes per step, and compressed bytes per read
+
 }  // namespace
+
+// .debug_info's zlib stream, decompressed into the image on demand from the file, which is read
+// in steps (never mapped whole).
+struct TypeSections::LazyInfo {
+    const ElfFile* file = nullptr;
+    z_stream z{};
+    bool open = false, failed = false;
+    uint64_t inOffset = 0;  // the next compressed byte in the file
+    uint64_t inLeft = 0;    // compressed bytes not handed to zlib yet
+    unsigned char* out = nullptr;
+    uint64_t size = 0;      // decompressed size
+    uint64_t done = 0;      // decompressed so far
+    std::vector<unsigned char> chunk;
+
+    ~LazyInfo() {
+        if (open) inflateEnd(&z);
+    }
+    bool start(const ElfFile& f, uint64_t offset, uint64_t compressed, unsigned char* image, uint64_t plain) {
+        unsigned char header[2];
+        if (compressed < 2 || f.readAt(offset, header, 2) != 2 || !zlibHeader(header) || inflateInit2(&z, -15) != Z_OK) return false;
+        open = true;
+        file = &f;
+        inOffset = offset + 2;  // raw deflate after the header; the Adler-32 is not checked (see inflateInto)
+        inLeft = compressed - 2;
+        out = image;
+        size = plain;
+        chunk.resize(kInflateStep);
+        return true;
+    }
+    // Decompresses through `end` (or the section's end), in whole steps.
+    bool inflateThrough(uint64_t end) {
+        end = std::min(end, size);
+        while (done < end && !failed) {
+            if (z.avail_in == 0) {
+                size_t n = static_cast<size_t>(std::min<uint64_t>(inLeft, chunk.size()));
+                if (n == 0 || file->readAt(inOffset, chunk.data(), n) != n) {
+                    failed = true;
+                    break;
+                }
+                inOffset += n;
+                inLeft -= n;
+                z.next_in = chunk.data();
+                z.avail_in = static_cast<uInt>(n);
+            }
+            uint64_t target = std::min(size, alignUp(end, kInflateStep));
+            z.next_out = out + done;
+            z.avail_out = static_cast<uInt>(target - done);
+            uInt inBefore = z.avail_in;
+            int r = inflate(&z, Z_NO_FLUSH);
+            uint64_t now = target - z.avail_out;
+            bool progress = now != done || z.avail_in != inBefore;
+            done = now;
+            if (r == Z_STREAM_END) {
+                failed = done != size;
+                break;
+            }
+            if ((r != Z_OK && r != Z_BUF_ERROR) || !progress) failed = true;
+        }
+        return done >= end;
+    }
+};
 
 std::unique_ptr<TypeSections> TypeSections::open(const ElfFile& file) {
     if (file.findSection(".gnu_debugaltlink") || file.findSection(".debug_sup") || file.findSection(".debug_types")) return nullptr;
@@ -72,6 +190,7 @@ std::unique_ptr<TypeSections> TypeSections::open(const ElfFile& file) {
             std::memcpy(&ch, bytes, sizeof ch);
             if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > kMaxSection) return nullptr;
             p.bytes = bytes + sizeof ch;
+            p.fileOffset = sec->offset + sizeof ch;
             p.size = sec->size - sizeof ch;
             p.plain = ch.ch_size;
             p.align = ch.ch_addralign ? ch.ch_addralign : 1;
@@ -102,15 +221,11 @@ std::unique_ptr<TypeSections> TypeSections::open(const ElfFile& file) {
 
     std::unique_ptr<TypeSections> t(new TypeSections());
     t->size_ = shoff + shnum * sizeof(Elf64_Shdr);
-    t->image_.reset(new unsigned char[t->size_]);
-    unsigned char* image = t->image_.get();
-    // The gaps alignment leaves, zeroed; the sections themselves are written whole below.
-    uint64_t at = 0;
-    for (const auto& p : pieces) {
-        std::memset(image + at, 0, p.offset - at);
-        at = p.offset + p.plain;
-    }
-    std::memset(image + at, 0, t->size_ - at);
+    // Address space: a page costs memory once something is written to it.
+    void* mapped = mmap(nullptr, t->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapped == MAP_FAILED) return nullptr;
+    t->image_ = static_cast<unsigned char*>(mapped);
+    unsigned char* image = t->image_;
     GElf_Ehdr original;
     if (!gelf_getehdr(file.handle(), &original)) return nullptr;
     Elf64_Ehdr eh{};
@@ -125,10 +240,17 @@ std::unique_ptr<TypeSections> TypeSections::open(const ElfFile& file) {
     eh.e_shstrndx = static_cast<Elf64_Half>(shnum - 1);
     std::memcpy(image, &eh, sizeof eh);
     std::vector<Elf64_Shdr> shdrs(shnum);
-    for (size_t i = 0; i < pieces.size(); ++i) {
+    // .debug_info last, once the abbreviations are there to be read.
+    for (size_t i = pieces.size(); i-- > 0;) {
         const Piece& p = pieces[i];
         unsigned char* out = image + p.offset;
-        if (p.compressed) {
+        if (i == 0 && p.compressed) {
+            t->info_ = std::make_unique<LazyInfo>();
+            if (!t->info_->start(file, p.fileOffset, p.size, out, p.plain)) return nullptr;
+            const Piece* abbrev = pieces.size() > 1 && pieces[1].name == ".debug_abbrev" ? &pieces[1] : nullptr;
+            bool lazy = original.e_ident[EI_DATA] == ELFDATA2LSB && abbrev && !typesMayReferAcrossUnits(image + abbrev->offset, abbrev->plain);
+            if (!t->info_->inflateThrough(lazy ? 0 : p.plain) || !t->ensureUnit(0)) return nullptr;
+        } else if (p.compressed) {
             if (!inflateInto(p.bytes, p.size, out, p.plain)) return nullptr;
         } else {
             std::memcpy(out, p.bytes, p.size);
@@ -163,6 +285,29 @@ std::unique_ptr<TypeSections> TypeSections::open(const ElfFile& file) {
 TypeSections::~TypeSections() {
     if (dwarf_) dwarf_end(dwarf_);
     if (elf_) elf_end(elf_);
+    info_.reset();
+    if (image_) munmap(image_, size_);
 }
+
+bool TypeSections::ensureUnit(uint64_t offset) {
+    if (!info_ || offset >= info_->size) return true;  // all there, or past the end: libdw tells
+    LazyInfo& info = *info_;
+    // The unit's initial length: 32-bit, or 0xffffffff and 64-bit (DWARF64).
+    if (!info.inflateThrough(offset + 4)) return false;
+    uint32_t length32;
+    std::memcpy(&length32, info.out + offset, 4);
+    uint64_t end = offset + 4 + length32;
+    if (length32 == 0xffffffff) {
+        if (!info.inflateThrough(offset + 12)) return false;
+        uint64_t length64;
+        std::memcpy(&length64, info.out + offset + 4, 8);
+        end = length64 > info.size ? info.size : offset + 12 + length64;
+    }
+    if (end > info.size || end < offset) end = info.size;
+    return info.inflateThrough(end);
+}
+
+uint64_t TypeSections::infoDecompressed() const { return info_ ? info_->done : 0; }
+uint64_t TypeSections::infoSize() const { return info_ ? info_->size : 0; }
 
 }  // namespace pytstates

@@ -2,6 +2,7 @@
 #include "symbols/libraries/debuginfod_calls.h"
 
 #include "symbols/libraries/shared_library.h"
+#include "symbols/libraries/sonames.h"
 
 namespace pytstates {
 
