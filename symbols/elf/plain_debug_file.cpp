@@ -137,7 +137,9 @@ int openDecompressedCopy(const std::string& path) {
         return -1;
     const unsigned char hostData = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
     // e_shnum 0 with sections: the count is in section 0 (more than 65279 sections): not read here.
-    if (eh.e_ident[EI_DATA] != hostData || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shnum >= SHN_LORESERVE ||
+    // ET_REL: libdwfl relocates such a file's DWARF in place, writing to the mapping that
+    // DebugSession::releaseDecompressedPages would drop.
+    if (eh.e_ident[EI_DATA] != hostData || eh.e_type == ET_REL || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shnum >= SHN_LORESERVE ||
         eh.e_shoff > fileSize || uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > fileSize - eh.e_shoff)
         return -1;
     std::vector<Elf64_Shdr> sh(eh.e_shnum);

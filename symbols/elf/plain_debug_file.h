@@ -11,8 +11,8 @@ namespace pytstates {
 
 // A read-only descriptor of a copy of the ELF file at `path` whose zlib-compressed sections
 // (SHF_COMPRESSED) are stored decompressed, with the same section indices, symbols and program
-// headers; -1 when the file has none, is not a 64-bit ELF file of this machine's byte order, or
-// the temporary file cannot be written (the caller opens the file itself).
+// headers; -1 when the file has none, is not a 64-bit ELF file of this machine's byte order, is
+// relocatable (ET_REL), or the temporary file cannot be written (the caller opens the file itself).
 int openDecompressedCopy(const std::string& path);
 
 }  // namespace pytstates
