@@ -16,6 +16,7 @@
 #include "symbols/elf/elf_file.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/glibc/thread_local.h"
+#include "symbols/modules/debug_session.h"
 
 namespace pytstates {
 
@@ -119,6 +120,8 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 
 Preparation prepareReport(const Target& target, const ReportOptions& options) {
     Preparation p;
+    // --native symbolizes every frame of every thread with DWARF: many CUs of each debug file.
+    if (options.native && options.useDwarf) target.debugSession(true).decompressDebugFiles();
     p.runtimes = findRuntimeCandidates(target, options.useDwarf);
     if (options.internals || options.findings) p.pybind11 = scanBindingModules(target, options.useDwarf);
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);

@@ -4,13 +4,18 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "symbols/elf/elf_file.h"
+#include "symbols/elf/plain_debug_file.h"
 
 namespace pytstates {
 
@@ -22,7 +27,14 @@ int findDebuginfo(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, const 
     auto* info = static_cast<DebugSession::ModuleInfo*>(*userdata);
     if (!info || !info->useDwarf || !info->module->debugElf || info->module->debugElf == info->module->elf) return -1;
     const std::string& path = info->module->debugElf->path();
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = info->decompress && *info->decompress ? openDecompressedCopy(path) : -1;
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0) {
+        info->decompressed = true;
+        info->device = st.st_dev;
+        info->inode = st.st_ino;
+    }
+    if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     *debuginfoFileName = strdup(path.c_str());
     return fd;
@@ -42,7 +54,7 @@ DebugSession::DebugSession(const Target& target, bool useDwarf) : useDwarf_(useD
         // base = l_addr with add_p_vaddr: libdwfl places each segment at bias + p_vaddr.
         Dwfl_Module* mod = dwfl_report_elf(dwfl_, m.path.c_str(), m.resolvedPath.c_str(), -1, m.bias, true);
         if (!mod) continue;
-        infos_.push_back({&m, useDwarf});
+        infos_.push_back({&m, useDwarf, &decompressDebugFiles_});
         void** userdata = nullptr;
         dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
         if (userdata) *userdata = &infos_.back();
@@ -96,7 +108,7 @@ void DebugSession::reportVdso(const Target& target) {
         ::close(fd);
         return;
     }
-    infos_.push_back({&vdso_, useDwarf_});
+    infos_.push_back({&vdso_, useDwarf_, &decompressDebugFiles_});
     void** userdata = nullptr;
     dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
     if (userdata) *userdata = &infos_.back();
@@ -115,6 +127,35 @@ Dwarf* DebugSession::dwarf(const LoadedModule& module, Dwarf_Addr* bias) const {
     Dwarf* d = dwfl_module_getdwarf(it->second, &b);
     if (bias) *bias = b;
     return d;
+}
+
+void DebugSession::releaseDecompressedPages() const {
+    std::set<std::pair<uint64_t, uint64_t>> files;
+    for (const auto& info : infos_)
+        if (info.decompressed) files.emplace(info.device, info.inode);
+    if (files.empty()) return;
+    // Where libelf mapped them, looked up again only when libdwfl opened another: a module's debug
+    // file stays open, at one address, for the session's lifetime.
+    if (files.size() != mappedFiles_) {
+        mappedFiles_ = files.size();
+        decompressedMaps_.clear();
+        FILE* maps = std::fopen("/proc/self/maps", "re");
+        if (!maps) return;
+        char line[4096];
+        while (std::fgets(line, sizeof line, maps)) {
+            unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+            unsigned major = 0, minor = 0;
+            char perms[8];
+            if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset, &major, &minor, &inode) == 7 &&
+                files.count({makedev(major, minor), inode}) && end > start)
+                decompressedMaps_.emplace_back(start, end - start);
+        }
+        std::fclose(maps);
+    }
+    // libelf maps each file whole (ELF_C_READ_MMAP_PRIVATE) and, for a file of this machine's byte
+    // order (the only ones decompressed), never writes to the mapping: its pages are the file's,
+    // and dropping them loses nothing.
+    for (const auto& [start, size] : decompressedMaps_) ::madvise(reinterpret_cast<void*>(start), size, MADV_DONTNEED);
 }
 
 bool DebugSession::attachThreads(const Dwfl_Thread_Callbacks* callbacks, int pid) const {

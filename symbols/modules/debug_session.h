@@ -10,6 +10,8 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "symbols/target.h"
 
@@ -38,9 +40,22 @@ public:
     bool attachThreads(const Dwfl_Thread_Callbacks* callbacks, int pid) const;
     void*& threadArg() const { return threadArg_; }
 
+    // Debug files opened from now on (libdwfl opens each on its first use) are handed to libdw
+    // decompressed, in temporary files (symbols/elf/plain_debug_file.h): for reports that read
+    // DWARF at many pcs. Without it libdw inflates them into memory, which costs less time
+    // when a report reads few.
+    void decompressDebugFiles() const { decompressDebugFiles_ = true; }
+    // Takes out of this process's memory the pages of those decompressed files that libdw read so
+    // far (they stay in the page cache; libdw's next read of one maps it again): a report that
+    // reads many CUs keeps only those it reads at once.
+    void releaseDecompressedPages() const;
+
     struct ModuleInfo {
         const LoadedModule* module = nullptr;
         bool useDwarf = true;
+        const bool* decompress = nullptr;  // the session's decompressDebugFiles
+        bool decompressed = false;         // the debug file libdwfl opened is such a copy:
+        uint64_t device = 0, inode = 0;    // this one
     };
 
 private:
@@ -54,6 +69,9 @@ private:
     std::map<const LoadedModule*, Dwfl_Module*> byModule_;
     mutable bool attached_ = false;
     mutable void* threadArg_ = nullptr;
+    mutable bool decompressDebugFiles_ = false;
+    mutable size_t mappedFiles_ = 0;                                 // decompressed files found in
+    mutable std::vector<std::pair<uint64_t, uint64_t>> decompressedMaps_;  // these mappings (start, size)
 };
 
 }  // namespace pytstates

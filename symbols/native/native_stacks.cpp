@@ -20,6 +20,7 @@
 #include "symbols/modules/module_files.h"
 #include "symbols/native/dwarf_values.h"
 #include "symbols/native/function_names.h"
+#include "symbols/native/line_tables.h"
 #include "symbols/native/source_line.h"
 #include "symbols/native/sp_unwinder.h"
 #include "symbols/native/symbol_index.h"
@@ -456,7 +457,12 @@ struct NativeStacks::Impl {
             for (const auto& m : target.modules())
                 if (lookup >= m.start && lookup < m.end) s.module = &m;
         }
-        if (mod && useDwarf && withDwarf) symbolizeDwarf(mod, lookup, s);
+        if (mod && useDwarf && withDwarf) {
+            symbolizeDwarf(mod, lookup, s);
+            // What libdw read for it (with the kernel's fault-around: 64 KiB a page read) is
+            // seldom read again: a pc is symbolized once.
+            session.releaseDecompressedPages();
+        }
         if (s.chain.empty() || s.chain.back().function.empty()) {
             // Symbol tables: only a symbol whose extent holds the pc names it (a stripped module's
             // nearest exported symbol would name the wrong function).
@@ -478,16 +484,36 @@ struct NativeStacks::Impl {
             }
             if (s.chain.empty()) {
                 s.chain.emplace_back();
-                if (mod && useDwarf && withDwarf)  // no DWARF function at the pc, but perhaps its line
-                    if (Dwfl_Line* l = sourceLineAt(mod, lookup)) {
-                        int lineNo = 0;
-                        if (const char* f = dwfl_lineinfo(l, nullptr, &lineNo, nullptr, nullptr, nullptr)) s.chain.back().file = f;
-                        s.chain.back().line = lineNo;
+                if (mod && useDwarf && withDwarf) {  // no DWARF function at the pc, but perhaps its line
+                    Dwarf_Addr bias = 0;
+                    if (auto p = lineAt(mod, dwfl_module_addrdie(mod, lookup, &bias), bias, lookup)) {
+                        s.chain.back().file = p->file;
+                        s.chain.back().line = p->line;
                     }
+                }
             }
             s.chain.back().function = name;
         }
         return from.emplace(lookup, std::move(s)).first->second;
+    }
+
+    // Lines through LineTables (whose tables are freed as it goes), else through libdwfl's session.
+    LineTables lines;
+    std::optional<SourcePosition> lineAt(Dwfl_Module* mod, Dwarf_Die* cu, Dwarf_Addr bias, uint64_t lookup) {
+        bool found = false;
+        if (cu) {
+            auto p = lines.at(cu, lookup - bias, &found);
+            if (found) return p;
+        }
+        Dwfl_Line* l = sourceLineAt(mod, lookup);
+        if (!l) return std::nullopt;
+        SourcePosition p;
+        if (const char* f = dwfl_lineinfo(l, nullptr, &p.line, nullptr, nullptr, nullptr)) p.file = f;
+        return p;
+    }
+    std::string callFile(Dwarf_Die* cu, Dwarf_Word index) {
+        if (auto name = lines.fileName(cu, index)) return *name;
+        return fileName(cu, index);
     }
 
     void symbolizeDwarf(Dwfl_Module* mod, uint64_t lookup, Symbolization& s) {
@@ -502,10 +528,9 @@ struct NativeStacks::Impl {
         int n = static_cast<int>(scopes.size());
         std::string file;
         int line = 0;
-        if (Dwfl_Line* l = sourceLineAt(mod, lookup)) {
-            int lineNo = 0;
-            if (const char* f = dwfl_lineinfo(l, nullptr, &lineNo, nullptr, nullptr, nullptr)) file = f;
-            line = lineNo;
+        if (auto p = lineAt(mod, cu, bias, lookup)) {
+            file = p->file;
+            line = p->line;
         }
         Dwarf_Die subprogram{};
         for (int i = 0; i < n; ++i)
@@ -529,7 +554,7 @@ struct NativeStacks::Impl {
             // The caller of an inlined call is at its call site.
             Dwarf_Attribute attr;
             Dwarf_Word value = 0;
-            file = dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &value) == 0 ? fileName(cu, value) : "";
+            file = dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &value) == 0 ? callFile(cu, value) : "";
             line = dwarf_attr(&scopes[i], DW_AT_call_line, &attr) && dwarf_formudata(&attr, &value) == 0 ? static_cast<int>(value) : 0;
         }
         if (!s.chain.empty()) s.chain.back().inlined = false;
@@ -669,6 +694,7 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     }
 
     std::string blind;  // a module the unwinder crossed without its CFI
+    stack.frames.reserve(std::min(raw.size(), maxFrames));  // one a physical frame, more where calls were inlined
     for (size_t i = 0; i < raw.size() && stack.frames.size() < maxFrames; ++i) {
         const RawFrame& r = raw[i];
         uint64_t lookup = r.activation ? r.pc : r.pc - 1;
@@ -687,6 +713,8 @@ NativeStack NativeStacks::unwind(const OsThread& thread, size_t maxFrames, size_
     if (!blind.empty())
         stack.end += std::string(stack.end.empty() ? "" : "; ") + "the frames above " + blind +
                      " were unwound without its CFI (its file is missing or does not match): some may be missing";
+    // Reports keep a thousand threads' stacks: not the doubling's unused half of each.
+    stack.frames.shrink_to_fit();
     return stack;
 }
 
