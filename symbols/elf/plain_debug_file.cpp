@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "symbols/elf/plain_debug_file.h"
 
 #include <elf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A debug file handed to libdw with its compressed sections already decompressed, in an unlinked
 // temporary file. libdw 0.188 inflates every compressed .debug_* section into its heap when a
 // Dwarf is opened (32 MB for python3.11's and libc's), though a backtrace reads only a few CUs,

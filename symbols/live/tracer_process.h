@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A child process sharing pytstates' memory (clone with CLONE_VM) that does the ptrace work of a
 // stop: the threads it seizes are detached by the kernel when it exits, all in one pass (1,000
 // PTRACE_DETACH calls, each waking its thread, took ~9 ms of the stop), and also when pytstates

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Source lines and file names of a module's CUs, read through a second libdw handle over the same
 // debug file that is closed (and its line tables freed) once it holds many rows. libdw keeps every
 // CU's whole line table for the handle's lifetime: 13.5 MB for the 14 CUs a 1,000-thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // openDecompressedCopy on this test executable, its debug sections compressed by objcopy: every
 // section of the copy holds the bytes of the executable's own (uncompressed) section.
 #include <fcntl.h>
