@@ -49,10 +49,15 @@ std::vector<StackRange> stackRanges(const Target& target) {
         if (!r.top) r.top = t.sp + kUnknownTop;
         out.push_back(r);
     }
-    // Stacks do not overlap: a range stops at the next thread's stack.
-    for (auto& r : out)
-        for (const auto& o : out)
-            if (o.lwp != r.lwp && o.low > r.low && o.low < r.top) r.top = o.low;
+    // Stacks do not overlap: a range stops at the next thread's stack (the lowest start above its own).
+    std::vector<uint64_t> lows;
+    lows.reserve(out.size());
+    for (const auto& r : out) lows.push_back(r.low);
+    std::sort(lows.begin(), lows.end());
+    for (auto& r : out) {
+        auto next = std::upper_bound(lows.begin(), lows.end(), r.low);
+        if (next != lows.end() && *next < r.top) r.top = *next;
+    }
     return out;
 }
 

@@ -88,9 +88,8 @@ CoreFile::CoreFile(const std::string& path, const ProgressLine& progress)
                 truncated_ = true;
                 avail = kMaxNotes;
             }
-            std::vector<unsigned char> notes(static_cast<size_t>(avail));
-            notes.resize(elf_->readAt(ph.p_offset, notes.data(), notes.size()));
-            parseNotes(notes.data(), notes.size());
+            std::unique_ptr<unsigned char[]> notes(new unsigned char[static_cast<size_t>(avail)]);  // not zero-filled: read over
+            parseNotes(notes.get(), elf_->readAt(ph.p_offset, notes.get(), static_cast<size_t>(avail)));
         }
     }
     std::sort(segments_.begin(), segments_.end(), [](auto& a, auto& b) { return a.vaddr < b.vaddr; });

@@ -434,7 +434,7 @@ struct NativeStacks::Impl {
     // sorted index where it is certain); empty when none holds it.
     std::string symbolTableName(Dwfl_Module* mod, uint64_t lookup) {
         const SymbolIndex& index = symbolIndex(mod);
-        if (auto quickName = index.nameAt(lookup)) return functionName(*quickName);
+        if (auto quickName = index.nameAt(lookup)) return quickName->empty() ? std::string() : functionName(*quickName);
         GElf_Off offset = 0;
         GElf_Sym sym;
         const char* found = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr);

@@ -40,12 +40,20 @@ SymbolIndex::SymbolIndex(Dwfl_Module* mod) : mod_(mod) {
     }
     std::sort(entries_.begin(), entries_.end(),
               [](const Entry& a, const Entry& b) { return a.address != b.address ? a.address < b.address : a.index < b.index; });
-    endBefore_.resize(entries_.size());
+    endBefore_.resize(entries_.size() + 1);
+    sizelessBefore_.resize(entries_.size() + 1);
     GElf_Addr end = 0;
+    bool sizeless = false;
     for (size_t i = 0; i < entries_.size(); ++i) {
         endBefore_[i] = end;
-        if (entries_[i].candidate) end = std::max(end, entries_[i].address + entries_[i].size);
+        sizelessBefore_[i] = sizeless;
+        if (entries_[i].candidate) {
+            end = std::max(end, entries_[i].address + entries_[i].size);
+            sizeless = sizeless || entries_[i].size == 0;
+        }
     }
+    endBefore_.back() = end;
+    sizelessBefore_.back() = sizeless;
 }
 
 const char* SymbolIndex::name(const Entry& e) const {
@@ -58,6 +66,10 @@ std::optional<std::string> SymbolIndex::nameAt(GElf_Addr address) const {
     // The group of candidates with the highest start at or below the address.
     auto after = std::upper_bound(entries_.begin(), entries_.end(), address,
                                   [](GElf_Addr a, const Entry& e) { return a < e.address; });
+    // No candidate at or below it reaches it, and none is sizeless (libdwfl's fallback for
+    // handwritten code): libdwfl finds no symbol (a static function of a stripped file).
+    size_t below = static_cast<size_t>(after - entries_.begin());
+    if (endBefore_[below] <= address && !sizelessBefore_[below]) return std::string();
     auto last = after;
     while (last != entries_.begin() && !std::prev(last)->candidate) --last;
     if (last == entries_.begin()) return std::nullopt;

@@ -226,6 +226,9 @@ Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
     scan.nanobind = std::make_shared<NanobindModuleScan>();
     const std::string prefixes[] = {kInternalsPrefix, kLocalPrefix};
     const auto& modules = target.modules();
+    // One buffer for every module, not zero-filled: only the bytes read are looked at.
+    const size_t chunkSize = kScanChunk + kMaxIdLength;
+    std::unique_ptr<char[]> buffer(new char[chunkSize]);
     for (size_t i = 0; i < modules.size(); ++i) {
         const auto& mod = modules[i];
         if (!mod.elf) continue;
@@ -235,17 +238,17 @@ Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
         // would otherwise stay in pytstates' resident memory. Chunks overlap by an ID's length.
         bool found = false;
         std::optional<std::string> nanobindTag;
-        std::vector<char> chunk(kScanChunk + kMaxIdLength);
+        const char* chunk = buffer.get();
         for (uint64_t at = 0; at < rodata->size; at += kScanChunk) {
-            size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), rodata->size - at));
-            size_t got = mod.elf->readAt(rodata->offset + at, chunk.data(), want);
-            const char* end = chunk.data() + got;
+            size_t want = static_cast<size_t>(std::min<uint64_t>(chunkSize, rodata->size - at));
+            size_t got = mod.elf->readAt(rodata->offset + at, buffer.get(), want);
+            const char* end = chunk + got;
             for (const auto& prefix : prefixes) {
-                for (const char* p = chunk.data(); p < end;) {
+                for (const char* p = chunk; p < end;) {
                     const void* hit = memmem(p, end - p, prefix.data(), prefix.size());
                     if (!hit) break;
                     const char* s = static_cast<const char*>(hit);
-                    if (s >= chunk.data() + kScanChunk) break;  // the next chunk sees it whole
+                    if (s >= chunk + kScanChunk) break;  // the next chunk sees it whole
                     size_t n = strnlen(s, std::min<size_t>(kMaxIdLength, end - s));
                     std::string id(s, n);
                     InternalsId parsed;
@@ -257,7 +260,7 @@ Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
                     p = s + std::max<size_t>(n, 1);
                 }
             }
-            if (!nanobindTag) nanobindTag = nanobindTagIn(chunk.data(), end);
+            if (!nanobindTag) nanobindTag = nanobindTagIn(chunk, end);
             if (got < want) break;
         }
         if (nanobindTag) {
