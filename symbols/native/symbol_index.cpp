@@ -67,9 +67,16 @@ std::optional<std::string> SymbolIndex::nameAt(GElf_Addr address) const {
     auto after = std::upper_bound(entries_.begin(), entries_.end(), address,
                                   [](GElf_Addr a, const Entry& e) { return a < e.address; });
     // No candidate at or below it reaches it, and none is sizeless (libdwfl's fallback for
-    // handwritten code): libdwfl finds no symbol (a static function of a stripped file).
+    // handwritten code): libdwfl finds no symbol (a static function of a stripped file). Only for
+    // an address in code: the data symbols this index leaves out can hold no other.
     size_t below = static_cast<size_t>(after - entries_.begin());
-    if (endBefore_[below] <= address && !sizelessBefore_[below]) return std::string();
+    if (endBefore_[below] <= address && !sizelessBefore_[below]) {
+        Dwarf_Addr inSection = address, bias = 0;
+        Elf_Scn* scn = dwfl_module_address_section(mod_, &inSection, &bias);
+        GElf_Shdr shdr;
+        if (scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR)) return std::string();
+        return std::nullopt;
+    }
     auto last = after;
     while (last != entries_.begin() && !std::prev(last)->candidate) --last;
     if (last == entries_.begin()) return std::nullopt;

@@ -18,8 +18,8 @@ public:
     // The symbol dwfl_module_addrinfo names for `address` (gdb's alias of it: the last name of the
     // functions at its start), when the sorted table makes the answer certain: one group of sized
     // function symbols, all of one size, starts last at or below it and holds it, and no symbol
-    // that starts lower reaches it; "" when no symbol can be its (none at or below it reaches it,
-    // and none of them is sizeless). Else nullopt: libdwfl's own search decides.
+    // that starts lower reaches it; "" when no symbol can be its (it lies in code, no symbol at or
+    // below it reaches it, and none of them is sizeless). Else nullopt: libdwfl's own search decides.
     std::optional<std::string> nameAt(GElf_Addr address) const;
 
     // Of the function symbols at `address`, the name that sorts last, or `found` if it sorts later.
