@@ -186,12 +186,12 @@ private:
         // The frames read: those copied from the spans, or those firstFrames() keeps, or the DWARF pass's.
         const std::vector<NativeFrame>* frames = &stack.frames;
         if (stack.frames.empty()) frames = &stacks_.firstFrames(thread, depth);
-        const Reading* reading = &readingOf(*frames);
+        const Reading* reading = &readingOf(*frames, frames != &stack.frames);
         if (frames->size() >= depth && (!reading->found || reading->found->wait.weak)) {
             depth = kWaitFrames;
             if (!spans.empty()) copySpans(depth);
             else frames = &stacks_.firstFrames(thread, depth);
-            reading = &readingOf(*frames);
+            reading = &readingOf(*frames, frames != &stack.frames);
         }
         auto found = reading->found;
         if (!found) return b;
@@ -254,7 +254,16 @@ private:
         size_t rlockFrame = 0;
         std::optional<size_t> caller;  // callerFrame() past the wait function
     };
-    const Reading& readingOf(const std::vector<NativeFrame>& frames) {
+    // kept: the list is one NativeStacks::firstFrames() keeps (at one address for the run), whose
+    // reading is then found by that address, not by its pcs again.
+    const Reading& readingOf(const std::vector<NativeFrame>& frames, bool kept = false) {
+        if (kept) {
+            auto seen = readingOfKept_.find(&frames);
+            if (seen != readingOfKept_.end()) return *seen->second;
+            const Reading& r = readingOf(frames);
+            readingOfKept_.emplace(&frames, &r);
+            return r;
+        }
         std::vector<uint64_t> key;
         key.reserve(frames.size());
         for (const auto& f : frames) key.push_back(f.activation ? f.pc : ~f.pc);
@@ -440,6 +449,7 @@ private:
     std::optional<LockLayout> glibc_;
     std::unordered_map<uint64_t, bool> runs_;                               // by the innermost pc
     std::map<std::vector<uint64_t>, Reading> readings_;  // by the frames' pcs
+    std::unordered_map<const std::vector<NativeFrame>*, const Reading*> readingOfKept_;  // by firstFrames()' list
 };
 
 }  // namespace

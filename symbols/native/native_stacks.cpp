@@ -642,6 +642,7 @@ const std::vector<NativeFrame>& NativeStacks::firstFrames(const OsThread& thread
     auto frames = unavailable_.empty() ? d.quick.frames(thread, maxFrames) : std::nullopt;
     std::vector<uint64_t> key;  // the pcs, a return address complemented
     if (frames) {
+        key.reserve(frames->size());
         for (const auto& r : *frames) key.push_back(r.activation ? r.pc : ~r.pc);
         auto known = d.firstFramesOf.find(key);
         if (known != d.firstFramesOf.end()) return known->second;

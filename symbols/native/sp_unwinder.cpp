@@ -3,6 +3,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <algorithm>
 #include <cstdlib>
 
 namespace pytstates {
@@ -56,6 +57,7 @@ std::optional<std::vector<SpUnwinder::Frame>> SpUnwinder::frames(const OsThread&
     if (arch.machine != Machine::X86_64 || thread.registers.size() <= arch.spRegister || !thread.pc || count == 0)
         return std::nullopt;
     std::vector<Frame> out;
+    out.reserve(std::min<size_t>(count, 64));
     Frame f{thread.pc, thread.registers[arch.spRegister], true};
     // The innermost frames' stack in one read; a word beyond it is read by itself.
     const uint64_t base = f.sp;
