@@ -48,8 +48,10 @@ std::map<std::string, Section> sectionsOf(int fd, size_t* compressed) {
 }  // namespace
 
 TEST(PlainDebugFile, DecompressedCopyHoldsTheOriginalSections) {
-    char dir[] = "/tmp/plain-debug-XXXXXX";
-    ASSERT_TRUE(mkdtemp(dir));
+    // GoogleTest's temporary directory honours TEST_TMPDIR and TMPDIR.
+    std::string pattern = ::testing::TempDir() + "plain-debug-XXXXXX";
+    ASSERT_TRUE(mkdtemp(pattern.data()));
+    const std::string dir = pattern;
     std::string packed = std::string(dir) + "/packed";
     std::string command = "objcopy --compress-debug-sections=zlib /proc/" + std::to_string(getpid()) + "/exe " + packed;
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
@@ -86,7 +88,7 @@ TEST(PlainDebugFile, DecompressedCopyHoldsTheOriginalSections) {
     ::close(packedFd);
     ::close(copy);
     ::unlink(packed.c_str());
-    ::rmdir(dir);
+    ::rmdir(dir.c_str());
 }
 
 TEST(PlainDebugFile, NoCopyOfAFileWithoutCompressedSections) {
