@@ -67,6 +67,52 @@ void PageCache::reserve(size_t pages) {
     pages_.reserve(pages_.size() + pages);
 }
 
+std::vector<std::vector<unsigned char>> PageCache::takeStorage(size_t pages) {
+    std::vector<std::vector<unsigned char>> out;
+    out.reserve(pages);
+    while (out.size() < pages) out.push_back(storage());
+    return out;
+}
+
+void PageCache::returnStorage(std::vector<std::vector<unsigned char>> buffers) {
+    for (auto& b : buffers) spare_.push_back(std::move(b));
+}
+
+void PageCache::adopt(uint64_t base, std::vector<unsigned char> bytes, size_t valid) {
+    if (pinned_.count(base) || pages_.count(base)) {
+        spare_.push_back(std::move(bytes));
+        return;
+    }
+    forgetLast();
+    if (pages_.size() >= capacity_ && !order_.empty()) {
+        pages_.erase(order_.back());
+        order_.pop_back();
+    }
+    order_.push_front(base);
+    Page& p = pages_.emplace(base, Page{}).first->second;
+    p.use = order_.begin();
+    p.bytes = std::move(bytes);
+    p.bytes.resize(kPage);
+    p.valid = std::min<size_t>(valid, kPage);
+}
+
+void PageCache::PinnedPages::add(uint64_t base, std::vector<unsigned char> bytes, size_t valid) {
+    Page p;
+    p.bytes = std::move(bytes);
+    p.bytes.resize(kPage);
+    p.valid = std::min<size_t>(valid, kPage);
+    pages_.emplace(base, std::move(p));
+}
+
+void PageCache::pin(PinnedPages pages) {
+    forgetLast();
+    if (pinned_.empty()) {
+        pinned_ = std::move(pages.pages_);
+        return;
+    }
+    for (auto& [base, p] : pages.pages_) pinned_.emplace(base, std::move(p));
+}
+
 void PageCache::pinAll() {
     forgetLast();
     for (auto& [base, p] : pages_) pinned_[base] = std::move(p);

@@ -36,6 +36,13 @@ public:
     // fetched next cost no allocation and no page fault (a live target's, while it is stopped);
     // reserve(0) frees what is left of it.
     void reserve(size_t pages);
+    // Page buffers from the reserve (new ones when it runs short) to read into elsewhere, and
+    // buffers handed back unused.
+    std::vector<std::vector<unsigned char>> takeStorage(size_t pages);
+    void returnStorage(std::vector<std::vector<unsigned char>> buffers);
+    // A page read into one of those buffers, kept like an inserted one without a copy. A page
+    // held already stays as it is (the same moment's bytes) and the buffer returns to the reserve.
+    void adopt(uint64_t base, std::vector<unsigned char> bytes, size_t valid);
     bool cached(uint64_t addr) const;
     size_t fetches() const { return fetches_; }
 
@@ -46,6 +53,26 @@ private:
         std::vector<unsigned char> bytes;
         std::list<uint64_t>::iterator use;  // its place in order_
     };
+
+public:
+    // Pages read and put together elsewhere (on another thread, while this cache is in use):
+    // handed over whole with pin(), at no cost to the thread that reads the cache.
+    class PinnedPages {
+    public:
+        void reserve(size_t pages) { pages_.reserve(pages); }
+        void add(uint64_t base, std::vector<unsigned char> bytes, size_t valid);
+        void merge(PinnedPages other) { pages_.merge(other.pages_); }
+        size_t size() const { return pages_.size(); }
+
+    private:
+        friend class PageCache;
+        std::unordered_map<uint64_t, Page> pages_;
+    };
+    // Kept for good like pinAll()'s pages, answering before any fetch; a page pinned already stays
+    // as it is (the same moment's bytes).
+    void pin(PinnedPages pages);
+
+private:
     const Page& page(uint64_t base) const;
     std::vector<unsigned char> storage() const;  // one page's bytes, from the reserve if any
     void forgetLast() const { last_ = nullptr; }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/frames.h"
 
-#include <set>
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
 
 #include "symbols/cpython/line_table.h"
 #include "symbols/cpython/python_objects.h"
@@ -12,9 +14,52 @@ namespace pytstates {
 namespace {
 constexpr size_t kMaxFramesWalked = 4096;  // a longer chain is corrupt or cyclic
 constexpr int kFirstShimOwner = 3;  // 3.12+: CSTACK (3.12, 3.13) / INTERPRETER and CSTACK (3.14)
+
+// The frames a walk has been through: most walks are a few frames long, searched in place; a long
+// one goes to a hash set.
+class SeenAddresses {
+public:
+    bool insert(uint64_t address) {  // false: seen before
+        if (!many_.empty()) return many_.insert(address).second;
+        if (std::find(few_.begin(), few_.end(), address) != few_.end()) return false;
+        few_.push_back(address);
+        if (few_.size() > kFew) many_.insert(few_.begin(), few_.end());
+        return true;
+    }
+
+private:
+    static constexpr size_t kFew = 32;
+    std::vector<uint64_t> few_;
+    std::unordered_set<uint64_t> many_;
+};
 }  // namespace
 
 bool isEvalLoopFunction(const std::string& nativeFunction) { return nativeFunction == "_PyEval_EvalFrameDefault"; }
+
+FrameReader::FrameReader(const Memory& memory, const CPythonLayout& layout) : memory_(memory), layout_(layout) {
+    auto reach = [this](int64_t offset, size_t size) {
+        if (offset != kAbsent && offset >= 0) frameSpan_ = std::max(frameSpan_, static_cast<size_t>(offset) + size);
+    };
+    reach(layout_.frameCode, 8);
+    reach(layout_.framePrevious, 8);
+    reach(layout_.frameInstr, 8);
+    reach(layout_.frameOwner, 1);
+    reach(layout_.frameIsEntry, 1);
+}
+
+template <typename T>
+std::optional<T> FrameReader::FrameBytes::at(int64_t offset) const {
+    if (offset == kAbsent || offset < 0 || static_cast<size_t>(offset) + sizeof(T) > valid) return std::nullopt;
+    T value;
+    std::memcpy(&value, bytes + offset, sizeof(T));
+    return value;
+}
+
+bool FrameReader::readFrameBytes(uint64_t frame, FrameBytes* out) const {
+    if (frameSpan_ == 0 || frameSpan_ > sizeof out->bytes) return false;
+    out->valid = memory_.read(frame, out->bytes, frameSpan_);
+    return true;
+}
 
 uint64_t FrameReader::topFrame(uint64_t tstate) const {
     if (layout_.tstateFrame != kAbsent) return memory_.readPointer(tstate + layout_.tstateFrame).value_or(0);
@@ -50,7 +95,7 @@ const FrameReader::CodeInfo& FrameReader::codeInfo(uint64_t code) {
     return codeInfoCache_.emplace(code, std::move(info)).first->second;
 }
 
-bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
+bool FrameReader::describe(uint64_t frame, const FrameBytes& bytes, uint64_t code, PyFrame* out) {
     out->address = frame;
     const CodeInfo& info = codeInfo(code);
     out->function = info.function;
@@ -59,13 +104,13 @@ bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
     const auto& table = info.lineTable;
     if (!table) return true;
     if (layout_.codeCodeAdaptive != kAbsent) {
-        uint64_t instr = memory_.readPointer(frame + layout_.frameInstr).value_or(0);
+        uint64_t instr = bytes.at<uint64_t>(layout_.frameInstr).value_or(0);
         uint64_t first = code + layout_.codeCodeAdaptive;
         if (instr < first) return false;  // incomplete frame: not started yet
         out->line = lineAt(code, static_cast<int>(instr - first),
                            [&](int offset) { return lineFromLocationTable(*table, firstLine, offset); });
     } else {
-        int lasti = memory_.readValue<int32_t>(frame + layout_.frameInstr).value_or(-1);
+        int lasti = bytes.at<int32_t>(layout_.frameInstr).value_or(-1);
         if (lasti < 0) lasti = 0;
         if (layout_.minor >= 10)
             out->line = lineAt(code, lasti, [&](int i) { return lineFromLinetable310(*table, firstLine, i * 2); });
@@ -75,21 +120,22 @@ bool FrameReader::describe(uint64_t frame, uint64_t code, PyFrame* out) {
     return true;
 }
 
-std::optional<uint64_t> FrameReader::codeOf(uint64_t frame) const {
-    auto code = memory_.readPointer(frame + layout_.frameCode);
+std::optional<uint64_t> FrameReader::codeOf(const FrameBytes& frame) const {
+    auto code = frame.at<uint64_t>(layout_.frameCode);
     if (code && layout_.minor >= 14) *code &= ~uint64_t(3);  // _PyStackRef tag bits
     return code;
 }
 
-bool FrameReader::isShim(uint64_t frame) const {
-    return layout_.frameOwner != kAbsent && layout_.minor >= 12 &&
-           memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0) >= kFirstShimOwner;
+bool FrameReader::isShim(const FrameBytes& frame) const {
+    return layout_.frameOwner != kAbsent && layout_.minor >= 12 && frame.at<uint8_t>(layout_.frameOwner).value_or(0) >= kFirstShimOwner;
 }
 
 bool FrameReader::looksLikeFrame(uint64_t frame) {
-    auto code = codeOf(frame);
-    if (!code || !memory_.readPointer(frame + layout_.framePrevious)) return false;
-    return isShim(frame) || (*code && isCodeObject(*code));
+    FrameBytes bytes;
+    if (!readFrameBytes(frame, &bytes)) return false;
+    auto code = codeOf(bytes);
+    if (!code || !bytes.at<uint64_t>(layout_.framePrevious)) return false;
+    return isShim(bytes) || (*code && isCodeObject(*code));
 }
 
 std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::string* note) {
@@ -98,26 +144,31 @@ std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::s
 
 std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std::string* note) {
     std::vector<PyFrame> frames;
-    std::set<uint64_t> seen;
+    frames.reserve(std::min<size_t>(maxFrames, 64));
+    SeenAddresses seen;
+    FrameBytes bytes;
     for (size_t walked = 0; frame && frames.size() < maxFrames; ++walked) {
-        if (walked >= kMaxFramesWalked || !seen.insert(frame).second) {
+        if (walked >= kMaxFramesWalked || !seen.insert(frame)) {
             if (note) *note = "the frame chain is cyclic or too long";
             break;
         }
-        auto codeField = codeOf(frame);
-        auto previous = memory_.readPointer(frame + layout_.framePrevious);
+        std::optional<uint64_t> codeField, previous;
+        if (readFrameBytes(frame, &bytes)) {
+            codeField = codeOf(bytes);
+            previous = bytes.at<uint64_t>(layout_.framePrevious);
+        }
         if (!codeField || !previous) {
             if (note) *note = "the frame at " + hexAddress(frame) + " is unreadable";
             break;
         }
         uint64_t code = *codeField;
-        bool shim = isShim(frame);
+        bool shim = isShim(bytes);
         if (shim && !frames.empty()) frames.back().entry = true;  // the eval call that pushed the shim ends here
         if (!shim && code && isCodeObject(code)) {
             PyFrame f;
-            if (describe(frame, code, &f)) {
+            if (describe(frame, bytes, code, &f)) {
                 if (layout_.minor <= 10) f.entry = true;  // one eval call per PyFrameObject
-                else if (layout_.frameIsEntry != kAbsent) f.entry = memory_.readValue<uint8_t>(frame + layout_.frameIsEntry).value_or(0) != 0;
+                else if (layout_.frameIsEntry != kAbsent) f.entry = bytes.at<uint8_t>(layout_.frameIsEntry).value_or(0) != 0;
                 frames.push_back(std::move(f));
             }
         }

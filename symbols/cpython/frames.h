@@ -29,7 +29,7 @@ bool isEvalLoopFunction(const std::string& nativeFunction);
 
 class FrameReader {
 public:
-    FrameReader(const Memory& memory, const CPythonLayout& layout) : memory_(memory), layout_(layout) {}
+    FrameReader(const Memory& memory, const CPythonLayout& layout);
     // At most maxFrames frames; *note says why the walk ended early (unreadable, cyclic).
     std::vector<PyFrame> read(uint64_t tstate, size_t maxFrames, std::string* note);
     // The same from a given innermost frame (a PyFrameObject <= 3.10, an interpreter frame 3.11+),
@@ -42,10 +42,19 @@ public:
     uint64_t topFrame(uint64_t tstate) const;
 
 private:
-    std::optional<uint64_t> codeOf(uint64_t frame) const;  // its code pointer, 3.14's tag bits cleared
-    bool isShim(uint64_t frame) const;                      // 3.12+: a frame the eval loop pushes, no code
+    // The fields a walk reads of one frame, read in one go (a thousand threads' stacks are read
+    // while the process is stopped): a field is there when its bytes were read.
+    struct FrameBytes {
+        unsigned char bytes[256];
+        size_t valid = 0;
+        template <typename T>
+        std::optional<T> at(int64_t offset) const;
+    };
+    bool readFrameBytes(uint64_t frame, FrameBytes* out) const;
+    std::optional<uint64_t> codeOf(const FrameBytes& frame) const;  // its code pointer, 3.14's tag bits cleared
+    bool isShim(const FrameBytes& frame) const;                     // 3.12+: a frame the eval loop pushes, no code
     bool isCodeObject(uint64_t code);
-    bool describe(uint64_t frame, uint64_t code, PyFrame* out);
+    bool describe(uint64_t frame, const FrameBytes& bytes, uint64_t code, PyFrame* out);
 
     // What a code object says (it never changes once made), read once per code object: a thousand
     // threads in the same functions cost one read of each name and line table.
@@ -67,6 +76,7 @@ private:
 
     const Memory& memory_;
     const CPythonLayout& layout_;
+    size_t frameSpan_ = 0;  // from a frame's start to the end of the last field read of it
     std::map<uint64_t, bool> codeTypeCache_;  // type pointer -> is "code"
     std::map<uint64_t, CodeInfo> codeInfoCache_;
     std::map<std::pair<uint64_t, int>, int> lineCache_;

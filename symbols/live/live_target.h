@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "symbols/modules/module_discovery.h"
+#include "symbols/live/snapshot_copy.h"
+#include "symbols/live/stop_snapshot.h"
 #include "symbols/live/tracer_process.h"
 #include "symbols/page_cache.h"
 #include "symbols/target.h"
@@ -47,8 +49,9 @@ public:
     std::string rootDirectory() const override { return root_; }
     std::optional<uint64_t> vdsoAddress() const override { return vdso_; }
 
-    // Stops every thread (when options.stop), reads their registers and copies what the
-    // analysis needs consistent and can name now (symbols/live/stop_snapshot). Throws
+    // Stops every thread (when options.stop), reads their registers and starts copying what the
+    // analysis needs consistent and can name now (symbols/live/stop_snapshot), on a thread of its
+    // own: a read that reaches those pages, and resume(), wait for the copy. Throws
     // std::runtime_error.
     void stop();
     // Resumes every stopped thread; returns how long the target was stopped, in ms. Every page
@@ -61,12 +64,14 @@ public:
     // The snapshot's batched reads: pages copied and the system calls they took.
     size_t snapshotPages() const { return snapshotPages_; }
     size_t snapshotCalls() const { return snapshotCalls_; }
+    // When the analysis first needed the threads' memory from the snapshot (or the resume came).
+    double snapshotNeededMs() const { return snapshotNeededMs_; }
     // Pages read one at a time while stopped (not in the snapshot or a prefetch), and the
     // system calls prefetch() took.
     size_t stoppedFetches() const { return stoppedFetches_; }
     size_t prefetchCalls() const { return prefetchCalls_; }
     // Where the stop's time went (ms from the first thread stopped): all threads stopped and
-    // their registers read, the snapshot copied.
+    // their registers read, the snapshot copied (beside the analysis).
     double stoppedAllMs() const { return stoppedAllMs_; }
     double snapshotDoneMs() const { return snapshotDoneMs_; }
     // When resume() was asked for (the analysis done while stopped); stoppedMs: all detached.
@@ -79,8 +84,11 @@ private:
     void threadsFromGlibc();
     void namespaceLwps();
     void buildModules(const LiveOptions& options);
-    void takeSnapshot();
-    void stopAndCopy();
+    void prepareStop();
+    void startSnapshot();
+    void takeThreadMemory() const;  // waits for the copy of the threads' own memory, puts it in the cache
+    void finishSnapshot() const;    // waits for the whole copy and puts the rest in the cache
+    double msSinceStop() const;
 
     int pid_;
     bool stopWanted_;
@@ -100,11 +108,15 @@ private:
     bool inTracer_ = false;  // stopAll() runs in the tracer process
     bool handlersSet_ = false;  // pytstates' SIGINT/SIGTERM/SIGHUP handlers, from stop() to resume()
     bool resumed_ = false;  // stopped and resumed: the cache holds the snapshot
-    size_t snapshotPages_ = 0, snapshotCalls_ = 0, stoppedFetches_ = 0;
+    mutable SnapshotCopy copy_;
+    std::vector<int> firstTasks_;  // the threads listed before the stop
+    int stopRounds_ = 0;           // listings of the threads that found some to stop
+    mutable size_t snapshotPages_ = 0, snapshotCalls_ = 0;
+    size_t stoppedFetches_ = 0;
     mutable size_t prefetchCalls_ = 0;
-    double stoppedAllMs_ = 0, snapshotDoneMs_ = 0, resumeCalledMs_ = 0;
-    std::string mapsBeforeStop_;  // /proc/PID/maps read just before the stop
-    mutable std::vector<unsigned char> scratch_;  // the batched reads' buffer, touched before the stop
+    double stoppedAllMs_ = 0, resumeCalledMs_ = 0;
+    mutable double snapshotDoneMs_ = 0, snapshotNeededMs_ = 0;
+    std::vector<MappedRange> mapsBeforeStop_;  // /proc/PID/maps read just before the stop
     mutable std::vector<PartRead> afterResume_;
     mutable std::unordered_set<uint64_t> latePages_;  // pages fetched after the resume (then cached)
 };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -44,6 +45,18 @@ std::string readProcText(const std::string& path) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+size_t processThreadCount(int pid) {
+    std::string stat = readProcText("/proc/" + std::to_string(pid) + "/stat");
+    // "PID (COMM) STATE ..." with num_threads the 20th field; COMM may hold spaces and parentheses.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) return 0;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 20; ++i)
+        if (!(rest >> field)) return 0;
+    return static_cast<size_t>(std::strtoull(field.c_str(), nullptr, 10));
 }
 
 ProcessFiles readProcessFiles(int pid) {

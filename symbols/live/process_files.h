@@ -4,6 +4,7 @@
 // /proc/PID/map_files), its executable, its root directory and its pid in each PID namespace.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,8 @@ ProcessFiles readProcessFiles(int pid);
 int namespaceTid(int pid, int tid);
 
 std::string readProcText(const std::string& path);
+
+// How many threads the kernel counts in the process (num_threads of /proc/PID/stat); 0 if unknown.
+size_t processThreadCount(int pid);
 
 }  // namespace pytstates
