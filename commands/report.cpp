@@ -40,6 +40,7 @@ const GlibcKeys* glibcFor(const std::vector<GlibcKeys>& all, const Target& targe
 
 // CPython's own per-thread pointers: the current tstate and the PyGILState autoTSSkey slot.
 void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, Report& report) {
+    report.threads.reserve(report.threads.size() + target.threads().size());
     for (const auto& t : target.threads()) {
         ThreadRow row;
         row.lwp = t.lwp;
@@ -83,7 +84,7 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
                 if (slot.status == KeySlot::Status::Set || slot.status == KeySlot::Status::Stale) row.autotssTstate = slot.value;
             }
         }
-        report.threads.push_back(row);
+        report.threads.push_back(std::move(row));
     }
 }
 

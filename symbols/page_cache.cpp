@@ -31,24 +31,6 @@ const PageCache::Page& PageCache::page(uint64_t base) const {
     return *(last_ = &pages_.emplace(base, std::move(p)).first->second);
 }
 
-void PageCache::insert(uint64_t base, const unsigned char* bytes, size_t valid) {
-    valid = std::min<size_t>(valid, kPage);
-    forgetLast();
-    auto it = pages_.find(base);
-    if (it == pages_.end()) {
-        if (pages_.size() >= capacity_ && !order_.empty()) {
-            pages_.erase(order_.back());
-            order_.pop_back();
-        }
-        order_.push_front(base);
-        it = pages_.emplace(base, Page{}).first;
-        it->second.use = order_.begin();
-        it->second.bytes = storage();
-    }
-    it->second.bytes.assign(bytes, bytes + kPage);
-    it->second.valid = valid;
-}
-
 std::vector<unsigned char> PageCache::storage() const {
     if (spare_.empty()) return std::vector<unsigned char>(kPage);
     std::vector<unsigned char> bytes = std::move(spare_.back());

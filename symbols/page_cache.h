@@ -27,12 +27,10 @@ public:
     }
     // How many pages the LRU part keeps (a live target keeps every page it reads while stopped).
     void setCapacity(size_t capacity) { capacity_ = capacity; }
-    // A page read elsewhere (a batch of reads): kept like a fetched one. valid: readable bytes.
-    void insert(uint64_t base, const unsigned char* bytes, size_t valid);
     // Every page held now is kept for good and answers before any fetch (a live target's
     // snapshot, taken while stopped, once the process runs again).
     void pinAll();
-    // Storage for that many more pages, allocated and touched now, so that the pages inserted or
+    // Storage for that many more pages, allocated and touched now, so that the pages read or
     // fetched next cost no allocation and no page fault (a live target's, while it is stopped);
     // reserve(0) frees what is left of it.
     void reserve(size_t pages);
@@ -40,8 +38,9 @@ public:
     // buffers handed back unused.
     std::vector<std::vector<unsigned char>> takeStorage(size_t pages);
     void returnStorage(std::vector<std::vector<unsigned char>> buffers);
-    // A page read into one of those buffers, kept like an inserted one without a copy. A page
-    // held already stays as it is (the same moment's bytes) and the buffer returns to the reserve.
+    // A page read into one of those buffers (a batch of reads), kept like a fetched one without
+    // a copy. valid: readable bytes. A page held already stays as it is (the same moment's
+    // bytes) and the buffer returns to the reserve.
     void adopt(uint64_t base, std::vector<unsigned char> bytes, size_t valid);
     bool cached(uint64_t addr) const;
     size_t fetches() const { return fetches_; }

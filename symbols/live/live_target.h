@@ -70,8 +70,8 @@ public:
     // system calls prefetch() took.
     size_t stoppedFetches() const { return stoppedFetches_; }
     size_t prefetchCalls() const { return prefetchCalls_; }
-    // Where the stop's time went (ms from the first thread stopped): all threads stopped and
-    // their registers read, the snapshot copied (beside the analysis).
+    // Where the stop's time went (ms from the first interrupt): all threads stopped and their
+    // registers read, the snapshot copied (beside the analysis).
     double stoppedAllMs() const { return stoppedAllMs_; }
     double snapshotDoneMs() const { return snapshotDoneMs_; }
     // When resume() was asked for (the analysis done while stopped); stoppedMs: all detached.

@@ -193,19 +193,22 @@ TEST(StopSnapshot, CopyOnItsOwnThreadHoldsTheRangesUntilFinished) {
     munmap(guard, (pages + 2) * 4096);
 }
 
-TEST(StopSnapshot, ReservedPagesHoldWhatIsInsertedAndFetched) {
+TEST(StopSnapshot, ReservedPagesHoldWhatIsAdoptedAndFetched) {
     // A live target reserves page storage before the stop: pages from the reserve must hold
-    // exactly what was inserted or fetched, whatever the reserve held before.
+    // exactly what was read into them or fetched, whatever the reserve held before.
     unsigned char fetchedByte = 'f';
     PageCache cache([&](uint64_t, void* buf, size_t len) {
         std::memset(buf, fetchedByte, len);
         return len;
     });
-    cache.reserve(2);
-    std::vector<unsigned char> page(4096, 'i');
-    cache.insert(0x10000, page.data(), 4096);
+    cache.reserve(3);
+    auto buffers = cache.takeStorage(1);
+    ASSERT_EQ(buffers.size(), 1u);
+    ASSERT_EQ(buffers[0].size(), 4096u);
+    std::memset(buffers[0].data(), 'i', 4096);
+    cache.adopt(0x10000, std::move(buffers[0]), 4096);
     unsigned char got[2] = {};
-    ASSERT_EQ(cache.read(0x10fff, got, 2), 2u);  // the inserted page's last byte, then a fetched one
+    ASSERT_EQ(cache.read(0x10fff, got, 2), 2u);  // the adopted page's last byte, then a fetched one
     EXPECT_EQ(got[0], 'i');
     EXPECT_EQ(got[1], 'f');
     cache.reserve(0);
