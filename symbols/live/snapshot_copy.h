@@ -7,9 +7,10 @@
 // idle.
 //
 // Still one moment: stops are collected only once every thread has been interrupted, and an
-// interrupted thread runs no more of its code (it stops on its way back to user mode); a thread
-// found only by a later listing (made meanwhile) was not interrupted then, so the stop says so at
-// complete() and every thread's memory is copied again.
+// interrupted thread stops the next time it would return to its own code (a running one is
+// kicked into the kernel at once); a thread found only by a later listing (made meanwhile) was
+// not interrupted then, so the stop says so at complete() and every thread's memory is copied
+// again.
 #pragma once
 
 #include <atomic>
