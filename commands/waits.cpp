@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/waits.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "symbols/arch/syscalls.h"
@@ -106,14 +107,44 @@ std::optional<uint64_t> objectOf(const std::vector<NativeFrame>& frames, size_t 
     return std::nullopt;
 }
 
+// A map filled once, then only read, held as one sorted vector: a thousand threads' entries cost
+// one allocation, not a thousand nodes.
+template <typename Key, typename Value>
+class FrozenMap {
+public:
+    void add(Key key, Value value) { entries_.emplace_back(key, value); }
+    // After the last add(): of the values added for one key, the first is kept or the last.
+    void freeze(bool firstWins) {
+        std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.first < b.first; });
+        std::vector<Entry> kept;
+        kept.reserve(entries_.size());
+        for (const auto& e : entries_) {
+            if (kept.empty() || kept.back().first != e.first) kept.push_back(e);
+            else if (!firstWins) kept.back() = e;
+        }
+        entries_ = std::move(kept);
+    }
+    const Value* find(Key key) const {
+        auto it = std::lower_bound(entries_.begin(), entries_.end(), key, [](const Entry& e, Key k) { return e.first < k; });
+        return it != entries_.end() && it->first == key ? &it->second : nullptr;
+    }
+    using Entry = std::pair<Key, Value>;
+    const std::vector<Entry>& entries() const { return entries_; }
+
+private:
+    std::vector<Entry> entries_;
+};
+
 class WaitReader {
 public:
     WaitReader(const Target& target, NativeStacks& stacks, const ReportOptions& options, Report& report)
         : target_(target), stacks_(stacks), options_(options), r_(report) {
         for (const auto& t : target.threads()) {
-            lwpOfPthread_[t.pthread] = t.lwp;
-            lwps_.insert(t.lwp);
+            lwpOfPthread_.add(t.pthread, t.lwp);
+            lwps_.add(t.lwp, true);
         }
+        lwpOfPthread_.freeze(false);
+        lwps_.freeze(true);
         // CPython's own module (libpython, or the executable it is linked into): its frames are
         // the interpreter's, not the code that waits.
         // Per thread state, once: a thousand threads must not each walk every list.
@@ -121,13 +152,16 @@ public:
             for (const auto& interp : rt.interpreters) {
                 if (!mainInterp_ && interp.main) mainInterp_ = &interp;
                 for (const auto& ts : interp.tstates) {
-                    interpOfTstate_[ts.address] = &interp;
+                    interpOfTstate_.add(ts.address, &interp);
                     auto lwp = report.lwpFor(ts.address);
                     if (!lwp) continue;
-                    runtimeOfLwp_.emplace(*lwp, &rt);
-                    if (!ts.frames.empty()) pythonTop_.emplace(*lwp, &ts.frames.front());
+                    runtimeOfLwp_.add(*lwp, &rt);
+                    if (!ts.frames.empty()) pythonTop_.add(*lwp, &ts.frames.front());
                 }
             }
+        interpOfTstate_.freeze(false);
+        runtimeOfLwp_.freeze(true);
+        pythonTop_.freeze(true);
         for (const auto& rt : report.runtimes) {
             cpythonModules_.insert(rt.modulePath);
             for (const auto& interp : rt.interpreters)
@@ -138,6 +172,7 @@ public:
 
     void run() {
         std::unordered_map<int, const OsThread*> threadOf;
+        threadOf.reserve(target_.threads().size());
         for (const auto& t : target_.threads()) threadOf[t.lwp] = &t;  // the last of one LWP, as a scan found it
         for (auto& row : r_.threads) {
             auto thread = threadOf.find(row.lwp);
@@ -299,16 +334,16 @@ private:
     }
 
     std::optional<PyFrame> pythonFrameOf(int lwp) const {
-        auto it = pythonTop_.find(lwp);
-        if (it == pythonTop_.end()) return std::nullopt;
-        return *it->second;
+        auto top = pythonTop_.find(lwp);
+        if (!top) return std::nullopt;
+        return **top;
     }
 
     // The interpreter this thread runs in: its current thread state's, else the main one.
     const Interpreter* interpreterOf(const ThreadRow& row) const {
         for (uint64_t ts : {row.currentTstate, row.autotssTstate}) {
-            auto it = interpOfTstate_.find(ts);
-            if (ts && it != interpOfTstate_.end()) return it->second;
+            auto interp = interpOfTstate_.find(ts);
+            if (ts && interp) return *interp;
         }
         return mainInterp_;
     }
@@ -342,7 +377,7 @@ private:
         // A robust mutex whose owner died holds FUTEX_OWNER_DIED; the TID is the low 30 bits.
         int owner = *tid & 0x3fffffff;
         if (owner == 0) b.note = nobody;
-        else if (lwps_.count(owner)) b.heldBy = owner;
+        else if (lwps_.find(owner)) b.heldBy = owner;
         else b.note = "held by TID " + std::to_string(owner) + ", which is not a thread of this process";
     }
 
@@ -377,17 +412,16 @@ private:
         auto object = objectOf(frames, index, {"threadid", "pd"}, false, target_.arch());
         if (object) {
             b.object = *object;
-            auto it = lwpOfPthread_.find(*object);
-            if (it != lwpOfPthread_.end()) b.heldBy = it->second;
+            if (auto lwp = lwpOfPthread_.find(*object)) b.heldBy = *lwp;
             else b.note = "the joined thread " + hexAddress(*object) + " is not among the process's threads";
             return;
         }
         // glibc waits on the joined thread's tid field: the futex word holds its TID.
         if (auto futex = firstArgument(frames, target_.arch())) {
-            if (auto tid = target_.readValue<int32_t>(*futex); tid && lwps_.count(*tid)) {
+            if (auto tid = target_.readValue<int32_t>(*futex); tid && lwps_.find(*tid)) {
                 b.ownerReadLate = target_.readLate(*futex, sizeof(int32_t));
                 b.heldBy = *tid;
-                for (const auto& [pthread, lwp] : lwpOfPthread_)
+                for (const auto& [pthread, lwp] : lwpOfPthread_.entries())  // the highest, should two name it
                     if (lwp == *tid) b.object = pthread;
                 return;
             }
@@ -418,9 +452,9 @@ private:
                 b.note = "the RLock's owner is unreadable (" + layout.source + ")";
                 return;
             }
-            auto it = lwpOfPthread_.find(*owner);
+            const int* lwp = lwpOfPthread_.find(*owner);
             if (*owner == 0) b.note = "the RLock is free: the thread is about to take it";
-            else if (it != lwpOfPthread_.end()) b.heldBy = it->second;
+            else if (lwp) b.heldBy = *lwp;
             else b.note = "the RLock's owner " + hexAddress(*owner) + " is not a thread of this process";
             return;
         }
@@ -428,8 +462,7 @@ private:
     }
 
     const Runtime* runtimeOf(const ThreadRow& row) const {
-        auto it = runtimeOfLwp_.find(row.lwp);
-        if (it != runtimeOfLwp_.end()) return it->second;
+        if (auto rt = runtimeOfLwp_.find(row.lwp)) return *rt;
         return r_.runtimes.empty() ? nullptr : &r_.runtimes.front();
     }
 
@@ -437,14 +470,14 @@ private:
     NativeStacks& stacks_;
     const ReportOptions& options_;
     Report& r_;
-    std::map<uint64_t, int> lwpOfPthread_;
-    std::set<int> lwps_;
+    FrozenMap<uint64_t, int> lwpOfPthread_;
+    FrozenMap<int, bool> lwps_;
     std::set<std::string> cpythonModules_;
     std::set<int> gilHolders_;
     bool refineGilWaiters_ = false;  // set once a GIL holder is found blocked (run())
-    std::map<int, const PyFrame*> pythonTop_;           // LWP -> its innermost Python frame (in the report)
-    std::map<uint64_t, const Interpreter*> interpOfTstate_;
-    std::map<int, const Runtime*> runtimeOfLwp_;
+    FrozenMap<int, const PyFrame*> pythonTop_;  // LWP -> its innermost Python frame (in the report)
+    FrozenMap<uint64_t, const Interpreter*> interpOfTstate_;
+    FrozenMap<int, const Runtime*> runtimeOfLwp_;
     const Interpreter* mainInterp_ = nullptr;
     std::optional<LockLayout> glibc_;
     std::unordered_map<uint64_t, bool> runs_;                               // by the innermost pc
