@@ -149,7 +149,7 @@ int run(pytstates::Command command, Arguments a) {
         target.resume();
         if (std::getenv("PYTSTATES_STATS"))
             std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms "
-                         "(copied beside the analysis, which first waited for it at %.1f ms); "
+                         "(copied beside the analysis, which first needed it at %.1f ms); "
                          "then %zu pages read one by one and %zu batched reads while stopped, "
                          "analysis while stopped done at %.1f ms, all threads detached at %.1f ms\n",
                          target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs(),
