@@ -106,6 +106,19 @@ void SnapshotCopy::copyPublished(size_t& consumed, PageRanges& copied, std::vect
 }
 
 void SnapshotCopy::copy() {
+    try {
+        copyAll();
+    } catch (...) {  // out of memory: what was not copied is read when asked for, like an unreadable page
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ownDone_ = true;
+        }
+        changed_.notify_all();
+        result_.doneAt = std::chrono::steady_clock::now();
+    }
+}
+
+void SnapshotCopy::copyAll() {
     std::vector<CopiedPage> own, arguments;
     PageRanges copied;
     size_t consumed = 0;

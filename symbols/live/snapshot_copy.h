@@ -90,7 +90,8 @@ public:
     Result finish();
 
 private:
-    void copy();
+    void copy();     // never throws: the copier's thread must not end the process
+    void copyAll();
     void copyPublished(size_t& consumed, PageRanges& copied, std::vector<CopiedPage>& own);
 
     bool pending_ = false;   // started, not finished or abandoned
