@@ -105,9 +105,9 @@ def stop_line_adds_up(args, pid, threads):
                   r"\(copied beside the analysis, which first needed it at ([0-9.]+) ms\);.*"
                   r"analysis while stopped done at ([0-9.]+) ms, all threads detached at ([0-9.]+) ms", line[0] if line else "")
     expect(m is not None, "one stop line in the stats: %r" % err)
-    stopped, pages, snapshot, waited, analysis, detached = float(m[1]), int(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])
+    stopped, pages, snapshot, needed, analysis, detached = float(m[1]), int(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])
     expect(0 < stopped <= snapshot <= analysis <= detached, "stopped, copied, analysed, detached in that order: %s" % line[0])
-    expect(stopped <= waited <= analysis, "the analysis needed the copy while stopped: %s" % line[0])
+    expect(stopped <= needed <= analysis, "the analysis needed the copy while stopped: %s" % line[0])
     expect(pages >= threads, "the snapshot holds at least one page of each thread's own stack: %s" % line[0])
     expect(abs(detached - r["target"]["stopped_ms"]) < 0.06, "the report's stopped_ms is when the last thread was detached: %s, %s" % (
         line[0], r["target"]["stopped_ms"]))
