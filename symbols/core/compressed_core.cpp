@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/core/compressed_core.h"
 #include "symbols/progress.h"
+#include "symbols/unlinked_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -46,14 +47,8 @@ std::string sizeWords(uint64_t bytes) {
 // The unlinked file the core is decompressed into: gone from the file system from the start, so
 // nothing is left behind whatever happens to pytstates.
 int openTemporary(const std::string& dir) {
-    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0) return fd;
-    std::string pattern = dir + "/pytstates-core-XXXXXX";
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    fd = mkostemp(name.data(), O_CLOEXEC);
+    int fd = openUnlinkedFile(dir, "pytstates-core-");
     if (fd < 0) throw std::runtime_error("cannot make a temporary file in " + dir + " for the decompressed core: " + std::strerror(errno) + " (set TMPDIR)");
-    ::unlink(name.data());
     return fd;
 }
 

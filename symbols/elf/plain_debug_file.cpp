@@ -5,13 +5,15 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
+
+#include "symbols/elf/zlib_stream.h"
+#include "symbols/unlinked_file.h"
 
 namespace pytstates {
 
@@ -39,28 +41,23 @@ private:
     int fd_;
 };
 
-bool readAll(int fd, void* buf, size_t len, uint64_t offset) {
-    auto* p = static_cast<char*>(buf);
-    while (len) {
-        ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
+// pread or pwrite repeated until all `len` bytes at `offset` are moved (0 or -1: false).
+template <typename Call>
+bool allBytes(Call call, size_t len, uint64_t offset) {
+    for (size_t done = 0; done < len;) {
+        ssize_t n = call(done, static_cast<off_t>(offset + done));
         if (n <= 0) return false;
-        p += n;
-        len -= static_cast<size_t>(n);
-        offset += static_cast<uint64_t>(n);
+        done += static_cast<size_t>(n);
     }
     return true;
 }
 
+bool readAll(int fd, void* buf, size_t len, uint64_t offset) {
+    return allBytes([&](size_t done, off_t at) { return ::pread(fd, static_cast<char*>(buf) + done, len - done, at); }, len, offset);
+}
+
 bool writeAll(int fd, const void* buf, size_t len, uint64_t offset) {
-    const auto* p = static_cast<const char*>(buf);
-    while (len) {
-        ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(offset));
-        if (n <= 0) return false;
-        p += n;
-        len -= static_cast<size_t>(n);
-        offset += static_cast<uint64_t>(n);
-    }
-    return true;
+    return allBytes([&](size_t done, off_t at) { return ::pwrite(fd, static_cast<const char*>(buf) + done, len - done, at); }, len, offset);
 }
 
 // The bytes [from, to) of `in` at the same offsets of `out`.
@@ -73,40 +70,14 @@ bool copyRange(int in, int out, uint64_t from, uint64_t to, std::vector<char>& b
     return true;
 }
 
-// Inflates the zlib stream (RFC 1950) stored at [offset, offset + size) of `in` into exactly
-// `plain` bytes at `at` of `out`. The stream's Adler-32 is not checked, as TypeSections does not:
-// libdw bounds-checks what it reads.
-bool inflateRange(int in, uint64_t offset, uint64_t size, int out, uint64_t at, uint64_t plain, std::vector<char>& inBuf,
-                  std::vector<char>& outBuf) {
-    unsigned char head[2];
-    if (size < 2 || !readAll(in, head, 2, offset)) return false;
-    if ((head[0] & 0x0f) != 8 || (head[0] >> 4) > 7 || ((head[0] << 8) | head[1]) % 31 != 0 || (head[1] & 0x20)) return false;
-    z_stream z{};
-    if (inflateInit2(&z, -15) != Z_OK) return false;
-    uint64_t readAt = offset + 2, end = offset + size, written = 0;
-    int r = Z_OK;
-    while (r != Z_STREAM_END) {
-        if (z.avail_in == 0) {
-            if (readAt >= end) break;
-            size_t n = static_cast<size_t>(std::min<uint64_t>(inBuf.size(), end - readAt));
-            if (!readAll(in, inBuf.data(), n, readAt)) break;
-            readAt += n;
-            z.next_in = reinterpret_cast<unsigned char*>(inBuf.data());
-            z.avail_in = static_cast<uInt>(n);
-        }
-        z.next_out = reinterpret_cast<unsigned char*>(outBuf.data());
-        z.avail_out = static_cast<uInt>(outBuf.size());
-        r = inflate(&z, Z_NO_FLUSH);
-        if (r != Z_OK && r != Z_STREAM_END) break;
-        size_t got = outBuf.size() - z.avail_out;
-        if (written + got > plain || !writeAll(out, outBuf.data(), got, at + written)) {
-            r = Z_DATA_ERROR;
-            break;
-        }
-        written += got;
-    }
-    inflateEnd(&z);
-    return r == Z_STREAM_END && written == plain;
+// Inflates the zlib stream stored at [offset, offset + size) of `in` into exactly `plain` bytes at
+// `at` of `out`.
+bool inflateRange(int in, uint64_t offset, uint64_t size, int out, uint64_t at, uint64_t plain, std::vector<char>& outBuf) {
+    ZlibStream z;
+    if (!z.start([in](uint64_t from, void* buf, size_t len) { return readAll(in, buf, len, from); }, offset, size, plain)) return false;
+    while (size_t got = z.inflateSome(reinterpret_cast<unsigned char*>(outBuf.data()), outBuf.size()))
+        if (!writeAll(out, outBuf.data(), got, at + z.done() - got)) return false;
+    return z.complete();
 }
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
@@ -118,10 +89,8 @@ int temporaryFile() {
     if (const char* t = std::getenv("TMPDIR"); t && *t) dirs.push_back(t);
     dirs.push_back("/var/tmp");
     dirs.push_back("/tmp");
-    for (const auto& d : dirs) {
-        int fd = ::open(d.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0) return fd;
-    }
+    for (const auto& d : dirs)
+        if (int fd = openUnlinkedFile(d, "pytstates-debug-"); fd >= 0) return fd;
     return -1;
 }
 
@@ -165,22 +134,23 @@ int openDecompressedCopy(const std::string& path) {
 
     Fd out(temporaryFile());
     if (out.get() < 0) return -1;
-    std::vector<char> inBuf(kChunk), outBuf(4 * kChunk);
+    std::vector<char> copyBuf(kChunk), outBuf(4 * kChunk);
     // The original's bytes but the compressed streams (a hole is left where they were, never read).
     std::vector<std::pair<uint64_t, uint64_t>> skip;
+    skip.reserve(packed.size());
     for (const auto& p : packed) skip.emplace_back(p.offset, p.offset + p.size);
     std::sort(skip.begin(), skip.end());
     uint64_t at = 0;
     for (const auto& [from, to] : skip) {
-        if (from > at && !copyRange(in.get(), out.get(), at, from, inBuf)) return -1;
+        if (from > at && !copyRange(in.get(), out.get(), at, from, copyBuf)) return -1;
         at = std::max(at, to);
     }
-    if (at < fileSize && !copyRange(in.get(), out.get(), at, fileSize, inBuf)) return -1;
+    if (at < fileSize && !copyRange(in.get(), out.get(), at, fileSize, copyBuf)) return -1;
     // Each section decompressed after the original's end, then the section headers that say so.
     uint64_t end = alignUp(fileSize, 4096);
     for (const auto& p : packed) {
         end = alignUp(end, std::max<uint64_t>(p.align, 64));
-        if (!inflateRange(in.get(), p.offset, p.size, out.get(), end, p.plain, inBuf, outBuf)) return -1;
+        if (!inflateRange(in.get(), p.offset, p.size, out.get(), end, p.plain, outBuf)) return -1;
         Elf64_Shdr& s = sh[p.index];
         s.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
         s.sh_offset = end;

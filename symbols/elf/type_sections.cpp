@@ -6,7 +6,6 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <zlib.h>
 
 #include <sys/mman.h>
 
@@ -14,13 +13,15 @@
 #include <cstring>
 #include <string>
 
+#include "symbols/elf/zlib_stream.h"
+
 namespace pytstates {
 
 namespace {
 
 // What DwarfTypes reads: DIEs, their abbreviations, and names by every string form.
 const char* const kTypeSections[] = {".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets"};
-constexpr uint64_t kMaxSection = 1ull << 30;  // one inflate call (zlib counts in 32 bits)
+constexpr uint64_t kMaxSection = 1ull << 30;  // larger than any type section this reads
 
 struct Piece {
     std::string name;
@@ -33,25 +34,17 @@ struct Piece {
     uint64_t offset = 0;      // in the image
 };
 
-// A zlib stream's header (RFC 1950): deflate, no preset dictionary.
-bool zlibHeader(const unsigned char* h) {
-    return (h[0] & 0x0f) == 8 && (h[0] >> 4) <= 7 && ((h[0] << 8) | h[1]) % 31 == 0 && !(h[1] & 0x20);
-}
-
-// Inflates a zlib stream (RFC 1950) into exactly `size` bytes. The stream's Adler-32 is not
-// checked (a tenth of the time): libdw bounds-checks what it reads.
+// A zlib stream held in memory (a section of the mapped file), inflated into exactly `size` bytes.
 bool inflateInto(const unsigned char* in, uint64_t inSize, unsigned char* out, uint64_t size) {
-    if (inSize < 2 || !zlibHeader(in)) return false;
-    z_stream z{};
-    if (inflateInit2(&z, -15) != Z_OK) return false;
-    z.next_in = const_cast<unsigned char*>(in + 2);
-    z.avail_in = static_cast<uInt>(inSize - 2);
-    z.next_out = out;
-    z.avail_out = static_cast<uInt>(size);
-    int r = inflate(&z, Z_FINISH);
-    bool whole = r == Z_STREAM_END && z.avail_out == 0;
-    inflateEnd(&z);
-    return whole;
+    ZlibStream z;
+    auto read = [in](uint64_t offset, void* buf, size_t len) {
+        std::memcpy(buf, in + offset, len);
+        return true;
+    };
+    if (!z.start(read, 0, inSize, size)) return false;
+    while (z.inflateSome(out + z.done(), static_cast<size_t>(size - z.done())) > 0) {
+    }
+    return z.complete();
 }
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
@@ -101,68 +94,30 @@ bool typesMayReferAcrossUnits(const unsigned char* p, uint64_t size) {
     return false;
 }
 
-constexpr uint64_t kInflateStep = 64 * 1024;  // decompressed bytes per step, and compressed bytes per read
+constexpr uint64_t kInflateStep = uint64_t{64} << 10;  // decompressed bytes per step
 
 }  // namespace
 
 // .debug_info's zlib stream, decompressed into the image on demand from the file, which is read
 // in steps (never mapped whole).
 struct TypeSections::LazyInfo {
-    const ElfFile* file = nullptr;
-    z_stream z{};
-    bool open = false, failed = false;
-    uint64_t inOffset = 0;  // the next compressed byte in the file
-    uint64_t inLeft = 0;    // compressed bytes not handed to zlib yet
+    ZlibStream stream;
     unsigned char* out = nullptr;
-    uint64_t size = 0;      // decompressed size
-    uint64_t done = 0;      // decompressed so far
-    std::vector<unsigned char> chunk;
+    uint64_t size = 0;  // decompressed size
 
-    ~LazyInfo() {
-        if (open) inflateEnd(&z);
-    }
     bool start(const ElfFile& f, uint64_t offset, uint64_t compressed, unsigned char* image, uint64_t plain) {
-        unsigned char header[2];
-        if (compressed < 2 || f.readAt(offset, header, 2) != 2 || !zlibHeader(header) || inflateInit2(&z, -15) != Z_OK) return false;
-        open = true;
-        file = &f;
-        inOffset = offset + 2;  // raw deflate after the header; the Adler-32 is not checked (see inflateInto)
-        inLeft = compressed - 2;
         out = image;
         size = plain;
-        chunk.resize(kInflateStep);
-        return true;
+        return stream.start([&f](uint64_t at, void* buf, size_t len) { return f.readAt(at, buf, len) == len; }, offset, compressed, plain);
     }
+    uint64_t done() const { return stream.done(); }
     // Decompresses through `end` (or the section's end), in whole steps.
     bool inflateThrough(uint64_t end) {
         end = std::min(end, size);
-        while (done < end && !failed) {
-            if (z.avail_in == 0) {
-                size_t n = static_cast<size_t>(std::min<uint64_t>(inLeft, chunk.size()));
-                if (n == 0 || file->readAt(inOffset, chunk.data(), n) != n) {
-                    failed = true;
-                    break;
-                }
-                inOffset += n;
-                inLeft -= n;
-                z.next_in = chunk.data();
-                z.avail_in = static_cast<uInt>(n);
-            }
-            uint64_t target = std::min(size, alignUp(end, kInflateStep));
-            z.next_out = out + done;
-            z.avail_out = static_cast<uInt>(target - done);
-            uInt inBefore = z.avail_in;
-            int r = inflate(&z, Z_NO_FLUSH);
-            uint64_t now = target - z.avail_out;
-            bool progress = now != done || z.avail_in != inBefore;
-            done = now;
-            if (r == Z_STREAM_END) {
-                failed = done != size;
-                break;
-            }
-            if ((r != Z_OK && r != Z_BUF_ERROR) || !progress) failed = true;
-        }
-        return done >= end;
+        uint64_t target = std::min(size, alignUp(end, kInflateStep));
+        while (stream.done() < target)
+            if (stream.inflateSome(out + stream.done(), static_cast<size_t>(target - stream.done())) == 0) break;
+        return stream.done() >= end;
     }
 };
 
@@ -266,7 +221,7 @@ std::unique_ptr<TypeSections> TypeSections::open(const ElfFile& file) {
             sh.sh_entsize = 1;
         }
     }
-    std::memcpy(image + namesOffset, names.data(), names.size());
+    std::copy(names.begin(), names.end(), image + namesOffset);  // NUL-separated names
     Elf64_Shdr& strtab = shdrs[shnum - 1];
     strtab.sh_name = nameAt.back();
     strtab.sh_type = SHT_STRTAB;
@@ -307,7 +262,7 @@ bool TypeSections::ensureUnit(uint64_t offset) {
     return info.inflateThrough(end);
 }
 
-uint64_t TypeSections::infoDecompressed() const { return info_ ? info_->done : 0; }
+uint64_t TypeSections::infoDecompressed() const { return info_ ? info_->done() : 0; }
 uint64_t TypeSections::infoSize() const { return info_ ? info_->size : 0; }
 
 }  // namespace pytstates

@@ -19,9 +19,7 @@ const CapstoneCalls* capstone(std::string* why) {
         library->load(c.close, "cs_close");
         return c;
     }();
-    if (library->loaded()) return &calls;
-    if (why) *why = library->error();
-    return nullptr;
+    return library->ifLoaded(calls, why);
 }
 
 }  // namespace pytstates

@@ -19,9 +19,7 @@ const DebuginfodCalls* debuginfod(std::string* why) {
         library->load(c.findExecutable, "debuginfod_find_executable");
         return c;
     }();
-    if (library->loaded()) return &calls;
-    if (why) *why = library->error();
-    return nullptr;
+    return library->ifLoaded(calls, why);
 }
 
 }  // namespace pytstates

@@ -20,6 +20,15 @@ public:
     bool loaded() const { return handle_ != nullptr && error_.empty(); }
     const std::string& error() const { return error_; }
 
+    // `calls` (the table of functions loaded from it) when every one was found; else null, and
+    // *why (if given) says what is missing.
+    template <typename Calls>
+    const Calls* ifLoaded(const Calls& calls, std::string* why) const {
+        if (loaded()) return &calls;
+        if (why) *why = error_;
+        return nullptr;
+    }
+
     // Sets `slot` to the named function; null (and error() set) when it is missing.
     template <typename F>
     void load(F*& slot, const char* name) {

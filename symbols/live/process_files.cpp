@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "symbols/text/proc_maps.h"
+
 namespace pytstates {
 
 namespace {
@@ -72,18 +74,11 @@ ProcessFiles readProcessFiles(int pid) {
             path[out.root.size()] == '/')
             path.erase(0, out.root.size());
     };
-    std::istringstream maps(readProcText(out.dir + "/maps"));
-    for (std::string line; std::getline(maps, line);) {
-        unsigned long long start, end, offset;
-        char perms[8], dev[16];
-        unsigned long inode;
-        int consumed = 0;
-        if (sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %lu %n", &start, &end, perms, &offset, dev, &inode, &consumed) < 6) continue;
-        std::string path = consumed > 0 ? line.substr(consumed) : "";
-        if (path.empty() || path[0] != '/' || inode == 0) continue;
-        bool deleted = stripDeleted(path);
-        ownPath(path);
-        out.mappings.push_back({start, end, offset, path, deleted});
+    for (auto& m : parseMaps(readProcText(out.dir + "/maps"))) {
+        if (m.path.empty() || m.path[0] != '/' || m.inode == 0) continue;
+        bool deleted = stripDeleted(m.path);
+        ownPath(m.path);
+        out.mappings.push_back({m.start, m.end, m.offset, m.path, deleted});
     }
     out.executable = readLink(out.dir + "/exe");
     stripDeleted(out.executable);

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
 #include <string>
+
+#include "symbols/text/proc_maps.h"
 
 namespace pytstates {
 
@@ -63,16 +64,8 @@ PageRanges without(const PageRanges& ranges, const PageRanges& minus) {
 
 std::vector<MappedRange> readableMappings(const std::string& maps) {
     std::vector<MappedRange> out;
-    std::istringstream in(maps);
-    for (std::string line; std::getline(in, line);) {
-        char* rest = nullptr;
-        MappedRange m;
-        m.start = std::strtoull(line.c_str(), &rest, 16);
-        if (!rest || *rest != '-') continue;
-        m.end = std::strtoull(rest + 1, &rest, 16);
-        if (!rest || rest[0] != ' ' || rest[1] != 'r') continue;  // unreadable: nothing to copy
-        out.push_back(m);
-    }
+    for (const auto& m : parseMaps(maps))
+        if (m.readable) out.push_back({m.start, m.end});  // unreadable: nothing to copy
     return out;  // the kernel lists them by address
 }
 

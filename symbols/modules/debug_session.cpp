@@ -9,13 +9,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "symbols/elf/elf_file.h"
 #include "symbols/elf/plain_debug_file.h"
+#include "symbols/text/proc_maps.h"
 
 namespace pytstates {
 
@@ -139,18 +141,11 @@ void DebugSession::releaseDecompressedPages() const {
     if (files.size() != mappedFiles_) {
         mappedFiles_ = files.size();
         decompressedMaps_.clear();
-        FILE* maps = std::fopen("/proc/self/maps", "re");
-        if (!maps) return;
-        char line[4096];
-        while (std::fgets(line, sizeof line, maps)) {
-            unsigned long long start = 0, end = 0, offset = 0, inode = 0;
-            unsigned major = 0, minor = 0;
-            char perms[8];
-            if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset, &major, &minor, &inode) == 7 &&
-                files.count({makedev(major, minor), inode}) && end > start)
-                decompressedMaps_.emplace_back(start, end - start);
-        }
-        std::fclose(maps);
+        std::ifstream in("/proc/self/maps");
+        std::stringstream text;
+        text << in.rdbuf();
+        for (const auto& m : parseMaps(text.str()))
+            if (files.count({makedev(m.major, m.minor), m.inode}) && m.end > m.start) decompressedMaps_.emplace_back(m.start, m.end - m.start);
     }
     // libelf maps each file whole (ELF_C_READ_MMAP_PRIVATE) and, for a file of this machine's byte
     // order (the only ones decompressed), never writes to the mapping: its pages are the file's,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/native/line_tables.h"
 
+#include "symbols/native/source_line.h"
+
 namespace pytstates {
 
 namespace {
@@ -69,21 +71,7 @@ std::optional<SourcePosition> LineTables::at(Dwarf_Die* cu, Dwarf_Addr addr, boo
         dwarf_lineendsequence(row, &end);
         if (row && !end && rowAddr <= addr) {
             // sourceLineAt's rule: no sequence may end between the row's first address and addr.
-            bool ended = false;
-            if (addr > rowAddr) {
-                size_t lo = 0, hi = count;
-                while (lo < hi) {
-                    size_t mid = lo + (hi - lo) / 2;
-                    if (addrOf(mid) < rowAddr) lo = mid + 1;
-                    else hi = mid;
-                }
-                for (size_t i = lo; i < count && !ended; ++i) {
-                    Dwarf_Line* x = dwarf_onesrcline(lines, i);
-                    bool e = false;
-                    if (!x || addrOf(i) > addr) break;
-                    ended = dwarf_lineendsequence(x, &e) == 0 && e;
-                }
-            }
+            bool ended = addr > rowAddr && sequenceEndsBetween(lines, count, rowAddr, addr);
             if (!ended) {
                 SourcePosition p;
                 int lineNo = 0;

@@ -17,12 +17,16 @@ Dwfl_Line* sourceLineAt(Dwfl_Module* mod, Dwarf_Addr pc) {
     if (!row || !cu || dwarf_lineaddr(row, &rowAddr) != 0 || dwarf_getsrclines(cu, &lines, &count) != 0) return line;
     Dwarf_Addr target = pc - bias;
     if (target <= rowAddr) return line;
+    return sequenceEndsBetween(lines, count, rowAddr, target) ? nullptr : line;
+}
+
+bool sequenceEndsBetween(Dwarf_Lines* lines, size_t count, Dwarf_Addr rowAddr, Dwarf_Addr target) {
     // The table is sorted by address: the first row at rowAddr, then every row up to target.
     size_t lo = 0, hi = count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         Dwarf_Addr a = 0;
-        if (dwarf_lineaddr(dwarf_onesrcline(lines, mid), &a) != 0) return line;
+        if (dwarf_lineaddr(dwarf_onesrcline(lines, mid), &a) != 0) return false;
         if (a < rowAddr) lo = mid + 1;
         else hi = mid;
     }
@@ -31,9 +35,9 @@ Dwfl_Line* sourceLineAt(Dwfl_Module* mod, Dwarf_Addr pc) {
         Dwarf_Addr a = 0;
         bool end = false;
         if (!l || dwarf_lineaddr(l, &a) != 0 || a > target) break;
-        if (dwarf_lineendsequence(l, &end) == 0 && end) return nullptr;
+        if (dwarf_lineendsequence(l, &end) == 0 && end) return true;
     }
-    return line;
+    return false;
 }
 
 }  // namespace pytstates

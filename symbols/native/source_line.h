@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+
+#include <cstddef>
 
 namespace pytstates {
 
@@ -11,5 +14,9 @@ namespace pytstates {
 // addr2line say none). A row is kept only if no sequence ends between it and pc; a line lost that
 // way is missing, never wrong.
 Dwfl_Line* sourceLineAt(Dwfl_Module* mod, Dwarf_Addr pc);
+
+// That rule: whether a sequence of `lines` (a CU's table, sorted by address) ends at or after the
+// first row at rowAddr and at or before target. A row it cannot read counts as no end.
+bool sequenceEndsBetween(Dwarf_Lines* lines, size_t count, Dwarf_Addr rowAddr, Dwarf_Addr target);
 
 }  // namespace pytstates
