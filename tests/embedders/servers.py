@@ -11,8 +11,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import scenario  # noqa: E402
 
 SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "embedders")
 
@@ -237,9 +241,4 @@ def zombie(pid):
 
 
 def gcore(pid, where):
-    prefix = os.path.join(where, "gcore")
-    out = subprocess.run(["gcore", "-o", prefix, str(pid)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
-    core = "%s.%d" % (prefix, pid)
-    if not os.path.exists(core):
-        raise ServerError("gcore made no core: " + out.stdout.decode(errors="replace")[-2000:])
-    return core
+    return scenario.gcore(pid, os.path.join(where, "gcore"), error=ServerError)

@@ -184,9 +184,7 @@ def forked_core(facts, workdir, kind):
     """The forked child's core (the process that runs the states): gcore's, or the kernel's (SIGABRT
     to the child; the parent, waiting for it, then exits)."""
     if kind == "gcore":
-        prefix = os.path.join(workdir, "core")
-        subprocess.run(["gcore", "-o", prefix, str(facts["pid"])], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
-        core = "%s.%d" % (prefix, facts["pid"])
+        core = scenario.gcore(facts["pid"], os.path.join(workdir, "core"))
     else:
         resource.prlimit(facts["pid"], resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
         os.kill(facts["pid"], signal.SIGABRT)

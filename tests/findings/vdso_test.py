@@ -56,9 +56,7 @@ def main():
                     expect(frames[0]["function"] in ("clock_gettime", "__vdso_clock_gettime"), "the vDSO frame is named", frames[:3])
                     expect(any(f["module"].endswith("libc.so.6") for f in frames[1:3]), "unwound through the vDSO into libc", frames[:3])
                     break
-                prefix = os.path.join(workdir, "core")
-                subprocess.run(["gcore", "-o", prefix, str(facts["pid"])], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
-                core = "%s.%d" % (prefix, facts["pid"])
+                core = scenario.gcore(facts["pid"], os.path.join(workdir, "core"))
                 _, r, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--native", "--json"])
                 frames = innermost(r, facts["lwp"])
                 if frames[0]["module"] != "[vdso]":

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 # The suite's own Python and lldb (Debian 12: python3.11 and lldb-14; Debian 13: python3.13 and
@@ -25,6 +26,7 @@ LIBPYTHON = "libpython%s.so.1.0" % PYTHON_VERSION
 LLDB = "lldb"
 
 READY_TIMEOUT = 60
+PYTSTATES_TIMEOUT = 200
 # Every test reads DWARF itself: answers cached per build-id by an earlier test (or an earlier run)
 # would leave the DWARF readers untested and make two reports of one program differ in
 # runtimes[].layout_cached. The cache has its own test (production_test.py layout-cache).
@@ -41,25 +43,60 @@ def read_facts(proc, deadline, error=None, who="the scenario"):
     error = error or ScenarioError
     facts = None
     lines = []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        line = line.decode(errors="replace").rstrip("\n")
-        lines.append(line)
-        if line.startswith("FACTS "):
-            facts = json.loads(line[len("FACTS "):])
-        elif line == "READY":
-            if facts is None:
-                raise error("READY before FACTS")
-            return facts
-    raise error(who + " did not become READY; it printed:\n" + "\n".join(lines))
+    # readline() blocks: a program stuck before READY is killed at the deadline, which ends the
+    # read, so that the failure says what it printed instead of running into ctest's timeout.
+    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), proc.kill)
+    watchdog.start()
+    try:
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            line = line.decode(errors="replace").rstrip("\n")
+            lines.append(line)
+            if line.startswith("FACTS "):
+                facts = json.loads(line[len("FACTS "):])
+            elif line == "READY":
+                if facts is None:
+                    raise error("READY before FACTS")
+                return facts
+    finally:
+        watchdog.cancel()
+    late = " by its deadline (killed)" if time.monotonic() >= deadline else ""
+    raise error(who + " did not become READY" + late + "; it printed:\n" + "\n".join(lines))
 
 
 def kernel_core_pattern_ok():
     with open("/proc/sys/kernel/core_pattern") as f:
         pattern = f.read().strip()
     return not pattern.startswith("|"), pattern
+
+
+def gcore(pid, prefix, timeout=120, error=None):
+    """gdb's gcore of a running process: returns PREFIX.PID. gcore is a shell script whose gdb is its
+    child: on a timeout both are killed (killing the script alone leaves gdb holding the output
+    pipe, and the wait for that pipe does not end), and the core is taken once more. A gdb that
+    hangs twice is an error that names what it printed."""
+    error = error or ScenarioError
+    core = "%s.%d" % (prefix, pid)
+    said = ""
+    for attempt in (1, 2):
+        gdb = subprocess.Popen(["gcore", "-o", prefix, str(pid)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+        try:
+            said = gdb.communicate(timeout=timeout)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            os.killpg(gdb.pid, signal.SIGKILL)
+            said = gdb.communicate()[0].decode(errors="replace")
+            print("gcore of %d did not end in %g s (attempt %d); it printed: %s" % (pid, timeout, attempt, said[-1000:]),
+                  file=sys.stderr)
+            with contextlib.suppress(OSError):
+                os.unlink(core)
+            continue
+        if os.path.exists(core):
+            return core
+        break
+    raise error("gcore made no core: " + said[-2000:])
 
 
 def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
@@ -81,12 +118,7 @@ def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
         if after_ready:
             after_ready(proc, facts)
         if kind == "gcore":
-            prefix = os.path.join(workdir, "core")
-            out = subprocess.run(["gcore", "-o", prefix, str(proc.pid)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, timeout=120)
-            core = "%s.%d" % (prefix, proc.pid)
-            if not os.path.exists(core):
-                raise ScenarioError("gcore made no core: " + out.stdout.decode(errors="replace"))
+            core = gcore(proc.pid, os.path.join(workdir, "core"))
             proc.kill()
             proc.wait(timeout=30)
         else:
@@ -167,8 +199,13 @@ def offline_env():
 
 def run_pytstates(pytstates, args, expect_status=None, env=None):
     """Runs pytstates; returns (status, parsed JSON or text, stderr)."""
-    out = subprocess.run([pytstates] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
-                         env=offline_env() if env is None else env)
+    # Under ctest's 300 s, so that a pytstates that does not end is named as the one that hung.
+    try:
+        out = subprocess.run([pytstates] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=PYTSTATES_TIMEOUT,
+                             env=offline_env() if env is None else env)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError("pytstates %s did not end in %d s; stderr: %s" % (
+            " ".join(args), PYTSTATES_TIMEOUT, (e.stderr or b"").decode(errors="replace")[-2000:])) from None
     stdout = out.stdout.decode(errors="replace")
     stderr = out.stderr.decode(errors="replace")
     if expect_status is not None and out.returncode != expect_status:
