@@ -214,7 +214,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
         }
         w.endArray();
     }
-    bool gilHeld = f.code == "gil-held-while-blocked";
+    bool gilHeld = f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked";
     if (gilHeld) w.field("function", f.function);
     if (!f.history.empty()) {
         w.key("history");

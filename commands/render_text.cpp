@@ -149,10 +149,6 @@ std::string waitAt(const NativeFrame& at, const std::optional<PyFrame>& py) {
     return out.empty() ? out : "at " + out;
 }
 
-std::string heldByWords(const std::optional<int>& heldBy) {
-    return heldBy ? " held by LWP " + std::to_string(*heldBy) : "";
-}
-
 // The hang first, as the crash: each cycle as a chain, one line per thread with where it waits;
 // the GIL's holder blocked with the threads that wait for it.
 void renderHang(std::ostringstream& out, const Report& report, const RenderOptions& options) {
@@ -174,7 +170,7 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 std::string call = row && row->blockedOn ? row->blockedOn->call : "";
                 out << "  " << (i ? "-> " : "   ") << threadLabel(report, s.lwp, options) << "  "
                     << (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil ? "holds the GIL, " : "")
-                    << waitWords(s.waitsFor, s.object, call) << heldByWords(s.heldBy) << "\n";
+                    << waitWords(s.waitsFor, s.object, call) << heldByWords(s.waitsFor, s.heldBy) << "\n";
                 std::string at = waitAt(s.at, s.pythonAt);
                 if (!at.empty()) out << "         " << at << "\n";
             }
@@ -185,11 +181,26 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
             out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
                 << " for the GIL\n";
             out << "     " << threadLabel(report, *f.lwp, options) << "  holds the GIL and " << waitWords(b.kind, b.object, b.call)
-                << heldByWords(b.heldBy) << "\n";
+                << heldByWords(b.kind, b.heldBy) << "\n";
             std::string at = waitAt(b.at, b.pythonAt);
             if (!at.empty()) out << "         " << at << "\n";
             for (int w : f.waiters) {
                 out << "  <- " << threadLabel(report, w, options) << "  waits for the GIL\n";
+                if (rows.count(w) && rows[w]->blockedOn) {
+                    std::string wat = waitAt(rows[w]->blockedOn->at, rows[w]->blockedOn->pythonAt);
+                    if (!wat.empty()) out << "         " << wat << "\n";
+                }
+            }
+        } else if (f.code == "stop-the-world-blocked" && f.lwp && rows.count(*f.lwp)) {
+            any = true;
+            const BlockedOn& b = *rows[*f.lwp]->blockedOn;
+            out << "HANG  a stop of the world waits for a blocked thread\n";
+            out << "     " << threadLabel(report, *f.lwp, options) << "  is attached and " << waitWords(b.kind, b.object, b.call)
+                << heldByWords(b.kind, b.heldBy) << "\n";
+            std::string at = waitAt(b.at, b.pythonAt);
+            if (!at.empty()) out << "         " << at << "\n";
+            for (int w : f.waiters) {
+                out << "  <- " << threadLabel(report, w, options) << "  stops the world, waiting for it to detach\n";
                 if (rows.count(w) && rows[w]->blockedOn) {
                     std::string wat = waitAt(rows[w]->blockedOn->at, rows[w]->blockedOn->pythonAt);
                     if (!wat.empty()) out << "         " << wat << "\n";
@@ -226,7 +237,7 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         out << "\n" << wrap(shown(f.message), 96, "      ");
         for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
         // A hang's evidence is spread over threads: say where each fact was read.
-        if (f.code == "deadlock" || f.code == "gil-held-while-blocked")
+        if (f.code == "deadlock" || f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked")
             for (const auto& s : f.sources) out << wrap("from " + shown(s), 96, "      ");
     }
     out << "\n";
@@ -482,7 +493,7 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
         }
         out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function)));
         if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
-            out << "  [" << waitWords(t.blockedOn->kind, t.blockedOn->object, t.blockedOn->call) << heldByWords(t.blockedOn->heldBy) << "]";
+            out << "  [" << waitWords(t.blockedOn->kind, t.blockedOn->object, t.blockedOn->call) << heldByWords(t.blockedOn->kind, t.blockedOn->heldBy) << "]";
         out << "\n";
     }
 }

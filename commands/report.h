@@ -66,7 +66,7 @@ struct InternalsView {
 // What a thread waits for (commands/waits): from its native stack and the lock's memory.
 struct BlockedOn {
     WaitKind kind = WaitKind::None;
-    uint64_t object = 0;            // the mutex, rwlock, joined struct pthread, Python lock object; 0: none
+    uint64_t object = 0;            // the mutex, rwlock, joined struct pthread, Python lock object, attached thread state; 0: none
     std::optional<int> heldBy;      // the owner's LWP; none when unknown or nobody
     std::string function;           // the frame that says the kind (take_gil, pthread_mutex_lock, ...)
     std::optional<size_t> frame;    // its index in the thread's native stack
@@ -129,8 +129,8 @@ struct Finding {
     std::string message;
     std::vector<std::string> sources;  // every per-thread pointer or record that names `tstate`
     std::vector<CycleStep> cycle;      // deadlock: every thread of the cycle, from `lwp` round
-    std::string function;              // gil-held-while-blocked: the call the holder is blocked in
-    std::vector<int> waiters;          // gil-held-while-blocked: the threads waiting for the GIL
+    std::string function;              // gil-held-while-blocked, stop-the-world-blocked: the call the thread is blocked in
+    std::vector<int> waiters;          // the threads waiting for it: for the GIL, or stopping the world
     // From a recorded history (py-tstates-record, --history): the events of `tstate`'s last life,
     // each with the TLS slot it was cached in (cached events), and those events in words.
     struct HistoryEntry {

@@ -10,7 +10,8 @@ namespace pytstates {
 namespace {
 
 bool hasOwner(WaitKind k) {
-    return k == WaitKind::Gil || k == WaitKind::Mutex || k == WaitKind::Rwlock || k == WaitKind::Join || k == WaitKind::PythonLock;
+    return k == WaitKind::Gil || k == WaitKind::Mutex || k == WaitKind::Rwlock || k == WaitKind::Join || k == WaitKind::PythonLock ||
+           k == WaitKind::StopTheWorld;
 }
 
 std::string where(const NativeFrame& at, const std::optional<PyFrame>& py) {
@@ -70,6 +71,11 @@ void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std
         case WaitKind::PythonLock:
             if (b.object && b.heldBy) out.push_back("RLock.rlock_owner" + obj + layout);
             break;
+        case WaitKind::StopTheWorld:
+            if (b.object && b.heldBy)
+                out.push_back("PyThreadState.state" + obj + " (layout from " + layoutFrom(b.layoutSource) + "): attached, run by LWP " +
+                              std::to_string(*b.heldBy));
+            break;
         default: break;
     }
     (void)report;
@@ -88,9 +94,16 @@ std::string waitWords(WaitKind kind, uint64_t object, const std::string& call) {
         case WaitKind::Condition: return "waits on a condition variable";
         case WaitKind::Futex: return "waits on a futex";
         case WaitKind::Syscall: return call.empty() ? "is blocked in a system call" : "is blocked in " + call + "()";
+        case WaitKind::StopTheWorld: return "stops the world";
         case WaitKind::None: return "runs";
     }
     return "";
+}
+
+std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy) {
+    if (!heldBy) return "";
+    if (kind == WaitKind::StopTheWorld) return ", waiting for LWP " + std::to_string(*heldBy) + " to detach";
+    return " held by LWP " + std::to_string(*heldBy);
 }
 
 void addWaitFindings(Report& report) {
@@ -147,14 +160,24 @@ void addWaitFindings(Report& report) {
             addWaitSources(report, lwp, b, gilFacts, f.sources);
             if (b.ownerReadLate) late.push_back(lwp);
             chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(lwp) + " " + waitWords(b.kind, b.object, b.call) +
-                     " held by LWP " + std::to_string(*b.heldBy);
+                     heldByWords(b.kind, b.heldBy);
         }
+        // A stop of the world in the cycle: the thread it waits for blocks while attached.
+        const CycleStep* stop = nullptr;
+        for (const auto& s : f.cycle)
+            if (s.waitsFor == WaitKind::StopTheWorld) stop = &s;
         const CycleStep* holder = nullptr;
         for (const auto& s : f.cycle)
             if (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil) holder = &s;
         f.message = (cycle.size() == 1 ? std::string("1 thread waits for itself: ")
                                         : std::to_string(cycle.size()) + " threads wait for each other in a cycle: ") + chain + ". ";
-        if (holder) {
+        if (stop) {
+            const BlockedOn& attached = *rows[*stop->heldBy]->blockedOn;
+            f.message += "LWP " + std::to_string(*stop->heldBy) + " is attached to Python while it " +
+                         waitWords(attached.kind, attached.object, attached.call) +
+                         ": detach before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS); in a free-threaded build an "
+                         "attached thread that blocks keeps every stop of the world (a garbage collection among them) waiting";
+        } else if (holder) {
             const ThreadRow* row = rows[holder->lwp];
             f.message += "LWP " + std::to_string(holder->lwp) + " holds the GIL while it " +
                          waitWords(holder->waitsFor, holder->object, row->blockedOn->call) +
@@ -198,9 +221,41 @@ void addWaitFindings(Report& report) {
         for (size_t i = 0; i < waiters.size(); ++i) list += (i ? ", " : "") + std::to_string(waiters[i]);
         std::string at = where(b.at, b.pythonAt);
         f.message = "LWP " + std::to_string(holder) + " holds the GIL and " + waitWords(b.kind, b.object, b.call) +
-                    (b.heldBy ? " held by LWP " + std::to_string(*b.heldBy) : "") + (at.empty() ? "" : " in " + at) + ", while " +
-                    std::to_string(waiters.size()) + (waiters.size() == 1 ? " thread waits" : " threads wait") + " for the GIL (LWP " + list +
-                    "): release the GIL around blocking calls (Py_BEGIN_ALLOW_THREADS, py::gil_scoped_release)";
+                    heldByWords(b.kind, b.heldBy) + (at.empty() ? "" : " in " + at);
+        f.message += ", while " + std::to_string(waiters.size()) + (waiters.size() == 1 ? " thread waits" : " threads wait");
+        f.message += " for the GIL (LWP " + list + "): release the GIL around blocking calls (Py_BEGIN_ALLOW_THREADS, py::gil_scoped_release)";
+        report.findings.push_back(std::move(f));
+    }
+
+    // A stop of the world that waits for an attached thread blocked in something else, with no
+    // cycle: the world stops only once that wait ends.
+    std::map<int, std::vector<int>> stoppersOf;
+    for (const auto& [lwp, row] : rows) {
+        const BlockedOn& b = *row->blockedOn;
+        if (b.kind == WaitKind::StopTheWorld && b.heldBy && !inCycle.count(lwp)) stoppersOf[*b.heldBy].push_back(lwp);
+    }
+    for (const auto& [lwp, stoppers] : stoppersOf) {
+        auto it = rows.find(lwp);
+        if (it == rows.end() || inCycle.count(lwp)) continue;
+        const BlockedOn& b = *it->second->blockedOn;
+        if (b.kind == WaitKind::None || b.kind == WaitKind::StopTheWorld) continue;
+        Finding f;
+        f.code = "stop-the-world-blocked";
+        f.severity = "warning";
+        f.lwp = lwp;
+        f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
+        f.waiters = stoppers;
+        addWaitSources(report, lwp, b, gilFacts, f.sources);
+        for (int s : stoppers) addWaitSources(report, s, *rows[s]->blockedOn, gilFacts, f.sources);
+        std::string list;
+        for (size_t i = 0; i < stoppers.size(); ++i) list += (i ? ", " : "") + std::to_string(stoppers[i]);
+        std::string at = where(b.at, b.pythonAt);
+        f.message = "LWP " + std::to_string(lwp) + " is attached to Python and " + waitWords(b.kind, b.object, b.call) +
+                    heldByWords(b.kind, b.heldBy) + (at.empty() ? "" : " in " + at);
+        f.message += ", while LWP " + list + (stoppers.size() == 1 ? " stops" : " stop");
+        f.message += " the world and waits for it to detach: detach before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS); "
+                     "in a free-threaded build an attached thread that blocks keeps every stop of the world (a garbage collection "
+                     "among them) waiting";
         report.findings.push_back(std::move(f));
     }
 }

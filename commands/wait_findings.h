@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wait-for graph over threads[].blocked_on (a thread waiting for the GIL waits for its
-// holder; for a mutex, rwlock or RLock, for its owner; in a join, for the joined thread) and the
-// findings it gives: deadlock (a cycle) and gil-held-while-blocked.
+// holder; for a mutex, rwlock or RLock, for its owner; in a join, for the joined thread; stopping
+// the world, for an attached thread) and the findings it gives: deadlock (a cycle),
+// gil-held-while-blocked and stop-the-world-blocked.
 #pragma once
 
 #include "commands/report.h"
@@ -12,5 +13,8 @@ void addWaitFindings(Report& report);
 
 // "waits for the GIL", "waits for mutex 0x...": the words for one step of a wait.
 std::string waitWords(WaitKind kind, uint64_t object, const std::string& call);
+
+// " held by LWP 12", or for a stop of the world ", waiting for LWP 12 to detach"; "" for nobody.
+std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy);
 
 }  // namespace pytstates

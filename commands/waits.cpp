@@ -64,6 +64,20 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames, const
             if ((isRuntimeModule(frames[i].module) || cpython.count(frames[i].module)) && i + 1 < frames.size()) continue;
             return weak;
         }
+        if (w.kind == WaitKind::PythonLock) {
+            // stop_the_world waiting for its stop_event (PyEvent_WaitTimed, over the parking lot):
+            // the other threads' detaching is what it waits for. Its PyMutex_Lock (another stop
+            // under way) or HEAD_LOCK stays a Python lock's wait.
+            bool event = false;
+            for (size_t j = i; j < frames.size(); ++j) {
+                std::string fn = bareFunctionName(frames[j].function);
+                if (fn == "PyEvent_WaitTimed") event = true;
+                else if (event && waitFunction(frames[j].function).kind == WaitKind::StopTheWorld)
+                    return Classified{{WaitKind::StopTheWorld, false, {}}, j};
+                else if (waitFunction(frames[j].function).kind != WaitKind::PythonLock) break;
+                if (!isRuntimeModule(frames[j].module) && !cpython.count(frames[j].module)) break;
+            }
+        }
         if (!w.weak) return Classified{w, i};
         // A named syscall stays over an outer weak wait of another kind, except a condition variable.
         if (!weak || weak->wait.kind != WaitKind::Syscall || w.kind == WaitKind::Syscall || weak->wait.call.empty() ||
@@ -155,6 +169,7 @@ public:
                     interpOfTstate_.add(ts.address, &interp);
                     auto lwp = report.lwpFor(ts.address);
                     if (!lwp) continue;
+                    if (ts.state == 1) attached_.push_back({&rt, &interp, ts.address, *lwp});
                     runtimeOfLwp_.add(*lwp, &rt);
                     if (!ts.frames.empty()) pythonTop_.add(*lwp, &ts.frames.front());
                 }
@@ -182,6 +197,23 @@ public:
         // The GIL's waiters are in a finding only when its holder is blocked (a cycle, or the GIL
         // held while blocked): only then are they read again with DWARF, as the hang's frames.
         // A busy process, a thousand threads waiting for a running holder, loads no DWARF for it.
+        // Whom a stop of the world waits for: the other attached threads, the blocked one first
+        // (it is the one that keeps the world from stopping), once every thread's wait is known.
+        std::vector<int> stopped;
+        for (auto& row : r_.threads)
+            if (row.blockedOn && row.blockedOn->kind == WaitKind::StopTheWorld) {
+                stopTheWorld(row, *row.blockedOn);
+                if (row.blockedOn->heldBy) stopped.push_back(*row.blockedOn->heldBy);
+            }
+        // The thread a stop waits for, read again with DWARF: where it blocks is the finding's.
+        for (int lwp : stopped) detailed_.insert(lwp);
+        for (auto& row : r_.threads) {
+            if (!detailed_.count(row.lwp) || !row.blockedOn || row.blockedOn->kind == WaitKind::None ||
+                row.blockedOn->kind == WaitKind::StopTheWorld)
+                continue;
+            auto thread = threadOf.find(row.lwp);
+            if (thread != threadOf.end()) row.blockedOn = readOne(*thread->second, row);
+        }
         bool holderBlocked = false;
         for (const auto& row : r_.threads)
             if (gilHolders_.count(row.lwp) && row.blockedOn && row.blockedOn->kind != WaitKind::None) holderBlocked = true;
@@ -222,7 +254,12 @@ private:
         const std::vector<NativeFrame>* frames = &stack.frames;
         if (stack.frames.empty()) frames = &stacks_.firstFrames(thread, depth);
         const Reading* reading = &readingOf(*frames, frames != &stack.frames);
-        if (frames->size() >= depth && (!reading->found || reading->found->wait.weak)) {
+        // A parking-lot wait may be a stop of the world further out (stop_the_world).
+        auto parked = [&] {
+            return reading->found && reading->found->wait.kind == WaitKind::PythonLock &&
+                   parksInCpython((*frames)[reading->found->frame].function);
+        };
+        if (frames->size() >= depth && (!reading->found || reading->found->wait.weak || parked())) {
             depth = kWaitFrames;
             if (!spans.empty()) copySpans(depth);
             else frames = &stacks_.firstFrames(thread, depth);
@@ -241,7 +278,8 @@ private:
         // the symbol tables' sight.
         bool inCpython = found->wait.kind == WaitKind::Condition && found->frame + 1 < frames->size() &&
                          cpythonModules_.count((*frames)[found->frame + 1].module);
-        if (owned || inCpython || (found->wait.kind == WaitKind::Gil && refineGilWaiters_) || gilHolders_.count(row.lwp) || options_.native) {
+        if (owned || inCpython || (found->wait.kind == WaitKind::Gil && refineGilWaiters_) || gilHolders_.count(row.lwp) ||
+            found->wait.kind == WaitKind::StopTheWorld || detailed_.count(row.lwp) || options_.native) {
             NativeStack detailed = stacks_.unwind(thread, kWaitFrames, owned ? valuesFrame + 2 : 0, true);
             if (auto again = classify(detailed.frames, cpythonModules_)) {
                 stack = std::move(detailed);
@@ -264,9 +302,43 @@ private:
             case WaitKind::Rwlock: rwlock(*frames, found->frame, b); break;
             case WaitKind::Join: join(*frames, found->frame, b); break;
             case WaitKind::PythonLock: pythonLock(*frames, found->frame, row, reading && !reading->rlock, b); break;
+            case WaitKind::StopTheWorld:
+                // Every interpreter's world: _PyEval_StopTheWorldAll, a caller DWARF shows (a tail call).
+                for (size_t i = found->frame; i < frames->size() && i < found->frame + 3; ++i)
+                    if (bareFunctionName((*frames)[i].function) == "PyEval_StopTheWorldAll") stopsAll_.insert(row.lwp);
+                break;
             default: break;
         }
         return b;
+    }
+
+    // A stop of the world waits for every other thread state attached to its interpreter (to all
+    // of them: _PyEval_StopTheWorldAll) to detach; detached ones it parks itself.
+    void stopTheWorld(const ThreadRow& row, BlockedOn& b) {
+        bool all = stopsAll_.count(row.lwp) != 0;
+        const Interpreter* interp = interpreterOf(row);
+        const Runtime* rt = runtimeOf(row);
+        std::vector<const Attached*> waitedFor;
+        for (const auto& a : attached_)
+            if (a.lwp != row.lwp && (all ? a.runtime == rt : a.interp == interp)) waitedFor.push_back(&a);
+        if (waitedFor.empty()) {
+            b.note = "no other thread state is attached: the world is about to stop";
+            return;
+        }
+        auto blocked = [&](int lwp) {
+            for (const auto& other : r_.threads)
+                if (other.lwp == lwp) return other.blockedOn && other.blockedOn->kind != WaitKind::None;
+            return false;
+        };
+        auto first = std::find_if(waitedFor.begin(), waitedFor.end(), [&](const Attached* a) { return blocked(a->lwp); });
+        const Attached* chosen = first != waitedFor.end() ? *first : waitedFor.front();
+        b.heldBy = chosen->lwp;
+        b.object = chosen->tstate;
+        b.layoutSource = rt ? rt->layout.source : "";
+        if (waitedFor.size() > 1) {
+            b.note = "attached, not yet detached:";
+            for (size_t i = 0; i < waitedFor.size(); ++i) b.note += (i ? ", LWP " : " LWP ") + std::to_string(waitedFor[i]->lwp);
+        }
     }
 
     // Whether the innermost function, from the symbol tables, is no wait function: the thread
@@ -479,6 +551,16 @@ private:
     FrozenMap<uint64_t, const Interpreter*> interpOfTstate_;
     FrozenMap<int, const Runtime*> runtimeOfLwp_;
     const Interpreter* mainInterp_ = nullptr;
+    // Thread states attached (3.13+ PyThreadState.state 1) and the thread that runs each.
+    struct Attached {
+        const Runtime* runtime;
+        const Interpreter* interp;
+        uint64_t tstate;
+        int lwp;
+    };
+    std::vector<Attached> attached_;
+    std::set<int> stopsAll_;  // the threads whose stop is _PyEval_StopTheWorldAll's
+    std::set<int> detailed_;  // threads a stop of the world waits for: read with DWARF
     std::optional<LockLayout> glibc_;
     std::unordered_map<uint64_t, bool> runs_;                               // by the innermost pc
     std::map<std::vector<uint64_t>, Reading> readings_;  // by the frames' pcs

@@ -17,6 +17,7 @@ const char* waitKindName(WaitKind kind) {
         case WaitKind::Condition: return "condition";
         case WaitKind::Futex: return "futex";
         case WaitKind::Syscall: return "syscall";
+        case WaitKind::StopTheWorld: return "stop-the-world";
     }
     return "none";
 }
@@ -67,6 +68,9 @@ WaitFunction waitFunction(const std::string& function) {
     // CPython: take_gil in every version with a GIL (a static function; kept as a frame of its own
     // by the DWARF of an inlined call).
     if (b == "take_gil") return {WaitKind::Gil, false, {}};
+    // A free-threaded CPython (3.13+) stopping the world: _PyEval_StopTheWorld (one interpreter),
+    // _PyEval_StopTheWorldAll (all), both through the static stop_the_world.
+    if (b == "stop_the_world" || b == "PyEval_StopTheWorld" || b == "PyEval_StopTheWorldAll") return {WaitKind::StopTheWorld, false, {}};
     // glibc mutexes: the plain, robust and PI lock paths, their timed forms, and the low-level wait.
     static const std::set<std::string> mutex = {"pthread_mutex_lock", "pthread_mutex_lock_full", "pthread_mutex_timedlock",
                                                 "pthread_mutex_clocklock", "pthread_mutex_clocklock_common",
@@ -100,6 +104,11 @@ WaitFunction waitFunction(const std::string& function) {
     // syscall(2): which call only its number tells (commands/ reads it from the registers).
     if (b == "syscall") return {WaitKind::Syscall, true, {}};
     return w;
+}
+
+bool parksInCpython(const std::string& function) {
+    std::string b = bare(function);
+    return b == "PySemaphore_Wait" || b == "PyParkingLot_Park" || b == "PyEvent_WaitTimed";
 }
 
 bool takesGil(const std::string& function) {

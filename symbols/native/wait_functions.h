@@ -8,7 +8,9 @@
 
 namespace pytstates {
 
-enum class WaitKind { None, Gil, Mutex, Rwlock, Join, PythonLock, Condition, Futex, Syscall };
+// StopTheWorld: a free-threaded CPython's stop_the_world, which waits for every other attached
+// thread state to detach.
+enum class WaitKind { None, Gil, Mutex, Rwlock, Join, PythonLock, Condition, Futex, Syscall, StopTheWorld };
 
 // "gil", "mutex", ... as CONTRACT.md names them.
 const char* waitKindName(WaitKind kind);
@@ -28,6 +30,10 @@ WaitFunction waitFunction(const std::string& function);
 // The name without glibc's alias prefixes ("__GI___", "__libc_") and GCC's clone suffixes
 // (".lto_priv.0", ".constprop.0"): "__GI___poll" -> "poll", "rlock_acquire.lto_priv.0" -> "rlock_acquire".
 std::string bareFunctionName(const std::string& function);
+
+// The parking lot's waits (3.13+), which stop_the_world waits in further out: a stack that ends
+// there is unwound deeper before it is called a Python lock's wait.
+bool parksInCpython(const std::string& function);
 
 // A function that takes the GIL for its caller: the frame to show when take_gil itself was
 // inlined away (PyEval_RestoreThread, PyGILState_Ensure, ...).

@@ -96,7 +96,7 @@ def check_deadlock(report, text, expected):
     for lwp, kind, obj, held in expected:
         expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in sources), "no stack source for LWP %d: %s" % (lwp, sources))
         field = {"mutex": "pthread_mutex_t.__data.__owner", "rwlock": "pthread_rwlock_t.__data.__cur_writer",
-                 "python-lock": "RLock.rlock_owner"}.get(kind)
+                 "python-lock": "RLock.rlock_owner", "stop-the-world": "PyThreadState.state"}.get(kind)
         if field and obj is not None:
             expect(any(s.startswith("%s at %#x (layout from " % (field, obj)) for s in sources), "no %s source at %#x: %s" % (field, obj, sources))
         if kind == "join":
@@ -148,6 +148,55 @@ def check_blocked_holder(report, text, holder, waiters, calls):
     expect("HANG  the GIL's holder is blocked" in text, "no HANG section:\n" + text[:3000])
 
 
+def attached_tstate(report, lwp):
+    """The thread state LWP runs, as the report lists it, checked to be attached (3.13+ state 1)."""
+    for rt in report["runtimes"]:
+        for interp in rt["interpreters"]:
+            for ts in interp["tstates"]:
+                if ts["lwp"] == lwp:
+                    expect(ts["state"] == "attached", "the thread state of LWP %d is not attached: %s" % (lwp, ts))
+                    return hex_int(ts["address"])
+    raise AssertionError("no thread state runs on LWP %d" % lwp)
+
+
+def check_stop_the_world(report, text, facts, cycle):
+    """A free-threaded stop of the world (gc.collect()) waiting for an attached thread that blocks:
+    in a cycle through a mutex and a join, or alone (stop-the-world-blocked)."""
+    stopper, attached = facts["stopper"], facts["attached"]
+    ts = attached_tstate(report, attached)
+    by = threads_by_lwp(report)
+    b = by[stopper]["blocked_on"]
+    expect(b["kind"] == "stop-the-world" and b["held_by"] == attached and hex_int(b["object"]) == ts,
+           "the stopper's blocked_on: %s" % b)
+    expect(b["function"] in ("stop_the_world", "_PyEval_StopTheWorld"), "stopper's function %r" % b["function"])
+    expect("[stops the world, waiting for LWP %d to detach]" % attached in text, "the thread row does not say the stop:\n" + text)
+    if cycle:
+        main = facts["main_lwp"]
+        check_deadlock(report, text, [(main, "join", hex_int(facts["stopper_pthread"]), stopper), (stopper, "stop-the-world", ts, attached),
+                                      (attached, "mutex", hex_int(facts["mutex"]), main)])
+        msg = findings(report, "deadlock")[0]["message"]
+        expect("LWP %d stops the world, waiting for LWP %d to detach" % (stopper, attached) in msg, "deadlock message: " + msg)
+        expect("LWP %d is attached to Python while it waits for mutex %s" % (attached, facts["mutex"]) in msg, "deadlock message: " + msg)
+        expect(not findings(report, "stop-the-world-blocked"), "stop-the-world-blocked beside the cycle")
+        return
+    expect(not findings(report, "deadlock"), "a deadlock where there is none: %s" % findings(report, "deadlock"))
+    g = findings(report, "stop-the-world-blocked")
+    expect(len(g) == 1, "one stop-the-world-blocked expected, got %s" % [f["message"] for f in report["findings"]])
+    f = g[0]
+    expect(f["lwp"] == attached and f["waiters"] == [stopper] and f["severity"] == "warning", "finding %s" % f)
+    expect("cond_wait" in f["function"], "function %r" % f["function"])
+    wb = by[attached]["blocked_on"]
+    expect(wb["kind"] == "condition" and wb["at"]["native"]["function"].endswith("Gate::waitFor"), "attached thread's blocked_on: %s" % wb)
+    expect(f["message"].startswith("LWP %d is attached to Python and waits on a condition variable in " % attached) and
+           "while LWP %d stops the world and waits for it to detach" % stopper in f["message"], "message: " + f["message"])
+    for lwp in (attached, stopper):
+        expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in f["sources"]), "no stack source for LWP %d" % lwp)
+    expect(any(s.startswith("PyThreadState.state at %#x (layout from " % ts) and s.endswith("attached, run by LWP %d" % attached)
+               for s in f["sources"]), "no thread-state source: %s" % f["sources"])
+    expect("HANG  a stop of the world waits for a blocked thread" in text and text.index("HANG") < text.index("FINDINGS"),
+           "no HANG section:\n" + text[:3000])
+
+
 def check_hang(args, facts, report, text, exe, where):
     case = args.case
     if args.program == "rlock":
@@ -173,6 +222,8 @@ def check_hang(args, facts, report, text, exe, where):
         if not facts["gil"]:
             expect(any("without a GIL" in n for n in report.get("wait_notes", [])), "no word of the missing GIL: %s" % report.get("wait_notes"))
             expect("without a GIL" in text, "the HANG section says there is no GIL")
+    elif case in ("stw-mutex", "stw-blocked"):
+        check_stop_the_world(report, text, facts, case == "stw-mutex")
     elif case == "cycle3":
         m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
         a, b, c = facts["a"], facts["b"], facts["c"]
@@ -224,6 +275,18 @@ def check_abort(facts, report, text):
         expect(f.get("file") is None and f.get("line") is None, "_start given a source line: %s" % f)
 
 
+def stopper_caught_running(args, facts, report, attempt):
+    """stop_the_world wakes every millisecond to park newly detached threads: a stop caught in
+    that moment runs, and waits for nothing. Taken again then (at most 3 times), and said."""
+    if not args.case.startswith("stw-") or attempt == 2:
+        return False
+    b = threads_by_lwp(report)[facts["stopper"]].get("blocked_on") or {}
+    if b.get("kind") != "none":
+        return False
+    print("the stopping thread was caught between two waits (attempt %d); again" % (attempt + 1))
+    return True
+
+
 def wait_asleep(pid, facts, timeout=30):
     """SETTLE, then until every waiter the program named sleeps in the kernel: on a loaded machine
     a thread that just gave up the GIL can still be on its way to take_gil after SETTLE."""
@@ -255,13 +318,21 @@ def main():
     if args.kind == "live":
         with scenario.running(argv) as (proc, facts):
             wait_asleep(proc.pid, facts)
-            status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--json"])
-            _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid)])
+            for attempt in range(3):
+                status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid), "--json"])
+                _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--pid", str(proc.pid)])
+                if not stopper_caught_running(args, facts, report, attempt):
+                    break
             check_hang(args, facts, report, text, exe, proc.pid)
             expect(proc.poll() is None, "the process ended")
         print("PASS %s %s (live)" % (args.program, args.case))
         return
-    facts, core = scenario.take_core(argv, args.kind, after_ready=None if args.kind == "crash" else settle)
+    for attempt in range(3):
+        facts, core = scenario.take_core(argv, args.kind, after_ready=None if args.kind == "crash" else settle)
+        if args.kind == "crash" or not stopper_caught_running(args, facts, scenario.run_pytstates(
+                args.pytstates, ["check", "--core", core, "--json"])[1], attempt):
+            break
+        scenario.cleanup(core)
     try:
         status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
         _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core])

@@ -12,6 +12,8 @@
 //                         to Python (at once only where there is no GIL: a free-threaded build)
 //   hang_host read|poll|sleep|syscall  H holds the GIL across read()/poll()/sleep() or
 //                         syscall(SYS_read, ...) (the call told by its number alone); two Python threads wait
+//   hang_host stw-mutex|stw-blocked  free-threaded only: A stops the world (gc.collect()) while B is
+//                         attached and blocked: on a mutex the joining main thread holds, or for ever
 //   hang_host busy        the control: two Python threads compute, one C++ thread waits on a
 //                         std::condition_variable, one Python thread on threading.Event
 //   hang_host throw       a worker's std::runtime_error escapes (std::terminate)
@@ -185,6 +187,44 @@ void mutexAbba() {
     park();
 }
 
+#ifdef Py_GIL_DISABLED
+// A free-threaded build's stop-the-world waits for every other attached thread state to detach.
+// B is attached and blocks in C++ without detaching; A runs gc.collect(), which stops the world.
+//   stw-mutex    B waits for std::mutex M, which the main thread holds while it joins A: a cycle
+//   stw-blocked  B waits on a condition variable nobody signals: no cycle, the world never stops
+void stopTheWorld(bool cycle) {
+    Gate gate;
+    // Imported here: importing gc enables the GIL for a moment, a stop of every interpreter.
+    py::object collect = py::module_::import("gc").attr("collect");
+    PyEval_SaveThread();
+    std::thread([] { py::gil_scoped_acquire once; }).join();  // the first new thread state's own stop (mutexAbba)
+    std::unique_lock<std::mutex> held(m1, std::defer_lock);
+    if (cycle) held.lock();
+    std::thread b([&] {
+        lwpB = gettid_();
+        py::gil_scoped_acquire attached;
+        gate.arrive();
+        if (cycle) {
+            std::lock_guard<std::mutex> l(m1);  // the main thread holds it
+        } else {
+            gate.waitFor(100);  // never
+        }
+    });
+    gate.waitFor(1);
+    std::thread a([&] {
+        lwpA = gettid_();
+        py::gil_scoped_acquire attached;
+        gate.arrive();
+        collect();  // waits for B to detach
+    });
+    gate.waitFor(2);
+    ready(", \"stopper\": " + std::to_string(lwpA) + ", \"attached\": " + std::to_string(lwpB) + ", \"mutex\": \"" + hex(&m1) +
+          "\", \"stopper_pthread\": \"" + hex(reinterpret_cast<void*>(a.native_handle())) + "\"");
+    if (cycle) a.join();  // holding M
+    park();
+}
+#endif
+
 void rwlockWriter() {
     Gate gate;
     PyEval_SaveThread();
@@ -320,13 +360,17 @@ int main(int argc, char** argv) {
     else if (mode == "join") joinHoldingGil();
     else if (mode == "rwlock") rwlockWriter();
     else if (mode == "mutex-abba") mutexAbba();
+#ifdef Py_GIL_DISABLED
+    else if (mode == "stw-mutex" || mode == "stw-blocked") stopTheWorld(mode == "stw-mutex");
+#endif
     else if (mode == "read" || mode == "poll" || mode == "sleep" || mode == "syscall") gilAcrossBlocking(mode);
     else if (mode == "busy") busy();
     else if (mode == "throw") throwing(false);
     else if (mode == "pyerror") throwing(true);
     else if (mode == "assert") failedAssert();
     else {
-        std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|mutex-abba|read|poll|sleep|syscall|busy|throw|pyerror|assert\n");
+        std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|mutex-abba|read|poll|sleep|syscall|busy|throw|pyerror|assert"
+                             "|stw-mutex|stw-blocked (free-threaded)\n");
         return 2;
     }
     return 0;
