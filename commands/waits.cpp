@@ -194,9 +194,6 @@ public:
             if (thread == threadOf.end()) continue;
             row.blockedOn = readOne(*thread->second, row);
         }
-        // The GIL's waiters are in a finding only when its holder is blocked (a cycle, or the GIL
-        // held while blocked): only then are they read again with DWARF, as the hang's frames.
-        // A busy process, a thousand threads waiting for a running holder, loads no DWARF for it.
         // Whom a stop of the world waits for: the other attached threads, the blocked one first
         // (it is the one that keeps the world from stopping), once every thread's wait is known.
         std::vector<int> stopped;
@@ -214,6 +211,9 @@ public:
             auto thread = threadOf.find(row.lwp);
             if (thread != threadOf.end()) row.blockedOn = readOne(*thread->second, row);
         }
+        // The GIL's waiters are in a finding only when its holder is blocked (a cycle, or the GIL
+        // held while blocked): only then are they read again with DWARF, as the hang's frames.
+        // A busy process, a thousand threads waiting for a running holder, loads no DWARF for it.
         bool holderBlocked = false;
         for (const auto& row : r_.threads)
             if (gilHolders_.count(row.lwp) && row.blockedOn && row.blockedOn->kind != WaitKind::None) holderBlocked = true;

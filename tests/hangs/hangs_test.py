@@ -329,7 +329,7 @@ def main():
         return
     for attempt in range(3):
         facts, core = scenario.take_core(argv, args.kind, after_ready=None if args.kind == "crash" else settle)
-        if args.kind == "crash" or not stopper_caught_running(args, facts, scenario.run_pytstates(
+        if not args.case.startswith("stw-") or not stopper_caught_running(args, facts, scenario.run_pytstates(
                 args.pytstates, ["check", "--core", core, "--json"])[1], attempt):
             break
         scenario.cleanup(core)
