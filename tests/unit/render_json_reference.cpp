@@ -379,7 +379,7 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
             }
             finding["cycle"] = cycle;
         }
-        if (f.code == "gil-held-while-blocked") {
+        if (f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked") {
             finding["function"] = f.function;
             finding["waiters"] = f.waiters;
         }

@@ -224,6 +224,14 @@ Report richReport(TargetKind kind) {
     gil.function = kBad;
     gil.waiters = {101, 102};
     r.findings.push_back(gil);
+    Finding stop = finding("stop-the-world-blocked", "warning", 102, 0, "attached and blocked", {});
+    stop.function = "pthread_cond_wait";
+    stop.waiters = {100};
+    r.findings.push_back(stop);
+    Finding stopCycle = finding("deadlock", "error", 100, 0, "a cycle through a stop of the world", {});
+    stopCycle.cycle.push_back({100, WaitKind::StopTheWorld, 0x30000, 102, NativeFrame{}, std::nullopt});
+    stopCycle.cycle.push_back({102, WaitKind::Mutex, 0x99000, 100, NativeFrame{}, std::nullopt});
+    r.findings.push_back(stopCycle);
     r.waitNotes = {kBad};
     r.warnings = {"w", kBad};
     return r;
