@@ -168,8 +168,8 @@ public:
                 for (const auto& ts : interp.tstates) {
                     interpOfTstate_.add(ts.address, &interp);
                     auto lwp = report.lwpFor(ts.address);
+                    if (ts.state == 1) attached_.push_back({&rt, &interp, ts.address, lwp.value_or(0)});
                     if (!lwp) continue;
-                    if (ts.state == 1) attached_.push_back({&rt, &interp, ts.address, *lwp});
                     runtimeOfLwp_.add(*lwp, &rt);
                     if (!ts.frames.empty()) pythonTop_.add(*lwp, &ts.frames.front());
                 }
@@ -320,7 +320,7 @@ private:
         const Runtime* rt = runtimeOf(row);
         std::vector<const Attached*> waitedFor;
         for (const auto& a : attached_)
-            if (a.lwp != row.lwp && (all ? a.runtime == rt : a.interp == interp)) waitedFor.push_back(&a);
+            if (a.lwp != row.lwp && a.tstate != row.currentTstate && (all ? a.runtime == rt : a.interp == interp)) waitedFor.push_back(&a);
         if (waitedFor.empty()) {
             b.note = "no other thread state is attached: the world is about to stop";
             return;
@@ -330,14 +330,23 @@ private:
                 if (other.lwp == lwp) return other.blockedOn && other.blockedOn->kind != WaitKind::None;
             return false;
         };
-        auto first = std::find_if(waitedFor.begin(), waitedFor.end(), [&](const Attached* a) { return blocked(a->lwp); });
-        const Attached* chosen = first != waitedFor.end() ? *first : waitedFor.front();
-        b.heldBy = chosen->lwp;
-        b.object = chosen->tstate;
-        b.layoutSource = rt ? rt->layout.source : "";
-        if (waitedFor.size() > 1) {
+        // Named by the thread that runs it: a blocked one, else any; one run by no thread found
+        // is only listed.
+        auto first = std::find_if(waitedFor.begin(), waitedFor.end(), [&](const Attached* a) { return a->lwp && blocked(a->lwp); });
+        if (first == waitedFor.end())
+            first = std::find_if(waitedFor.begin(), waitedFor.end(), [](const Attached* a) { return a->lwp != 0; });
+        if (first != waitedFor.end()) {
+            b.heldBy = (*first)->lwp;
+            b.object = (*first)->tstate;
+            b.layoutSource = rt ? rt->layout.source : "";
+        }
+        if (waitedFor.size() > 1 || first == waitedFor.end()) {
             b.note = "attached, not yet detached:";
-            for (size_t i = 0; i < waitedFor.size(); ++i) b.note += (i ? ", LWP " : " LWP ") + std::to_string(waitedFor[i]->lwp);
+            for (size_t i = 0; i < waitedFor.size(); ++i) {
+                const Attached& a = *waitedFor[i];
+                b.note += i ? ", " : " ";
+                b.note += a.lwp ? "LWP " + std::to_string(a.lwp) : "thread state " + hexAddress(a.tstate) + " (run by no thread found)";
+            }
         }
     }
 
@@ -556,7 +565,7 @@ private:
         const Runtime* runtime;
         const Interpreter* interp;
         uint64_t tstate;
-        int lwp;
+        int lwp;  // 0: no thread found that runs it
     };
     std::vector<Attached> attached_;
     std::set<int> stopsAll_;  // the threads whose stop is _PyEval_StopTheWorldAll's
