@@ -255,11 +255,7 @@ private:
         if (stack.frames.empty()) frames = &stacks_.firstFrames(thread, depth);
         const Reading* reading = &readingOf(*frames, frames != &stack.frames);
         // A parking-lot wait may be a stop of the world further out (stop_the_world).
-        auto parked = [&] {
-            return reading->found && reading->found->wait.kind == WaitKind::PythonLock &&
-                   parksInCpython((*frames)[reading->found->frame].function);
-        };
-        if (frames->size() >= depth && (!reading->found || reading->found->wait.weak || parked())) {
+        if (frames->size() >= depth && (!reading->found || reading->found->wait.weak || reading->parked)) {
             depth = kWaitFrames;
             if (!spans.empty()) copySpans(depth);
             else frames = &stacks_.firstFrames(thread, depth);
@@ -369,6 +365,7 @@ private:
         bool rlock = false;
         size_t rlockFrame = 0;
         std::optional<size_t> caller;  // callerFrame() past the wait function
+        bool parked = false;           // a Python lock's wait in the parking lot (parksInCpython)
     };
     // kept: the list is one NativeStacks::firstFrames() keeps (at one address for the run), whose
     // reading is then found by that address, not by its pcs again.
@@ -397,6 +394,7 @@ private:
                     break;
                 }
             r.caller = callerFrame(frames, r.found->frame + 1, cpythonModules_);
+            r.parked = r.found->wait.kind == WaitKind::PythonLock && parksInCpython(frames[r.found->frame].function);
         }
         return readings_.emplace(std::move(key), std::move(r)).first->second;
     }
