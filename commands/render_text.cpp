@@ -175,32 +175,22 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 if (!at.empty()) out << "         " << at << "\n";
             }
             out << "  -> back to LWP " << f.cycle.front().lwp << "\n";
-        } else if (f.code == "gil-held-while-blocked" && f.lwp && rows.count(*f.lwp)) {
+        } else if ((f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked") && f.lwp && rows.count(*f.lwp)) {
+            // One blocked thread, and the threads that wait for it: for the GIL, or to stop the world.
             any = true;
+            bool gil = f.code == "gil-held-while-blocked";
             const BlockedOn& b = *rows[*f.lwp]->blockedOn;
-            out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
-                << " for the GIL\n";
-            out << "     " << threadLabel(report, *f.lwp, options) << "  holds the GIL and " << waitWords(b.kind, b.object, b.call)
-                << heldByWords(b.kind, b.heldBy) << "\n";
+            if (gil)
+                out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
+                    << " for the GIL\n";
+            else
+                out << "HANG  a stop of the world waits for a blocked thread\n";
+            out << "     " << threadLabel(report, *f.lwp, options) << (gil ? "  holds the GIL and " : "  is attached and ")
+                << waitWords(b.kind, b.object, b.call) << heldByWords(b.kind, b.heldBy) << "\n";
             std::string at = waitAt(b.at, b.pythonAt);
             if (!at.empty()) out << "         " << at << "\n";
             for (int w : f.waiters) {
-                out << "  <- " << threadLabel(report, w, options) << "  waits for the GIL\n";
-                if (rows.count(w) && rows[w]->blockedOn) {
-                    std::string wat = waitAt(rows[w]->blockedOn->at, rows[w]->blockedOn->pythonAt);
-                    if (!wat.empty()) out << "         " << wat << "\n";
-                }
-            }
-        } else if (f.code == "stop-the-world-blocked" && f.lwp && rows.count(*f.lwp)) {
-            any = true;
-            const BlockedOn& b = *rows[*f.lwp]->blockedOn;
-            out << "HANG  a stop of the world waits for a blocked thread\n";
-            out << "     " << threadLabel(report, *f.lwp, options) << "  is attached and " << waitWords(b.kind, b.object, b.call)
-                << heldByWords(b.kind, b.heldBy) << "\n";
-            std::string at = waitAt(b.at, b.pythonAt);
-            if (!at.empty()) out << "         " << at << "\n";
-            for (int w : f.waiters) {
-                out << "  <- " << threadLabel(report, w, options) << "  stops the world, waiting for it to detach\n";
+                out << "  <- " << threadLabel(report, w, options) << (gil ? "  waits for the GIL\n" : "  stops the world, waiting for it to detach\n");
                 if (rows.count(w) && rows[w]->blockedOn) {
                     std::string wat = waitAt(rows[w]->blockedOn->at, rows[w]->blockedOn->pythonAt);
                     if (!wat.empty()) out << "         " << wat << "\n";

@@ -81,6 +81,30 @@ void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std
     (void)report;
 }
 
+std::string lwpList(const std::vector<int>& lwps) {
+    std::string list;
+    for (size_t i = 0; i < lwps.size(); ++i) list += (i ? ", " : "") + std::to_string(lwps[i]);
+    return list;
+}
+
+// A warning about one blocked thread that other threads wait for.
+Finding blockedThreadFinding(const char* code, int lwp, const BlockedOn& b, const std::vector<int>& waiters) {
+    Finding f;
+    f.code = code;
+    f.severity = "warning";
+    f.lwp = lwp;
+    f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
+    f.waiters = waiters;
+    return f;
+}
+
+// "LWP 12 holds the GIL and waits for mutex 0x... held by LWP 3 in f (file.cpp:7)"
+std::string blockedWords(int lwp, const std::string& state, const BlockedOn& b) {
+    std::string at = where(b.at, b.pythonAt);
+    return "LWP " + std::to_string(lwp) + " " + state + " and " + waitWords(b.kind, b.object, b.call) + heldByWords(b.kind, b.heldBy) +
+           (at.empty() ? "" : " in " + at);
+}
+
 }  // namespace
 
 std::string waitWords(WaitKind kind, uint64_t object, const std::string& call) {
@@ -187,9 +211,7 @@ void addWaitFindings(Report& report) {
             f.message += "The locks are taken in opposite orders: take them in one order everywhere";
         }
         if (!late.empty()) {
-            std::string lwps;
-            for (size_t i = 0; i < late.size(); ++i) lwps += (i ? ", " : "") + std::to_string(late[i]);
-            f.message += ". The owner of what LWP " + lwps + (late.size() == 1 ? " waits" : " wait") +
+            f.message += ". The owner of what LWP " + lwpList(late) + (late.size() == 1 ? " waits" : " wait") +
                          " for was read after the process was resumed: if it changed since the stop, this cycle is not real; "
                          "check again to confirm";
         }
@@ -204,12 +226,7 @@ void addWaitFindings(Report& report) {
         for (const auto& [lwp, row] : rows)
             if (lwp != holder && row->blockedOn->kind == WaitKind::Gil && row->blockedOn->heldBy == holder) waiters.push_back(lwp);
         if (waiters.empty()) continue;
-        Finding f;
-        f.code = "gil-held-while-blocked";
-        f.severity = "warning";
-        f.lwp = holder;
-        f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
-        f.waiters = waiters;
+        Finding f = blockedThreadFinding("gil-held-while-blocked", holder, b, waiters);
         addWaitSources(report, holder, b, gilFacts, f.sources);
         if (auto it = gilFacts.find(holder); it != gilFacts.end())
             f.sources.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
@@ -217,13 +234,10 @@ void addWaitFindings(Report& report) {
                                 layoutFrom(it->second.layout) + ")");
         for (int w : waiters) f.sources.push_back("native stack of LWP " + std::to_string(w) + " (frame #" +
                                                   std::to_string(rows[w]->blockedOn->frame.value_or(0)) + " " + rows[w]->blockedOn->function + ")");
-        std::string list;
-        for (size_t i = 0; i < waiters.size(); ++i) list += (i ? ", " : "") + std::to_string(waiters[i]);
-        std::string at = where(b.at, b.pythonAt);
-        f.message = "LWP " + std::to_string(holder) + " holds the GIL and " + waitWords(b.kind, b.object, b.call) +
-                    heldByWords(b.kind, b.heldBy) + (at.empty() ? "" : " in " + at);
+        f.message = blockedWords(holder, "holds the GIL", b);
         f.message += ", while " + std::to_string(waiters.size()) + (waiters.size() == 1 ? " thread waits" : " threads wait");
-        f.message += " for the GIL (LWP " + list + "): release the GIL around blocking calls (Py_BEGIN_ALLOW_THREADS, py::gil_scoped_release)";
+        f.message += " for the GIL (LWP " + lwpList(waiters) +
+                     "): release the GIL around blocking calls (Py_BEGIN_ALLOW_THREADS, py::gil_scoped_release)";
         report.findings.push_back(std::move(f));
     }
 
@@ -239,20 +253,11 @@ void addWaitFindings(Report& report) {
         if (it == rows.end() || inCycle.count(lwp)) continue;
         const BlockedOn& b = *it->second->blockedOn;
         if (b.kind == WaitKind::None || b.kind == WaitKind::StopTheWorld) continue;
-        Finding f;
-        f.code = "stop-the-world-blocked";
-        f.severity = "warning";
-        f.lwp = lwp;
-        f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
-        f.waiters = stoppers;
+        Finding f = blockedThreadFinding("stop-the-world-blocked", lwp, b, stoppers);
         addWaitSources(report, lwp, b, gilFacts, f.sources);
         for (int s : stoppers) addWaitSources(report, s, *rows[s]->blockedOn, gilFacts, f.sources);
-        std::string list;
-        for (size_t i = 0; i < stoppers.size(); ++i) list += (i ? ", " : "") + std::to_string(stoppers[i]);
-        std::string at = where(b.at, b.pythonAt);
-        f.message = "LWP " + std::to_string(lwp) + " is attached to Python and " + waitWords(b.kind, b.object, b.call) +
-                    heldByWords(b.kind, b.heldBy) + (at.empty() ? "" : " in " + at);
-        f.message += ", while LWP " + list + (stoppers.size() == 1 ? " stops" : " stop");
+        f.message = blockedWords(lwp, "is attached to Python", b);
+        f.message += ", while LWP " + lwpList(stoppers) + (stoppers.size() == 1 ? " stops" : " stop");
         f.message += " the world and waits for it to detach: detach before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS); "
                      "in a free-threaded build an attached thread that blocks keeps every stop of the world (a garbage collection "
                      "among them) waiting";
