@@ -379,13 +379,20 @@ private:
     }
 
     void checkOrphans() {
+        // A thread stopped inside new_threadstate (its stop of the world waits) has listed its new
+        // state, not yet bound to it: the newest unbound state of each interpreter is being made.
+        bool making = false;
+        for (const auto& row : r_.threads) making = making || (row.blockedOn && row.blockedOn->makingThreadState);
         for (const auto& rt : r_.runtimes)
-            for (const auto& interp : rt.interpreters)
+            for (const auto& interp : rt.interpreters) {
+                const ThreadState* newestUnbound = nullptr;
+                for (const auto& ts : interp.tstates)
+                    if (making && !ts.threadId && ts.id && (!newestUnbound || *ts.id > *newestUnbound->id)) newestUnbound = &ts;
                 for (const auto& ts : interp.tstates) {
                     // A state its maker left behind: running nowhere, its maker gone. One made
                     // before a fork was the parent's to keep; the child may hand it out.
                     const TstatePlace& place = r_.places.at(ts.address);
-                    if (place.lwp || place.madeBy || place.madeBeforeFork || place.runnerUnknown) continue;
+                    if (place.lwp || place.madeBy || place.madeBeforeFork || place.runnerUnknown || &ts == newestUnbound) continue;
                     std::string msg = "thread state " + hexAddress(ts.address) + " (" + (ts.id ? "id " + std::to_string(*ts.id) + ", " : "") +
                                       "interpreter " + std::to_string(interp.id) + ") ";
                     if (!ts.threadId)
@@ -396,6 +403,7 @@ private:
                     add("orphan-tstate", "warning", std::nullopt, ts.address, msg,
                         {"the thread list of interpreter " + std::to_string(interp.id)});
                 }
+            }
     }
 
     // A suspended greenlet resumes the frame it saved: that frame must be a frame, and on no live stack.

@@ -190,9 +190,12 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
             std::string at = waitAt(b.at, b.pythonAt);
             if (!at.empty()) out << "         " << at << "\n";
             for (int w : f.waiters) {
-                out << "  <- " << threadLabel(report, w, options) << (gil ? "  waits for the GIL\n" : "  stops the world, waiting for it to detach\n");
-                if (rows.count(w) && rows[w]->blockedOn) {
-                    std::string wat = waitAt(rows[w]->blockedOn->at, rows[w]->blockedOn->pythonAt);
+                const BlockedOn* wb = rows.count(w) && rows[w]->blockedOn ? &*rows[w]->blockedOn : nullptr;
+                out << "  <- " << threadLabel(report, w, options) << "  "
+                    << (gil ? "waits for the GIL" : waitWords(WaitKind::StopTheWorld, 0, wb ? wb->call : "") + ", waiting for it to detach")
+                    << "\n";
+                if (wb) {
+                    std::string wat = waitAt(wb->at, wb->pythonAt);
                     if (!wat.empty()) out << "         " << wat << "\n";
                 }
             }

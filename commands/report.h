@@ -70,7 +70,9 @@ struct BlockedOn {
     std::optional<int> heldBy;      // the owner's LWP; none when unknown or nobody
     std::string function;           // the frame that says the kind (take_gil, pthread_mutex_lock, ...)
     std::optional<size_t> frame;    // its index in the thread's native stack
-    std::string call;               // kind syscall: the call ("read", "poll", "clock_nanosleep")
+    std::string call;               // kind syscall: the call ("read", "poll", "clock_nanosleep"); kind
+                                    // stop-the-world: the CPython function that asked for the stop
+    bool makingThreadState = false; // stop-the-world asked for inside new_threadstate (3.13t's first new state)
     std::string layoutSource;       // where the owner's field was read from (DWARF, table)
     std::string note;               // what is known about the owner when it is not an LWP
     bool ownerReadLate = false;     // the owner's field came from the running process, after the stop

@@ -118,7 +118,7 @@ std::string waitWords(WaitKind kind, uint64_t object, const std::string& call) {
         case WaitKind::Condition: return "waits on a condition variable";
         case WaitKind::Futex: return "waits on a futex";
         case WaitKind::Syscall: return call.empty() ? "is blocked in a system call" : "is blocked in " + call + "()";
-        case WaitKind::StopTheWorld: return "stops the world";
+        case WaitKind::StopTheWorld: return call.empty() ? "stops the world" : "stops the world (for " + call + ")";
         case WaitKind::None: return "runs";
     }
     return "";
@@ -257,8 +257,10 @@ void addWaitFindings(Report& report) {
         addWaitSources(report, lwp, b, gilFacts, f.sources);
         for (int s : stoppers) addWaitSources(report, s, *rows[s]->blockedOn, gilFacts, f.sources);
         f.message = blockedWords(lwp, "is attached to Python", b);
-        f.message += ", while LWP " + lwpList(stoppers) + (stoppers.size() == 1 ? " stops" : " stop");
-        f.message += " the world and waits for it to detach: detach before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS); "
+        const std::string& why = rows[stoppers.front()]->blockedOn->call;
+        f.message += ", while LWP " + lwpList(stoppers) + (stoppers.size() == 1 ? " stops" : " stop") + " the world";
+        if (stoppers.size() == 1 && !why.empty()) f.message += " (for " + why + ")";
+        f.message += " and waits for it to detach: detach before blocking (py::gil_scoped_release, Py_BEGIN_ALLOW_THREADS); "
                      "in a free-threaded build an attached thread that blocks keeps every stop of the world (a garbage collection "
                      "among them) waiting";
         report.findings.push_back(std::move(f));

@@ -298,14 +298,24 @@ private:
             case WaitKind::Rwlock: rwlock(*frames, found->frame, b); break;
             case WaitKind::Join: join(*frames, found->frame, b); break;
             case WaitKind::PythonLock: pythonLock(*frames, found->frame, row, reading && !reading->rlock, b); break;
-            case WaitKind::StopTheWorld:
-                // Every interpreter's world: _PyEval_StopTheWorldAll, a caller DWARF shows (a tail call).
-                for (size_t i = found->frame; i < frames->size() && i < found->frame + 3; ++i)
-                    if (bareFunctionName((*frames)[i].function) == "PyEval_StopTheWorldAll") stopsAll_.insert(row.lwp);
-                break;
+            case WaitKind::StopTheWorld: stopFor(*frames, found->frame, row, b); break;
             default: break;
         }
         return b;
+    }
+
+    // What asked for the stop: the first CPython function past the stop's own (gc_collect_main,
+    // _PyGC_ImmortalizeDeferredObjects, _PyEval_EnableGILTransient), and whether a thread state is
+    // being made under it. Every interpreter's world: _PyEval_StopTheWorldAll, a caller DWARF shows
+    // (a tail call).
+    void stopFor(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, BlockedOn& b) {
+        for (size_t i = index; i < frames.size(); ++i) {
+            if (!cpythonModules_.count(frames[i].module)) break;
+            std::string fn = bareFunctionName(frames[i].function);
+            if (fn == "PyEval_StopTheWorldAll") stopsAll_.insert(row.lwp);
+            if (fn == "new_threadstate" || fn == "PyThreadState_New") b.makingThreadState = true;
+            if (b.call.empty() && !fn.empty() && waitFunction(frames[i].function).kind != WaitKind::StopTheWorld) b.call = frames[i].function;
+        }
     }
 
     // A stop of the world waits for every other thread state attached to its interpreter (to all

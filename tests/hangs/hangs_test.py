@@ -169,13 +169,17 @@ def check_stop_the_world(report, text, facts, cycle):
     expect(b["kind"] == "stop-the-world" and b["held_by"] == attached and hex_int(b["object"]) == ts,
            "the stopper's blocked_on: %s" % b)
     expect(b["function"] in ("stop_the_world", "_PyEval_StopTheWorld"), "stopper's function %r" % b["function"])
-    expect("[stops the world, waiting for LWP %d to detach]" % attached in text, "the thread row does not say the stop:\n" + text)
+    # What asked for the stop: gc.collect()'s collection, or 3.13t's first new thread state.
+    why = "_PyGC_ImmortalizeDeferredObjects" if facts.get("new_tstate") else "gc_collect"
+    expect(b.get("call", "").startswith(why), "the stopper's call %r, expected %s..." % (b.get("call"), why))
+    stops = "stops the world (for %s), waiting for LWP %d to detach" % (b["call"], attached)
+    expect("[%s]" % stops in text, "the thread row does not say the stop:\n" + text)
     if cycle:
         main = facts["main_lwp"]
         check_deadlock(report, text, [(main, "join", hex_int(facts["stopper_pthread"]), stopper), (stopper, "stop-the-world", ts, attached),
                                       (attached, "mutex", hex_int(facts["mutex"]), main)])
         msg = findings(report, "deadlock")[0]["message"]
-        expect("LWP %d stops the world, waiting for LWP %d to detach" % (stopper, attached) in msg, "deadlock message: " + msg)
+        expect("LWP %d %s" % (stopper, stops) in msg, "deadlock message: " + msg)
         expect("LWP %d is attached to Python while it waits for mutex %s" % (attached, facts["mutex"]) in msg, "deadlock message: " + msg)
         expect(not findings(report, "stop-the-world-blocked"), "stop-the-world-blocked beside the cycle")
         return
@@ -188,7 +192,9 @@ def check_stop_the_world(report, text, facts, cycle):
     wb = by[attached]["blocked_on"]
     expect(wb["kind"] == "condition" and wb["at"]["native"]["function"].endswith("Gate::waitFor"), "attached thread's blocked_on: %s" % wb)
     expect(f["message"].startswith("LWP %d is attached to Python and waits on a condition variable in " % attached) and
-           "while LWP %d stops the world and waits for it to detach" % stopper in f["message"], "message: " + f["message"])
+           "while LWP %d stops the world (for %s) and waits for it to detach" % (stopper, b["call"]) in f["message"], "message: " + f["message"])
+    # The state a stop made inside new_threadstate is making is listed, unbound: no orphan.
+    expect(not findings(report, "orphan-tstate"), "orphan-tstate: %s" % [f["message"] for f in findings(report, "orphan-tstate")])
     for lwp in (attached, stopper):
         expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in f["sources"]), "no stack source for LWP %d" % lwp)
     expect(any(s.startswith("PyThreadState.state at %#x (layout from " % ts) and s.endswith("attached, run by LWP %d" % attached)
@@ -222,7 +228,7 @@ def check_hang(args, facts, report, text, exe, where):
         if not facts["gil"]:
             expect(any("without a GIL" in n for n in report.get("wait_notes", [])), "no word of the missing GIL: %s" % report.get("wait_notes"))
             expect("without a GIL" in text, "the HANG section says there is no GIL")
-    elif case in ("stw-mutex", "stw-blocked"):
+    elif case in ("stw-mutex", "stw-blocked", "stw-new-tstate"):
         check_stop_the_world(report, text, facts, case == "stw-mutex")
     elif case == "cycle3":
         m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])

@@ -14,6 +14,8 @@
 //                         syscall(SYS_read, ...) (the call told by its number alone); two Python threads wait
 //   hang_host stw-mutex|stw-blocked  free-threaded only: A stops the world (gc.collect()) while B is
 //                         attached and blocked: on a mutex the joining main thread holds, or for ever
+//   hang_host stw-new-tstate  free-threaded 3.13 only: a worker's first thread state stops the world
+//                         while the main thread blocks attached
 //   hang_host busy        the control: two Python threads compute, one C++ thread waits on a
 //                         std::condition_variable, one Python thread on threading.Event
 //   hang_host throw       a worker's std::runtime_error escapes (std::terminate)
@@ -223,6 +225,24 @@ void stopTheWorld(bool cycle) {
     if (cycle) a.join();  // holding M
     park();
 }
+
+// CPython 3.13t's first PyThreadState_New after the main thread's stops the world (to make
+// deferred objects immortal): a worker's first gil_scoped_acquire waits for the main thread, which
+// stays attached while it blocks. The stop has no thread state of its own.
+void stopForNewThreadState() {
+    Gate gate;
+    std::thread a([&] {
+        lwpA = gettid_();
+        gate.arrive();
+        gate.waitFor(2);
+        py::gil_scoped_acquire attached;  // new_threadstate -> _PyGC_ImmortalizeDeferredObjects: waits for main
+    });
+    gate.waitFor(1);
+    ready(", \"stopper\": " + std::to_string(lwpA) + ", \"attached\": " + std::to_string(getpid()) + ", \"new_tstate\": true");
+    gate.arrive();
+    gate.waitFor(100);  // never, attached since Py_Initialize
+    park();
+}
 #endif
 
 void rwlockWriter() {
@@ -362,6 +382,7 @@ int main(int argc, char** argv) {
     else if (mode == "mutex-abba") mutexAbba();
 #ifdef Py_GIL_DISABLED
     else if (mode == "stw-mutex" || mode == "stw-blocked") stopTheWorld(mode == "stw-mutex");
+    else if (mode == "stw-new-tstate") stopForNewThreadState();
 #endif
     else if (mode == "read" || mode == "poll" || mode == "sleep" || mode == "syscall") gilAcrossBlocking(mode);
     else if (mode == "busy") busy();
@@ -370,7 +391,7 @@ int main(int argc, char** argv) {
     else if (mode == "assert") failedAssert();
     else {
         std::fprintf(stderr, "usage: hang_host gil-mutex|cycle3|join|rwlock|mutex-abba|read|poll|sleep|syscall|busy|throw|pyerror|assert"
-                             "|stw-mutex|stw-blocked (free-threaded)\n");
+                             "|stw-mutex|stw-blocked|stw-new-tstate (free-threaded)\n");
         return 2;
     }
     return 0;
