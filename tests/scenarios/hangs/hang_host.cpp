@@ -167,8 +167,8 @@ void mutexAbba() {
         // A free-threaded CPython 3.13 stops the world in the first PyThreadState_New after the
         // main thread's (_PyGC_ImmortalizeDeferredObjects). Made by T1 and T2 at once, it can come
         // from the second one after the first attached and blocked in the gate: the world never
-        // stops, and READY never comes (pytstates showed it: "waits for Python lock" in
-        // stop_the_world). One thread state made and deleted here first, while nothing is attached.
+        // stops, and READY never comes (stw-new-tstate is that hang on purpose). One thread state
+        // made and deleted here first, while nothing is attached.
         std::thread([] { py::gil_scoped_acquire once; }).join();
     }
     auto take = [&](std::atomic<long>& lwp, std::mutex& first, std::mutex& second) {
