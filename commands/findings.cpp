@@ -346,7 +346,7 @@ private:
                 if (interp.gilKnown && interp.gilHolder && r_.lwpFor(interp.gilHolder) == lwp) return "holds the GIL";
                 if (!interp.gilDisabled) continue;
                 for (const auto& ts : interp.tstates)
-                    if (ts.state && *ts.state == 1 && r_.lwpFor(ts.address) == lwp) return "is attached (free-threaded, no GIL)";
+                    if (ts.attached() && r_.lwpFor(ts.address) == lwp) return "is attached (free-threaded, no GIL)";
             }
         return "";
     }
@@ -380,7 +380,8 @@ private:
 
     void checkOrphans() {
         // A thread stopped inside new_threadstate (its stop of the world waits) has listed its new
-        // state, not yet bound to it: the newest unbound state of each interpreter is being made.
+        // state, not yet bound to it: the newest unbound state of each interpreter is most likely
+        // that one, and no orphan.
         bool making = false;
         for (const auto& row : r_.threads) making = making || (row.blockedOn && row.blockedOn->makingThreadState);
         for (const auto& rt : r_.runtimes)

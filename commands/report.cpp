@@ -22,9 +22,9 @@ namespace pytstates {
 
 std::string threadStateWords(int state) {
     switch (state) {
-        case 0: return "detached";
-        case 1: return "attached";
-        case 2: return "suspended";
+        case ThreadState::kDetached: return "detached";
+        case ThreadState::kAttached: return "attached";
+        case ThreadState::kSuspended: return "suspended";
         default: return "state " + std::to_string(state);
     }
 }

@@ -70,8 +70,7 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames, const
             // under way) or HEAD_LOCK stays a Python lock's wait.
             bool event = false;
             for (size_t j = i; j < frames.size(); ++j) {
-                std::string fn = bareFunctionName(frames[j].function);
-                if (fn == "PyEvent_WaitTimed") event = true;
+                if (waitsForStopEvent(frames[j].function)) event = true;
                 else if (event && waitFunction(frames[j].function).kind == WaitKind::StopTheWorld)
                     return Classified{{WaitKind::StopTheWorld, false, {}}, j};
                 else if (waitFunction(frames[j].function).kind != WaitKind::PythonLock) break;
@@ -168,7 +167,7 @@ public:
                 for (const auto& ts : interp.tstates) {
                     interpOfTstate_.add(ts.address, &interp);
                     auto lwp = report.lwpFor(ts.address);
-                    if (ts.state == 1) attached_.push_back({&rt, &interp, ts.address, lwp.value_or(0)});
+                    if (ts.attached()) attached_.push_back({&rt, &interp, ts.address, lwp.value_or(0)});
                     if (!lwp) continue;
                     runtimeOfLwp_.add(*lwp, &rt);
                     if (!ts.frames.empty()) pythonTop_.add(*lwp, &ts.frames.front());
@@ -311,10 +310,10 @@ private:
     void stopFor(const std::vector<NativeFrame>& frames, size_t index, const ThreadRow& row, BlockedOn& b) {
         for (size_t i = index; i < frames.size(); ++i) {
             if (!cpythonModules_.count(frames[i].module)) break;
-            std::string fn = bareFunctionName(frames[i].function);
-            if (fn == "PyEval_StopTheWorldAll") stopsAll_.insert(row.lwp);
-            if (fn == "new_threadstate" || fn == "PyThreadState_New") b.makingThreadState = true;
-            if (b.call.empty() && !fn.empty() && waitFunction(frames[i].function).kind != WaitKind::StopTheWorld) b.call = frames[i].function;
+            const std::string& fn = frames[i].function;
+            if (stopsEveryInterpreter(fn)) stopsAll_.insert(row.lwp);
+            if (makesThreadState(fn)) b.makingThreadState = true;
+            if (b.call.empty() && !fn.empty() && waitFunction(fn).kind != WaitKind::StopTheWorld) b.call = fn;
         }
     }
 
@@ -568,7 +567,7 @@ private:
     FrozenMap<uint64_t, const Interpreter*> interpOfTstate_;
     FrozenMap<int, const Runtime*> runtimeOfLwp_;
     const Interpreter* mainInterp_ = nullptr;
-    // Thread states attached (3.13+ PyThreadState.state 1) and the thread that runs each.
+    // Thread states attached (3.13+ PyThreadState.state) and the thread that runs each.
     struct Attached {
         const Runtime* runtime;
         const Interpreter* interp;

@@ -73,8 +73,10 @@ void PageCache::adopt(uint64_t base, std::vector<unsigned char> bytes, size_t va
         return;
     }
     forgetLast();
-    if (pages_.size() >= capacity_ && !order_.empty()) {
-        pages_.erase(order_.back());
+    if (pages_.size() >= capacity_ && !order_.empty()) {  // the least recently used page's bytes go back to the reserve
+        auto oldest = pages_.find(order_.back());
+        spare_.push_back(std::move(oldest->second.bytes));
+        pages_.erase(oldest);
         order_.pop_back();
     }
     order_.push_front(base);

@@ -21,7 +21,9 @@ struct ThreadState {
     std::optional<uint64_t> id;  // unknown when no source gives PyThreadState.id
     uint64_t threadId = 0;  // pthread_t
     std::optional<int64_t> nativeThreadId;
-    std::optional<int> state;  // 3.13+: 0 detached, 1 attached, 2 suspended
+    std::optional<int> state;  // 3.13+: kDetached, kAttached, kSuspended (_Py_THREAD_*)
+    static constexpr int kDetached = 0, kAttached = 1, kSuspended = 2;
+    bool attached() const { return state == kAttached; }
     std::vector<PyFrame> frames;
     std::string note;
 };

@@ -10,13 +10,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "symbols/elf/elf_file.h"
 #include "symbols/elf/plain_debug_file.h"
+#include "symbols/live/process_files.h"
 #include "symbols/text/proc_maps.h"
 
 namespace pytstates {
@@ -141,10 +140,7 @@ void DebugSession::releaseDecompressedPages() const {
     if (files.size() != mappedFiles_) {
         mappedFiles_ = files.size();
         decompressedMaps_.clear();
-        std::ifstream in("/proc/self/maps");
-        std::stringstream text;
-        text << in.rdbuf();
-        for (const auto& m : parseMaps(text.str()))
+        for (const auto& m : parseMaps(readProcText("/proc/self/maps")))
             if (files.count({makedev(m.major, m.minor), m.inode}) && m.end > m.start) decompressedMaps_.emplace_back(m.start, m.end - m.start);
     }
     // libelf maps each file whole (ELF_C_READ_MMAP_PRIVATE) and, for a file of this machine's byte

@@ -111,6 +111,15 @@ bool parksInCpython(const std::string& function) {
     return b == "PySemaphore_Wait" || b == "PyParkingLot_Park" || b == "PyEvent_WaitTimed";
 }
 
+bool waitsForStopEvent(const std::string& function) { return bare(function) == "PyEvent_WaitTimed"; }
+
+bool stopsEveryInterpreter(const std::string& function) { return bare(function) == "PyEval_StopTheWorldAll"; }
+
+bool makesThreadState(const std::string& function) {
+    std::string b = bare(function);
+    return b == "new_threadstate" || b == "PyThreadState_New";
+}
+
 bool takesGil(const std::string& function) {
     static const std::set<std::string> names = {"PyEval_RestoreThread", "PyEval_AcquireThread", "PyEval_AcquireLock",
                                                 "PyGILState_Ensure", "PyThreadState_Attach", "PyEval_AcquireLock",

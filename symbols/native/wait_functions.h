@@ -35,6 +35,14 @@ std::string bareFunctionName(const std::string& function);
 // there is unwound deeper before it is called a Python lock's wait.
 bool parksInCpython(const std::string& function);
 
+// Free-threaded CPython's stop of the world, by the functions on the stopping thread's stack:
+// stop_the_world waiting for its event (the other threads detaching), not for its mutex; a stop of
+// every interpreter (_PyEval_StopTheWorldAll); a stop asked for while a thread state is made
+// (3.13's first new state after the main thread's makes deferred objects immortal).
+bool waitsForStopEvent(const std::string& function);
+bool stopsEveryInterpreter(const std::string& function);
+bool makesThreadState(const std::string& function);
+
 // A function that takes the GIL for its caller: the frame to show when take_gil itself was
 // inlined away (PyEval_RestoreThread, PyGILState_Ensure, ...).
 bool takesGil(const std::string& function);
