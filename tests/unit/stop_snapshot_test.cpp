@@ -9,11 +9,10 @@
 
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <vector>
 
+#include "symbols/live/process_files.h"
 #include "symbols/live/snapshot_copy.h"
 #include "symbols/live/stop_snapshot.h"
 #include "symbols/page_cache.h"
@@ -22,12 +21,7 @@ using namespace pytstates;
 
 namespace {
 
-std::vector<MappedRange> selfMaps() {
-    std::ifstream in("/proc/self/maps");
-    std::stringstream text;
-    text << in.rdbuf();
-    return readableMappings(text.str());
-}
+std::vector<MappedRange> selfMaps() { return readableMappings(readProcText("/proc/self/maps")); }
 
 bool covered(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t addr) {
     for (const auto& [start, end] : ranges)
