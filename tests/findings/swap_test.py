@@ -54,33 +54,38 @@ class Build:
         return self
 
 
-def compile_host(workdir, name, cflags, libs):
-    exe = os.path.join(workdir, "swap_host_" + name)
-    subprocess.run(["cc", "-O1", "-g", "-I" + os.path.dirname(SOURCE)] + cflags + [SOURCE, "-o", exe] + libs + ["-lpthread"],
+def compile_host(workdir, name, cflags, libs, source=SOURCE):
+    exe = os.path.join(workdir, os.path.splitext(os.path.basename(source))[0] + "_" + name)
+    subprocess.run(["cc", "-O1", "-g", "-I" + os.path.dirname(source)] + cflags + [source, "-o", exe] + libs + ["-lpthread"],
                    check=True)
     return exe
 
 
-def build_for_pyenv(version, workdir):
-    prefix = os.path.expanduser("~/.pyenv/versions/" + version)
+def pyenv_prefix(version):
+    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE).stdout.decode().strip()
+    return os.path.join(root, "versions", version)
+
+
+def build_for_pyenv(version, workdir, source=SOURCE):
+    prefix = pyenv_prefix(version)
     minor = ".".join(version.split(".")[:2])
     config = os.path.join(prefix, "bin", "python%s-config" % minor)
     expect(os.path.exists(config), "pyenv's CPython %s is not installed (%s missing)" % (version, config))
-    return Build(build_with_config(config, os.path.join(prefix, "lib"), version, workdir)).minor(minor)
+    return Build(build_with_config(config, os.path.join(prefix, "lib"), version, workdir, source)).minor(minor)
 
 
-def build_with_config(config, libdir, name, workdir):
+def build_with_config(config, libdir, name, workdir, source=SOURCE):
     flags = subprocess.run([config, "--cflags", "--embed"], stdout=subprocess.PIPE, check=True).stdout.decode().split()
     libs = subprocess.run([config, "--ldflags", "--embed"], stdout=subprocess.PIPE, check=True).stdout.decode().split()
-    return compile_host(workdir, name, flags, libs + ["-Wl,-rpath," + libdir])
+    return compile_host(workdir, name, flags, libs + ["-Wl,-rpath," + libdir], source)
 
 
-def build_for_freethreaded(series, workdir):
+def build_for_freethreaded(series, workdir, source=SOURCE):
     """The free-threaded build scripts/python-freethreaded makes (its libpython has DWARF)."""
     out = subprocess.run([os.path.join(TOP, "scripts", "python-freethreaded"), series], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     expect(out.returncode == 0, "a free-threaded CPython %s cannot be built here: %s" % (series, out.stderr.decode(errors="replace").strip()))
     prefix = out.stdout.decode().strip().splitlines()[-1]
-    exe = build_with_config(os.path.join(prefix, "bin", "python%st-config" % series), os.path.join(prefix, "lib"), series + "t", workdir)
+    exe = build_with_config(os.path.join(prefix, "bin", "python%st-config" % series), os.path.join(prefix, "lib"), series + "t", workdir, source)
     return Build(exe, free_threaded=True).minor(series)
 
 

@@ -44,6 +44,8 @@ def argv(scenarios, case, crash=False):
         return [os.path.join(scenarios, "scenario_dlopen_tls_host"), pyenv_libpython(case[len("dlopen-tls-"):])]
     if case == "two-abis":
         return ["/usr/bin/python3", os.path.join(scenarios, "two_abis.py")]
+    if case == "seed-held":  # crashes on its own, holding the GIL with another state
+        return [os.path.join(scenarios, "scenario_seed_host"), "svr2", "crash-held"]
     if case.startswith("seed-"):
         return [os.path.join(scenarios, "scenario_seed_host"), case.split("-")[1], "crash" if crash else "pause"]
     if case == "first-repro":
@@ -96,6 +98,23 @@ def check_seed(mode, facts, check, kind):
         check_crash(r, text, facts["worker_lwp"], 11, "take_gil", facts["deleted_tstate"], {"stale-tstate"}, "tstate")
     else:
         expect(r["target"]["crash"] is None, "no crash section for a process that did not crash", r)
+
+
+def check_seed_held(facts, check, kind):
+    """The seed's crash with the GIL held by another state of the crashing thread: file 2's own
+    state (held_tstate) holds the GIL when the module's acquire takes the stale one. The crashed
+    thread waits for nothing: the text opens with CRASH, and no deadlock runs through it."""
+    check_seed("svr2", facts, check, "crash")
+    status, r = check(["--json"])
+    lwp, held = facts["worker_lwp"], facts["held_tstate"]
+    interp = r["runtimes"][0]["interpreters"][0]
+    expect(interp["gil_holder"] == held and held in all_tstates(r) and all_tstates(r)[held]["lwp"] == lwp,
+           "the GIL is held by file 2's own state %s, on the crashing thread" % held, r)
+    through = [f for f in findings(r, "deadlock") if any(step["lwp"] == lwp for step in f.get("cycle", []))]
+    expect(not through, "no deadlock through the crashed thread LWP %d: %s" % (lwp, [f["message"] for f in through]), r)
+    status, text = check([])
+    sections = [line for line in text.split("\n")[1:] if line and not line.startswith(" ")]
+    expect(sections and sections[0].startswith("CRASH  LWP %d" % lwp), "the text opens with CRASH:\n" + text[:3000])
 
 
 def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
@@ -412,6 +431,8 @@ def check_case(case, facts, check, kind):
         return check_fatal(facts, check, kind)
     if case == "abort-repro":
         return check_abort_repro(facts, check, kind)
+    if case == "seed-held":
+        return check_seed_held(facts, check, kind)
     if case.startswith("seed-"):
         return check_seed(case.split("-")[1], facts, check, kind)
     return {"orphan": check_orphan, "shared": check_shared, "shared-gil": check_shared_gil,

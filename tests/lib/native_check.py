@@ -40,6 +40,12 @@ def gdb_backtraces(exe, core, depth=5, sysroot=None):
         cmd += ["-iex", "set sysroot " + sysroot]
     cmd += ["-ex", "set width 0", "-ex", "set print frame-arguments none", "-ex", "thread apply all bt %d" % depth, exe, core]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=300).stdout.decode(errors="replace")
+    return parse_backtraces(out)
+
+
+def parse_backtraces(out):
+    """{lwp: [function names]} from the text of gdb's `thread apply all bt N` (set width 0, set
+    print frame-arguments none): gdb_backtraces' own run, or gdb_oracle's (one gdb run per core)."""
     stacks, lwp = {}, None
     for line in out.splitlines():
         m = _THREAD.match(line)

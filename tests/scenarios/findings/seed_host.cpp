@@ -7,6 +7,11 @@
 //   seed_host svr2 pause   import on the worker; pause after file 1 (module key holds a freed tstate)
 //   seed_host svr2 crash   import on the worker; go on to file 2 and crash like the seed
 //   seed_host svr1 pause   import on the main thread first (the seed's svr1.0): no stale pointer
+//   seed_host svr2 crash-held
+//                          as crash, but file 2 calls work_held, whose acquire takes the stale
+//                          state while the worker holds the GIL with file 2's own state: the
+//                          crash comes with the GIL held by another state of the crashing thread.
+//                          FACTS (with held_tstate) and READY come at file 2, just before the call.
 //
 // Prints "FACTS {json}" and "READY" before pausing (pause.h); the pause blocks without the GIL.
 #include <pybind11/embed.h>
@@ -48,7 +53,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     bool importOnMain = std::strcmp(argv[1], "svr1") == 0;
-    bool crash = std::strcmp(argv[2], "crash") == 0;
+    bool held = std::strcmp(argv[2], "crash-held") == 0;
+    bool crash = held || std::strcmp(argv[2], "crash") == 0;
     std::string dir = argv[0];
     dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
 
@@ -63,6 +69,7 @@ int main(int argc, char** argv) {
     std::thread worker([&] {
         std::vector<std::string> fileBuffers;
         size_t freedBytes = 344;  // malloc's usable size of the thread state the last file deleted
+        PyThreadState* firstUsed = nullptr;
         for (int file = 1; file <= 3; ++file) {
             // Per-file state, kept while the service runs (as the seed's MsgChecker was): as large
             // as the thread state deleted last, it takes that block from malloc, as the seed's
@@ -79,9 +86,22 @@ int main(int argc, char** argv) {
                 py::module_ checker = py::module_::import("seed_module");  // file 1: first import, on this thread
                 moduleKey = checker.attr("internals_key")().cast<unsigned>();
                 moduleId = checker.attr("internals_id").cast<std::string>();
-                checker.attr("work")(file);
+                if (held && file == 2) {
+                    std::printf("FACTS {\"pid\": %d, \"mode\": \"%s\", \"main_lwp\": %ld, \"main_tstate\": \"%s\", "
+                                "\"worker_lwp\": %ld, \"worker_pthread\": \"%s\", \"deleted_tstate\": \"%s\", "
+                                "\"held_tstate\": \"%s\", \"host_key\": %u, \"host_id\": \"%s\", \"module_key\": %u, "
+                                "\"module_id\": \"%s\"}\nREADY\n",
+                                getpid(), argv[1], mainLwp, hex(mainTstate).c_str(), gettid_(),
+                                hex(reinterpret_cast<void*>(pthread_self())).c_str(), hex(firstUsed).c_str(),
+                                hex(used).c_str(), host, PYBIND11_INTERNALS_ID, moduleKey, moduleId.c_str());
+                    std::fflush(stdout);
+                    checker.attr("work_held")(file);  // takes the stale state with the GIL held: crashes
+                } else {
+                    checker.attr("work")(file);
+                }
             }  // the host's gil_scoped_acquire deletes `used` and clears only the host's key
-            if (file == 1) {
+            if (file == 1) firstUsed = used;
+            if (file == 1 && !held) {
                 std::printf("FACTS {\"pid\": %d, \"mode\": \"%s\", \"main_lwp\": %ld, \"main_tstate\": \"%s\", "
                             "\"worker_lwp\": %ld, \"worker_pthread\": \"%s\", \"deleted_tstate\": \"%s\", "
                             "\"host_key\": %u, \"host_id\": \"%s\", \"module_key\": %u, \"module_id\": \"%s\"}\n",

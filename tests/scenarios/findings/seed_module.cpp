@@ -20,6 +20,13 @@ int work(int n) {
     return n;
 }
 
+// An op that takes the GIL without first releasing it: the caller holds it already, with its own
+// thread state; pybind11's acquire then runs the state its own key cached, if that differs.
+int workHeld(int n) {
+    py::gil_scoped_acquire acquire;
+    return n + 1;
+}
+
 unsigned internalsKey() {
     return PyThread_tss_is_created(internalsTstateTss()) ? internalsTstateKey() : ~0u;
 }
@@ -28,6 +35,7 @@ unsigned internalsKey() {
 
 PYBIND11_MODULE(seed_module, m) {
     m.def("work", &work);
+    m.def("work_held", &workHeld);
     m.def("internals_key", &internalsKey);
     m.attr("internals_id") = PYBIND11_INTERNALS_ID;
 }
