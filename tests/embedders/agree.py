@@ -120,26 +120,8 @@ def check_native(native, full, where):
 
 
 def check_gdb_walk(exe, core, report, where):
-    """gdb walks the same core's interpreters and thread states through libpython's DWARF
-    (tests/lib/gdb_cpython.py): the same thread states, each with the same innermost function."""
-    cmd = ["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
-           "-x", os.path.join(TOP, "tests", "lib", "gdb_cpython.py"), exe]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
-    m = re.search(r"^GDB-CPYTHON (.*)$", out, re.M)
-    expect(m is not None, "%s: gdb walked no thread state:\n%s" % (where, out[-2000:]))
-    ours = {i["address"]: i for _, i in interpreters(report)}
-    count = 0
-    for gi in json.loads(m.group(1)):
-        mine = ours.get(gi["address"])
-        expect(mine is not None, "%s: gdb's interpreter %s is not in the report" % (where, gi["address"]), report)
-        expect(mine["id"] == gi["id"], "%s: interpreter %s id" % (where, gi["address"]))
-        listed = {t["address"]: t for t in mine["tstates"]}
-        expect(sorted(listed) == sorted(t["address"] for t in gi["tstates"]),
-               "%s: interpreter %d thread states: gdb %s, pytstates %s" % (where, gi["id"], [t["address"] for t in gi["tstates"]], sorted(listed)))
-        for gt in gi["tstates"]:
-            t = listed[gt["address"]]
-            expect(gt["native_thread_id"] == t["native_thread_id"], "%s: %s native_thread_id" % (where, gt["address"]))
-            top = t["frames"][0]["function"] if t["frames"] else None
-            expect(gt["top"] == top, "%s: %s innermost code: gdb %s, pytstates %s" % (where, gt["address"], gt["top"], top))
-            count += 1
-    print("%s: gdb and pytstates agree on %d thread states" % (where, count))
+    """gdb's own reading of the same core through DWARF (tests/lib/gdb_oracle.py, one gdb run):
+    every interpreter's thread states (each with the same innermost function) and GIL, every
+    thread's current and PyGILState states and the states its eval loops run."""
+    import gdb_oracle
+    gdb_oracle.check(exe, core, report, where, expect=lambda cond, what: expect(cond, what, report))

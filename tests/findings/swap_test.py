@@ -26,6 +26,7 @@ import time
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import gdb_oracle  # noqa: E402
 import scenario  # noqa: E402
 import sid_python  # noqa: E402
 from debugger_batch import core_json  # noqa: E402
@@ -234,6 +235,9 @@ def cli(args, build, mode, python):
                        r["runtimes"])
                 check_report(r, facts, "%s %s %s core %s" % (python, mode, kind, extra), ft,
                              (extra != ["--no-dwarf"]) if build.eval_argument else None)
+                if extra == build.dwarf_args:  # gdb's own reading of the same core, through the same DWARF
+                    debug_dir = extra[extra.index("--debug-dir") + 1] if "--debug-dir" in extra else None
+                    gdb_oracle.check(build.exe, core, r, "%s %s %s core" % (python, mode, kind), debug_dir=debug_dir)
             _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core] + build.dwarf_args)
             check_text(text, facts, "%s %s %s core text" % (python, mode, kind))
         finally:
@@ -246,7 +250,9 @@ def in_debugger(args, which):
         facts, core = scenario.take_core([exe, mode], "gcore")
         try:
             loads = args.gdb_script if which == "gdb" else args.lldb_plugin
-            check_report(core_json(which, loads, exe, core, "py-tstates-check --json"), facts, "%s %s gcore" % (which, mode))
+            report = core_json(which, loads, exe, core, "py-tstates-check --json")
+            check_report(report, facts, "%s %s gcore" % (which, mode))
+            gdb_oracle.check(exe, core, report, "%s %s gcore (py-tstates-check in %s)" % (which, mode, which))
         finally:
             scenario.cleanup(core)
 

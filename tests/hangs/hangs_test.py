@@ -10,6 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import gdb_oracle  # noqa: E402
 import scenario  # noqa: E402
 
 SETTLE = 1.5  # READY comes just before the last blocking call (ctypes' B sleeps 1 s first)
@@ -57,8 +58,26 @@ def hex_int(s):
     return int(s, 16)
 
 
+READ = {}  # core -> gdb_oracle's reading of it, whose run also evaluated owner_exprs()
+
+
+def owner_exprs(case, facts):
+    """The lock owners check_hang asks gdb for (glibc's DWARF from libc6-dbg)."""
+    if case == "gil-mutex":
+        return ["((pthread_mutex_t*)%#x)->__data.__owner" % hex_int(facts["mutex"])]
+    if case == "cycle3":
+        return ["((pthread_mutex_t*)%#x)->__data.__owner" % hex_int(facts["m2"])]
+    if case == "rwlock":
+        return ["((pthread_rwlock_t*)%#x)->__data.__cur_writer" % hex_int(facts["rwlock"])]
+    return []
+
+
 def gdb_owner(exe, core_or_pid, expr):
-    """An int gdb prints for expr on the core (or pid), with glibc's DWARF from libc6-dbg."""
+    """An int gdb prints for expr on the core (or pid), with glibc's DWARF from libc6-dbg: from
+    gdb_oracle's run on a core, else a gdb of its own."""
+    said = READ.get(core_or_pid)
+    if said is not None and isinstance(said["values"].get(expr), int):
+        return said["values"][expr]
     target = ["-p", str(core_or_pid)] if isinstance(core_or_pid, int) else [exe, core_or_pid]
     out = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "print " + expr] + target, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True, timeout=300).stdout
@@ -221,7 +240,7 @@ def check_hang(args, facts, report, text, exe, where):
         g, o = facts["holder_of_gil"], facts["holder_of_mutex"]
         check_deadlock(report, text, [(g, "mutex", m, o), (o, "gil", None, g)])
         # gdb with libc6-dbg reads the same owner.
-        expect(gdb_owner(exe, where, "((pthread_mutex_t*)%#x)->__data.__owner" % m) == o, "gdb reads another owner")
+        expect(gdb_owner(exe, where, owner_exprs(case, facts)[0]) == o, "gdb reads another owner")
     elif case == "mutex-abba":
         m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
         check_deadlock(report, text, [(facts["t1"], "mutex", m2, facts["t2"]), (facts["t2"], "mutex", m1, facts["t1"])])
@@ -234,7 +253,7 @@ def check_hang(args, facts, report, text, exe, where):
         m1, m2 = hex_int(facts["m1"]), hex_int(facts["m2"])
         a, b, c = facts["a"], facts["b"], facts["c"]
         check_deadlock(report, text, [(a, "mutex", m1, b), (b, "mutex", m2, c), (c, "gil", None, a)])
-        expect(gdb_owner(exe, where, "((pthread_mutex_t*)%#x)->__data.__owner" % m2) == c, "gdb reads another owner")
+        expect(gdb_owner(exe, where, owner_exprs(case, facts)[0]) == c, "gdb reads another owner")
     elif case == "join":
         w = facts["worker"]
         check_deadlock(report, text, [(facts["main_lwp"], "join", hex_int(facts["worker_pthread"]), w), (w, "gil", None, facts["main_lwp"])])
@@ -242,7 +261,7 @@ def check_hang(args, facts, report, text, exe, where):
         rw = hex_int(facts["rwlock"])
         r, w = facts["reader"], facts["writer"]
         check_deadlock(report, text, [(r, "rwlock", rw, w), (w, "gil", None, r)])
-        expect(gdb_owner(exe, where, "((pthread_rwlock_t*)%#x)->__data.__cur_writer" % rw) == w, "gdb reads another writer")
+        expect(gdb_owner(exe, where, owner_exprs(case, facts)[0]) == w, "gdb reads another writer")
     elif case in ("read", "poll", "sleep", "syscall"):
         # syscall(SYS_read, ...): no wrapper names the call, the number in the registers does.
         calls = {"read": ["read"], "poll": ["poll"], "sleep": ["sleep", "nanosleep", "clock_nanosleep"], "syscall": ["read"]}[case]
@@ -342,6 +361,11 @@ def main():
     try:
         status, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
         _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
+        # gdb's own reading of the same core (one gdb run, which also reads the lock owners)
+        where = "%s %s %s core" % (args.program, args.case, args.kind)
+        READ[core] = gdb_oracle.read(exe, core, exprs=owner_exprs(args.case, facts) if args.kind != "crash" else ())
+        oracle = gdb_oracle.compare(READ[core], report, where)
+        gdb_oracle.summarize(oracle, READ[core], where)
         if args.kind == "crash":
             check_abort(facts, report, text)
         else:
@@ -355,6 +379,7 @@ def main():
             # Without the wait analysis: no blocked_on, no hang finding.
             _, plain, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json", "--no-waits"])
             expect(all("blocked_on" not in t for t in plain["threads"]) and not findings(plain, "deadlock"), "--no-waits still waits")
+        expect(not oracle.problems, "%s: pytstates and gdb's own reading differ:\n  %s" % (where, "\n  ".join(oracle.problems)))
     finally:
         scenario.cleanup(core)
     print("PASS %s %s (%s core)" % (args.program, args.case, args.kind))

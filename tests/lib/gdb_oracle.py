@@ -28,6 +28,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 try:
     import gdb  # inside gdb
@@ -419,13 +420,23 @@ def walk():
         backtraces = gdb.execute("thread apply all bt %d" % BT_DEPTH, to_string=True)
     except gdb.error as e:
         backtraces = "bt failed: %s" % e
-    print(MARK + json.dumps({"runtimes": [one for _, one in runtimes], "threads": threads, "backtraces": backtraces}))
+    # Expressions a test asks for besides (PYTSTATES_ORACLE_EXPRS, a JSON list): a lock's owner.
+    values = {}
+    for expr in json.loads(os.environ.get("PYTSTATES_ORACLE_EXPRS") or "[]"):
+        try:
+            values[expr] = int(gdb.parse_and_eval(expr))
+        except (gdb.error, gdb.MemoryError) as e:
+            values[expr] = {"unreadable": str(e)}
+    print(MARK + json.dumps({"runtimes": [one for _, one in runtimes], "threads": threads, "backtraces": backtraces,
+                             "values": values}))
 
 
 # ---------------------------------------------------------------- on the host
 
 def gdb_argv(program, core, sysroot=None, debug_dir=None, solib_path=None):
-    """The one gdb run: batch, no init file, no debuginfod; the program's own DWARF and glibc's."""
+    """The one gdb run: batch, no init file, no debuginfod; the program's own DWARF and glibc's.
+    Thread-locals are read through the host's libthread_db: a core of a newer glibc (Debian
+    unstable's roots, 2.43) has none gdb 13 can load, and its thread-locals are unreadable."""
     argv = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-iex", "set auto-load safe-path /"]
     if sysroot:
         argv += ["-iex", "set sysroot " + sysroot]
@@ -436,17 +447,29 @@ def gdb_argv(program, core, sysroot=None, debug_dir=None, solib_path=None):
     return argv + ["-ex", "core-file " + core, "-x", os.path.abspath(__file__.replace(".pyc", ".py")), program]
 
 
-def read(program, core, sysroot=None, debug_dir=None, solib_path=None, timeout=300):
+def read(program, core, sysroot=None, debug_dir=None, solib_path=None, timeout=300, exprs=()):
     """What gdb reads of the core (the GDB-ORACLE object); AssertionError with gdb's output when
-    gdb printed none."""
-    out = subprocess.run(gdb_argv(program, core, sysroot, debug_dir, solib_path), stdin=subprocess.DEVNULL,
+    gdb printed none. exprs: C expressions gdb evaluates too (said["values"][expr]: an int)."""
+    started, cpu = time.monotonic(), _children_cpu()
+    env = dict(os.environ)
+    env.pop("DEBUGINFOD_URLS", None)
+    env["PYTSTATES_ORACLE_EXPRS"] = json.dumps(list(exprs))
+    out = subprocess.run(gdb_argv(program, core, sysroot, debug_dir, solib_path), stdin=subprocess.DEVNULL, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout).stdout.decode(errors="replace")
     m = re.search("^" + re.escape(MARK) + "(.*)$", out, re.M)
     if m is None:
         raise AssertionError("gdb read nothing of %s:\n%s" % (core, out[-3000:]))
     said = json.loads(m.group(1))
     said["gdb_notes"] = [line for line in out.splitlines() if "libthread_db" in line or "warning:" in line][:20]
+    said["gdb_seconds"] = time.monotonic() - started
+    said["gdb_cpu_seconds"] = _children_cpu() - cpu
     return said
+
+
+def _children_cpu():
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def unreadable(value):
@@ -609,10 +632,10 @@ def _compare_gil(c, grt, gi, mine, said, current):
     c.eq("%s gil_taken_by (last_holder where it differs)" % who, last if last != holder else None, mine.get("gil_taken_by"))
 
 
-def check(program, core, report, where, sysroot=None, debug_dir=None, solib_path=None, expect=None):
+def check(program, core, report, where, sysroot=None, debug_dir=None, solib_path=None, expect=None, exprs=()):
     """Runs gdb once on the core, compares, prints what it compared and what gdb could not read;
     raises AssertionError (or calls expect(False, message)) on a difference. Returns gdb's reading."""
-    said = read(program, core, sysroot, debug_dir, solib_path)
+    said = read(program, core, sysroot, debug_dir, solib_path, exprs=exprs)
     c = compare(said, report, where)
     summarize(c, said, where)
     if c.problems:
@@ -629,8 +652,9 @@ def summarize(c, said, where):
         print("%s: gdb could not read %s" % (where, u))
     n_threads = len(said["threads"])
     n_tstates = sum(len(i["tstates"]) for r in said["runtimes"] for i in r["interpreters"])
-    print("%s: gdb oracle: %d facts compared (%d threads, %d thread states, %d eval loops), %d unreadable, %d differ" % (
-        where, c.facts, n_threads, n_tstates, sum(len(t["eval"]) for t in said["threads"]), len(c.unread), len(c.problems)))
+    print("%s: gdb oracle: %d facts compared (%d threads, %d thread states, %d eval loops), %d unreadable, %d differ; gdb ran %.2f s (%.2f s of CPU)" % (
+        where, c.facts, n_threads, n_tstates, sum(len(t["eval"]) for t in said["threads"]), len(c.unread), len(c.problems),
+        said.get("gdb_seconds", 0), said.get("gdb_cpu_seconds", 0)))
     for p in c.problems:
         print("%s: DIFFERS %s" % (where, p))
 

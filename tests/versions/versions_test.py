@@ -41,6 +41,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import gdb_oracle  # noqa: E402
 import native_check  # noqa: E402
 import scenario  # noqa: E402
 
@@ -276,9 +277,10 @@ def check(target, facts, report, maps, c):
     c.eq("error findings", [], errors)
 
 
-def check_native(args, target, core, c):
+def check_native(args, target, core, c, said):
     """--native: the Python frames merged under the eval-loop frames are each thread's own stack,
-    in order; the innermost native frames are gdb's."""
+    in order; the innermost native frames are gdb's (said: gdb_oracle's reading, whose run
+    printed gdb's backtraces)."""
     base = ["tstates", "--core", core, "--json", "--frames", "200"] + target.extra
     _, native, _ = scenario.run_pytstates(args.pytstates, base + ["--native"], expect_status=0)
     _, full, _ = scenario.run_pytstates(args.pytstates, base, expect_status=0)
@@ -286,47 +288,37 @@ def check_native(args, target, core, c):
     complete = not (target.name in ("3.14", "3.15") and target.mode == "nodwarf")
     for problem in native_check.check_python_merge(native, full, complete):
         c.failures.append("--native merge: " + problem)
-    if target.mode != "dwarf" or target.name in ("3.14", "3.15"):
+    if target.mode != "dwarf" or target.name in ("3.14", "3.15") or said is None:
         return  # without DWARF gdb names other frames; `ld.so python3.1X`: gdb 13 takes ld.so for the program
-    gdb = native_check.gdb_backtraces(target.argv[0], core)
-    for problem in native_check.compare_with_gdb(native, gdb):
+    for problem in native_check.compare_with_gdb(native, native_check.parse_backtraces(said["backtraces"])):
         c.failures.append("native frames vs gdb: " + problem)
 
 
-def check_gdb_walk(target, core, report, c):
-    """3.13+ with DWARF: gdb walks the same core's interpreters and thread states through the
-    DWARF it loads (tests/lib/gdb_cpython.py), and pytstates must agree with every one."""
-    if target.minor < 13 or target.mode != "dwarf":
-        return
-    cmds = ["-ex", "set debuginfod enabled off"]
+def gdb_reading(target, core, workdir):
+    """gdb's own reading of the core through DWARF (tests/lib/gdb_oracle.py), one gdb run: the
+    unstripped build's DWARF in every mode (--no-dwarf and the stripped copies read the same
+    process), found for a stripped copy by its build-id in a directory made here."""
+    debug_dirs = []
     if getattr(target, "root", None):  # the core names the tree's files by their paths here: no sysroot, its debug files
-        cmds += ["-ex", "set debug-file-directory " + os.path.join(target.root, "usr", "lib", "debug")]
+        debug_dirs.append(os.path.join(target.root, "usr", "lib", "debug"))
+    if target.unwanted_module:  # strip-g / strip-s: the original file is the copy's debug file
+        bid = build_id(target.unwanted_module)
+        link = os.path.join(workdir, "debug", ".build-id", bid[:2], bid[2:] + ".debug")
+        if not os.path.exists(link):
+            os.makedirs(os.path.dirname(link))
+            os.symlink(target.unwanted_module, link)
+        debug_dirs += [os.path.join(workdir, "debug"), "/usr/lib/debug"]
     program = target.module if target.module.endswith(target.series) else target.argv[-1]
-    cmds += ["-ex", "core-file " + core, "-x", os.path.join(TOP, "tests", "lib", "gdb_cpython.py")]
-    out = subprocess.run(["gdb", "-batch", "-nx"] + cmds + [program], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
-    m = re.search(r"^GDB-CPYTHON (.*)$", out, re.M)
-    if not c.true("gdb walked the thread states through DWARF", m is not None, out[-1500:]):
-        return
-    ours = {i["address"]: i for rt in report["runtimes"] for i in rt["interpreters"]}
-    states = {0: "detached", 1: "attached", 2: "suspended"}
-    for gi in json.loads(m.group(1)):
-        mine = ours.get(gi["address"])
-        if not c.true("interpreter %s (gdb) is in the report" % gi["address"], mine is not None):
-            continue
-        c.eq("interpreter %s id" % gi["address"], gi["id"], mine["id"])
-        listed = {t["address"]: t for t in mine["tstates"]}
-        c.eq("interpreter %s thread states (gdb)" % gi["address"], sorted(t["address"] for t in gi["tstates"]), sorted(listed))
-        for gt in gi["tstates"]:
-            t = listed.get(gt["address"])
-            if t is None:
-                continue
-            who = "tstate %s" % gt["address"]
-            c.eq(who + " native_thread_id (gdb)", gt["native_thread_id"], t["native_thread_id"])
-            c.eq(who + " thread_id (gdb)", gt["thread_id"], t["thread_id"])
-            c.eq(who + " state (gdb)", states.get(gt["state"]), t.get("state"))
-            c.eq(who + " innermost code (gdb)", gt["top"], t["frames"][0]["function"] if t["frames"] else None)
-    print("gdb and pytstates agree on %d thread states" % sum(len(i["tstates"]) for i in json.loads(m.group(1))))
+    return gdb_oracle.read(program, core, debug_dir=":".join(debug_dirs) or None)
+
+
+def check_gdb(target, said, report, c, where):
+    """pytstates held against gdb's reading: every interpreter's thread states and GIL, every
+    thread's current and PyGILState states and the states its eval loops run."""
+    oracle = gdb_oracle.compare(said, report, where)
+    gdb_oracle.summarize(oracle, said, where)
+    for problem in oracle.problems:
+        c.failures.append("gdb: " + problem)
 
 
 BUSY_SCRIPT = os.path.join(TOP, "tests", "scenarios", "versions", "threads_busy.py")
@@ -345,6 +337,7 @@ def check_busy(args, target, workdir, c):
     if not c.eq("busy: pytstates exit status", 0, status):
         c.failures.append("busy: " + err.strip())
         return
+    check_gdb(target, gdb_reading(target, core, workdir), report, c, "busy core")
     tstates = {t["address"]: t for rt in report["runtimes"] for i in rt["interpreters"] for t in i["tstates"]}
     expected = {t["tstate"]: t for t in facts["threads"]}
     expected[facts["main"]["tstate"]] = {"name": "main", "function": None}
@@ -422,8 +415,9 @@ def main():
         c = Checker()
         c.eq("pytstates exit status", 0, status)
         check(target, facts, report, maps.get("files"), c)
-        check_native(args, target, core, c)
-        check_gdb_walk(target, core, report, c)
+        said = gdb_reading(target, core, workdir)
+        check_gdb(target, said, report, c, label)
+        check_native(args, target, core, c, said)
         check_busy(args, target, workdir, c)
         if c.failures:
             print("FAIL %s (%d differences):" % (label, len(c.failures)))
