@@ -208,7 +208,21 @@ void addWaitFindings(Report& report) {
             if (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil) holder = &s;
         f.message = (cycle.size() == 1 ? std::string("1 thread waits for itself: ")
                                         : std::to_string(cycle.size()) + " threads wait for each other in a cycle: ") + chain + ". ";
-        if (stop) {
+        if (cycle.size() == 1) {
+            // One thread waits for what it holds itself: no lock order is at fault.
+            const CycleStep& self = f.cycle.front();
+            if (self.waitsFor == WaitKind::Gil) {
+                auto fact = gilFacts.find(self.lwp);
+                f.message += "It takes the GIL again while it holds it" +
+                             (fact != gilFacts.end() ? " with thread state " + hexAddress(fact->second.tstate) : std::string()) +
+                             ". Likely cause: a second PyEval_RestoreThread, PyGILState_Ensure or gil_scoped_acquire with another "
+                             "thread state (a stale cached one, or one swapped in without releasing the GIL): release the GIL "
+                             "(PyEval_SaveThread) before taking it with another state";
+            } else {
+                f.message += "It waits for a lock it holds itself (a non-recursive lock taken twice on one thread): release it "
+                             "first, or use a recursive lock";
+            }
+        } else if (stop) {
             const BlockedOn& attached = *rows[*stop->heldBy]->blockedOn;
             f.message += "LWP " + std::to_string(*stop->heldBy) + " is attached to Python while it " +
                          waitWords(attached.kind, attached.object, attached.call) +
