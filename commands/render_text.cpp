@@ -576,9 +576,13 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     renderFileSources(out, report);
     for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
-    // The strongest fact first: a thread that crashed is not waiting, whatever else hangs.
-    if (report.crash) renderCrash(out, report, options);
+    // The strongest fact first: a thread that faulted or aborted itself is not waiting, whatever
+    // else hangs. A signal sent by another process (a watchdog's SIGABRT) found the threads where
+    // they were: the hang it was sent for comes first.
+    bool killed = report.crash && report.crash->signal.sentByAnother(report.target.pid);
+    if (report.crash && !killed) renderCrash(out, report, options);
     renderHang(out, report, options);
+    if (killed) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
     if (options.command != Command::Tstates) {
