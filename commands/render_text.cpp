@@ -579,7 +579,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     // The strongest fact first: a thread that faulted or aborted itself is not waiting, whatever
     // else hangs. A signal sent by another process (a watchdog's SIGABRT) found the threads where
     // they were: the hang it was sent for comes first.
-    bool killed = report.crash && report.crash->signal.sentByAnother(report.target.pid);
+    bool killed = report.crash && !report.crash->signal.raisedByThread(report.target.pid);
     if (report.crash && !killed) renderCrash(out, report, options);
     renderHang(out, report, options);
     if (killed) renderCrash(out, report, options);

@@ -229,7 +229,7 @@ private:
     // A thread that faulted or aborted is not waiting, whatever wait function its stack was
     // entering: no cycle passes through it. What it was entering goes to the crash.
     void setCrashedThreadApart() {
-        if (!r_.crash || r_.crash->signal.sentByAnother(r_.target.pid)) return;
+        if (!r_.crash || !r_.crash->signal.raisedByThread(r_.target.pid)) return;
         for (auto& row : r_.threads) {
             if (row.lwp != r_.crash->signal.lwp || !row.blockedOn) continue;
             if (row.blockedOn->kind != WaitKind::None) r_.crash->entering = *row.blockedOn;
