@@ -3,6 +3,7 @@
 // inferior. It gives memory, OS threads with their thread pointer, and loaded modules.
 #pragma once
 
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,13 @@ struct CrashSignal {
     int code = 0;                // si_code
     uint64_t faultAddress = 0;   // si_addr (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP)
     int senderPid = 0, senderUid = 0;  // si_pid, si_uid (signals sent by a process: si_code <= 0)
+    // The thread faulted or aborted itself, and waits for nothing; a signal sent by another
+    // process (kill) found it wherever it was, a wait included. Without siginfo (lldb gives none)
+    // the signals a fault raises are the thread's own, and SIGABRT or SIGQUIT may have been sent.
+    bool raisedByThread(int pid) const {
+        if (haveSiginfo) return !(code <= 0 && senderPid && senderPid != pid);
+        return signal == SIGILL || signal == SIGTRAP || signal == SIGBUS || signal == SIGFPE || signal == SIGSEGV || signal == SIGSYS;
+    }
 };
 
 struct LoadedModule {

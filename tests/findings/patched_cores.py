@@ -53,6 +53,8 @@ def gil_holder(args, which):
     facts, core = scenario.take_core([exe], "gcore")
     try:
         # The GIL: in _PyRuntime up to 3.11, the main interpreter's own from 3.12 (Debian 13's 3.13).
+        # A thread that took it with a bad state runs that state: last_holder and, up to 3.11,
+        # gilstate.tstate_current name it.
         gil = "_PyRuntime.ceval.gil." if sys.version_info[:2] <= (3, 11) else "_PyRuntime.interpreters.main->ceval.gil->"
         locked = gdb_address(exe, core, "&" + gil + "locked")
         holder = gdb_address(exe, core, "&" + gil + "last_holder")
@@ -61,6 +63,9 @@ def gil_holder(args, which):
         bogus = int(interp["address"], 16) + 64 if which == "stale" else int(facts["orphan_tstate"], 16)
         patch(core, locked, 1)
         patch(core, holder, bogus)
+        if sys.version_info[:2] <= (3, 11):
+            # Up to 3.11 the holder runs gilstate.tstate_current (take_gil, then the swap to it).
+            patch(core, gdb_address(exe, core, "&_PyRuntime.gilstate.tstate_current"), bogus)
         status, r = check(args, core)
         hits = findings(r, "invalid-gil-holder", "error")
         expect(status == 1 and [f["tstate"] for f in hits] == [hex(bogus)], "invalid-gil-holder names %#x" % bogus, r)
