@@ -517,6 +517,7 @@ def compare(said, report, where):
     rows = {t["lwp"]: t for t in report["threads"]}
     c.eq("the runtimes' addresses", sorted(r["address"] for r in said["runtimes"]), sorted(r["address"] for r in report["runtimes"]))
     c.eq("the threads (LWPs)", sorted(t["lwp"] for t in said["threads"]), sorted(rows))
+    c.eq("the interpreters", sorted(i["address"] for r in said["runtimes"] for i in r["interpreters"]), sorted(interps))
     # What runs on which thread, by gdb's reading: eval loops, and CPython's current state.
     current = {}
     for t in said["threads"]:
