@@ -17,9 +17,14 @@ What gdb reads, with no help from pytstates:
   gdb's TLS support), the autoTSS slot (struct pthread's specific_1stblock / specific[], valid
   only while its seq is __pthread_keys[key].seq, as pthread_getspecific says; 3.15's
   _Py_tss_gilstate thread-local), and the states its eval loops run: for each
-  _PyEval_EvalFrameDefault frame, the state whose frame chain holds its `frame`/`f` argument
-  (or its entry_frame, or whose cframe chain holds its `cframe` local), else its `tstate`
-  argument when that is a listed state.
+  _PyEval_EvalFrameDefault frame, best first, the state whose frame chain holds its `frame`/`f`
+  argument or its `entry_frame` local (3.12+), whose cframe chain holds its `cframe` local
+  (3.11, 3.12; 3.10's `trace_info.cframe`) or its `prev_cframe`, whose frames alone run the code
+  its `next_instr` points into (3.8, 3.9 release builds keep little else), else its `tstate`
+  argument when that is a listed state (last: a location list may name a register that holds
+  another value by then). Where two readings disagree, the comparison says so.
+The same run prints `thread apply all bt 5` (said["backtraces"], for native_check) and evaluates
+the C expressions a test asks for (said["values"]: a lock's owner).
 
 What gdb cannot read (optimized out, no libthread_db, no glibc DWARF) is given as
 {"unreadable": why}; the comparison prints every such fact and never passes over one silently.
@@ -206,9 +211,6 @@ def _runtimes():
 
 def _runtime(objfile, rt):
     interps, chains, cframes, codes = [], {}, {}, []
-    tstate_current = None
-    if "gilstate" in _fields(rt) and "tstate_current" in _fields(rt["gilstate"]):
-        tstate_current = _hex(_plain(rt["gilstate"]["tstate_current"]))
     interp = rt["interpreters"]["head"]
     while _ptr(interp) and len(interps) < 4096:
         tstates = []
@@ -244,8 +246,8 @@ def _runtime(objfile, rt):
         interp = interp["next"]
     out = {"address": _hex(int(rt.address)), "objfile": objfile.filename if objfile else None,
            "interpreters": interps, "autotss_key": _autotss_key(rt)}
-    if tstate_current is not None or "gilstate" in _fields(rt) and "tstate_current" in _fields(rt["gilstate"]):
-        out["tstate_current"] = tstate_current if tstate_current != "0x0" else None
+    if "gilstate" in _fields(rt) and "tstate_current" in _fields(rt["gilstate"]):  # <= 3.11
+        out["tstate_current"] = _hex(_plain(rt["gilstate"]["tstate_current"]) or None)
     return out, chains, cframes, codes
 
 
@@ -481,12 +483,15 @@ class Comparison:
 
     def __init__(self, where):
         self.where, self.facts, self.unread, self.problems = where, 0, [], []
+        self.kinds = {"thread": 0, "interpreter": 0, "process": 0}  # facts per thread, per interpreter (and its states), the rest
 
     def eq(self, what, gdb_says, pytstates_says):
         if unreadable(gdb_says):
             self.unread.append("%s: %s" % (what, gdb_says["unreadable"]))
             return
         self.facts += 1
+        kind = "thread" if what.startswith("LWP ") else "interpreter" if what.startswith(("interpreter ", "tstate ")) else "process"
+        self.kinds[kind] += 1
         if gdb_says != pytstates_says:
             self.problems.append("%s: gdb %s, pytstates %s" % (what, json.dumps(gdb_says), json.dumps(pytstates_says)))
 
@@ -653,9 +658,11 @@ def summarize(c, said, where):
         print("%s: gdb could not read %s" % (where, u))
     n_threads = len(said["threads"])
     n_tstates = sum(len(i["tstates"]) for r in said["runtimes"] for i in r["interpreters"])
-    print("%s: gdb oracle: %d facts compared (%d threads, %d thread states, %d eval loops), %d unreadable, %d differ; gdb ran %.2f s (%.2f s of CPU)" % (
-        where, c.facts, n_threads, n_tstates, sum(len(t["eval"]) for t in said["threads"]), len(c.unread), len(c.problems),
-        said.get("gdb_seconds", 0), said.get("gdb_cpu_seconds", 0)))
+    print("%s: gdb oracle: %d facts compared (%d per thread, %d per interpreter, %d per process; %d threads, %d thread states, "
+          "%d eval loops), %d unreadable, %d differ; gdb ran %.2f s (%.2f s of CPU)" % (
+              where, c.facts, c.kinds["thread"], c.kinds["interpreter"], c.kinds["process"], n_threads, n_tstates,
+              sum(len(t["eval"]) for t in said["threads"]), len(c.unread), len(c.problems),
+              said.get("gdb_seconds", 0), said.get("gdb_cpu_seconds", 0)))
     for p in c.problems:
         print("%s: DIFFERS %s" % (where, p))
 
