@@ -54,6 +54,9 @@ suite_packages=(
   apache2 libapache2-mod-wsgi-py3           # Apache mod_wsgi, daemon and embedded mode
   postgresql "$(suite_plpython_package)"    # PostgreSQL's plpython3u
   vim-nox                                   # vim's :py3
+  libapache2-mod-python                     # Apache mod_python: PythonInterpreter sub-interpreters, thread states pooled
+  weechat-headless weechat-python           # WeeChat's scripts, one sub-interpreter each, callbacks nested on one thread
+  collectd-core                             # collectd's python plugin: read callbacks on its ReadThreads
 )
 
 suite_python_version() {

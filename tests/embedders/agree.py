@@ -73,16 +73,23 @@ def attribution(report):
             sorted((f["code"], f["severity"], f["lwp"] or 0) for f in report["findings"]))
 
 
-def no_error(report, where):
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    expect(not errors, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in errors]), report)
+def no_error(report, where, errors=None):
+    """No error finding; or, with errors (a set of (code, LWP) that memory shows), exactly those."""
+    found = [f for f in report["findings"] if f["severity"] == "error"]
+    if errors is None:
+        expect(not found, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in found]), report)
+    else:
+        expect({(f["code"], f["lwp"]) for f in found} == set(errors),
+               "%s: error findings %s, memory shows %s" % (where, sorted((f["code"], f["lwp"], f["message"]) for f in found),
+                                                            sorted(errors)), report)
     for f in report["findings"]:
         expect("sources" in f, "%s: finding %s lists no sources" % (where, f["code"]), report)
 
 
-def check_report(report, facts, where, gil=True):
+def check_report(report, facts, where, gil=True, errors=None):
     """facts: the recorded calls (function, native_id, interp); spin_* calls are the busy ones.
-    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python)."""
+    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python).
+    errors: the error findings memory shows, as no_error's; None: no error finding."""
     runs = running(report, where)
     lwps = {t["lwp"] for t in report["threads"]}
     for fact in facts:
@@ -108,7 +115,7 @@ def check_report(report, facts, where, gil=True):
     want = sorted(runs[f["native_id"]][1]["address"] for f in facts if f["function"].startswith("spin") or f.get("gil"))
     if gil and want:
         expect(holders == want, "%s: GIL held by %s, expected %s" % (where, holders, want), report)
-    no_error(report, where)
+    no_error(report, where, errors)
     return runs
 
 
@@ -143,3 +150,22 @@ def check_gdb_walk(exe, core, report, where):
             expect(gt["top"] == top, "%s: %s innermost code: gdb %s, pytstates %s" % (where, gt["address"], gt["top"], top))
             count += 1
     print("%s: gdb and pytstates agree on %d thread states" % (where, count))
+
+
+def gdb_gil(exe, core, where):
+    """What gdb reads of the GIL and of PyGILState's slots in the core (tests/embedders/gdb_gil.py)."""
+    cmd = ["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
+           "-x", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gdb_gil.py"), exe]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+    m = re.search(r"^GDB-GIL (.*)$", out, re.M)
+    expect(m is not None, "%s: gdb read no GIL:\n%s" % (where, out[-2000:]))
+    return json.loads(m.group(1))
+
+
+def check_waiters(report, waiters, holder, where):
+    """Each of `waiters` (LWPs) waits for the GIL that LWP `holder` holds, as the report says."""
+    threads = {t["lwp"]: t for t in report["threads"]}
+    for lwp in waiters:
+        blocked = threads[lwp].get("blocked_on") or {}
+        expect(blocked.get("kind") == "gil" and blocked.get("held_by") == holder,
+               "%s: LWP %d waits for the GIL held by LWP %d; the report: %s" % (where, lwp, holder, blocked), report)
