@@ -51,12 +51,13 @@ def pytstates(args, target, extra=()):
     return status, out
 
 
-def examine(args, target, facts, where, exe=None, core=None, gil=True, show=False, errors=None, also=None):
+def examine(args, target, facts, where, exe=None, core=None, gil=True, show=False, errors=None, also=None, nested=None):
     """pytstates check on a live process or a core, in JSON, --native and text. errors: the error
     findings memory shows (agree.no_error), none by default; also(report, where): the case's own
-    checks, on every JSON report."""
+    checks, on every JSON report; nested: {LWP: interpreter ids, innermost first} where the
+    facts' calls are the innermost of callbacks nested on their thread (agree.check_native)."""
     def check(report, name):
-        agree.check_report(report, facts, name, gil=gil, errors=errors)
+        agree.check_report(report, facts, name, gil=gil, errors=errors, nested=bool(nested))
         if also:
             also(report, name)
     status, report = pytstates(args, target, ["--json"])
@@ -70,7 +71,7 @@ def examine(args, target, facts, where, exe=None, core=None, gil=True, show=Fals
     _, native = pytstates(args, target, ["--json", "--native"])
     if core:  # the same bytes twice: both snapshots alike
         check(native, where + " --native")
-    agree.check_native(native, native, where)
+    agree.check_native(native, native, where, nested)
     _, text = pytstates(args, target)
     for fact in facts:
         expect(fact["function"] in text, "%s text: %s is named" % (where, fact["function"]))
@@ -349,11 +350,12 @@ def gil_waiters(pid, busy_lwps, n, timeout=30):
 
 def memory_errors(mem, report, busy_lwp):
     """The error findings that the core's memory (gdb_gil: PyGILState's slot of every thread) calls
-    for, given which thread runs which state (the report's, held against the facts before):
-    tls-mismatch where the GIL holder's slot names another state of the interpreter it runs now;
-    foreign-tstate where a thread's slot names a state another thread runs."""
+    for, given which thread runs which state with Python frames (the report's, which examine()
+    holds against the facts the requests recorded): tls-mismatch where the GIL holder's slot names
+    another state of the interpreter it runs now; foreign-tstate where a thread's slot names a
+    state another thread runs."""
     interp_of = {ts["address"]: i["id"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
-    runner = {ts["address"]: ts["lwp"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
+    runner = {ts["address"]: ts["lwp"] if ts["frames"] else None for _, i in agree.interpreters(report) for ts in i["tstates"]}
     running = {lwp: address for address, lwp in runner.items() if lwp is not None}
     errors = set()
     for lwp, slot in ((int(k), v) for k, v in mem["slots"].items()):
@@ -385,11 +387,18 @@ def mod_python(args):
 
     pytstates must say: the busy thread's state holds the GIL (holds_gil, gil_holder, its
     thread's current state), not the parked main-interpreter state; each waiter's blocked_on is
-    the GIL, held_by the busy thread's LWP. tls-mismatch and foreign-tstate: whatever PyGILState's
-    slots in the core show (memory_errors; mod_python keeps no thread state across requests, so a
-    new state per request fills an empty slot and is its own thread's: gdb finds every slot empty
-    or naming the state its thread runs, and no such finding is due). Live: the same, the memory
-    read from the gcore taken just before."""
+    the GIL, held_by the busy thread's LWP.
+
+    tls-mismatch and foreign-tstate: what PyGILState's slots in the core show (memory_errors).
+    mod_python keeps each interpreter's thread states across requests and hands them to whichever
+    thread serves that interpreter next (seen: states made by one thread run on another, and a
+    thread that made two states of one interpreter). PyThreadState_New() files a new state in its
+    maker's slot when the slot is empty, and the slot keeps it when the state goes to another
+    thread. So gdb finds slots naming states that other threads run now (foreign-tstate: a
+    PyGILState_Ensure() there would run Python on a state in use), and on the busy thread, when
+    its slot names another state of the interpreter it runs, a true tls-mismatch (both live, both
+    gamma's, while it holds the GIL). Which states go where follows the pool's order, so the
+    findings due are read from each core. Live: the same, read from the gcore taken just before."""
     with servers.workdir("apache-mod_python", world_writable=("cores", "run"), files=("modpython_app.py",)) as work:
         port = servers.free_port()
         state = os.path.join(work, "state")
@@ -441,7 +450,8 @@ def mod_python(args):
                 return memory_errors(mem, report, busy["native_id"])
 
             def examine_round(live, reqs, waiting, facts, busy, waiters, kernel=False):
-                also = lambda report, where: agree.check_waiters(report, waiters, busy["native_id"], where)  # noqa: E731
+                def also(report, where):
+                    agree.check_waiters(report, waiters, busy["native_id"], where, named="--no-dwarf" not in where)
                 worker = busy["pid"]
                 if kernel:
                     core = servers.kernel_core(worker, os.path.join(work, "cores"))
@@ -558,6 +568,7 @@ def weechat(args):
             time.sleep(0.5)  # c is past its record, in its loop
             facts = [got["spin_in_c"]]
             beneath = {got["run_a"]["interp"]: "run_a", got["run_b"]["interp"]: "run_b"}
+            order = {proc.pid: [interps["c"], interps["b"], interps["a"]]}
 
             def nested(report, where):
                 """a's and b's states, suspended beneath c's on the same thread: their callbacks'
@@ -571,9 +582,9 @@ def weechat(args):
                         expect(beneath[interp["id"]] in functions and not ts["holds_gil"] and ts["lwp"] in (None, proc.pid),
                                "%s: %s's state %s, beneath: frames %s, holds_gil %s, lwp %s" % (
                                    where, beneath[interp["id"]], ts["address"], functions, ts["holds_gil"], ts["lwp"]), report)
-            examine(args, ["--pid", str(proc.pid)], facts, "weechat live", show=True, also=nested)
+            examine(args, ["--pid", str(proc.pid)], facts, "weechat live", show=True, also=nested, nested=order)
             core = servers.gcore(proc.pid, work)
-            report = examine(args, ["--core", core], facts, "weechat gcore", exe="/usr/bin/weechat-headless", core=core, show=True, also=nested)
+            report = examine(args, ["--core", core], facts, "weechat gcore", exe="/usr/bin/weechat-headless", core=core, show=True, also=nested, nested=order)
             mem = agree.gdb_gil("/usr/bin/weechat-headless", core, "weechat gcore")
             states = {i["id"]: [ts["address"] for ts in i["tstates"] if ts["frames"]] for _, i in agree.interpreters(report)}
             print("weechat gcore: gdb: GIL locked %s, last_holder %s, tstate_current %s; states with frames by interpreter %s"
@@ -588,7 +599,7 @@ def weechat(args):
                 expect(time.monotonic() < deadline, "weechat: c parks in openat(2) on the release FIFO")
                 time.sleep(0.1)
             core = servers.kernel_core(proc.pid, work)
-            examine(args, ["--core", core], facts, "weechat kernel core", exe="/usr/bin/weechat-headless", core=core, also=nested)
+            examine(args, ["--core", core], facts, "weechat kernel core", exe="/usr/bin/weechat-headless", core=core, also=nested, nested=order)
     print("weechat ended")
 
 
