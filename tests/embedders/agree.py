@@ -190,3 +190,14 @@ def check_waiters(report, waiters, holder, where, named=True):
             continue
         expect(blocked.get("kind") == "gil" and blocked.get("held_by") == holder,
                "%s: LWP %d waits for the GIL held by LWP %d; the report: %s" % (where, lwp, holder, blocked), report)
+
+
+def gdb_current(mem, lwp):
+    """The state gdb read as current for LWP: CPython's process-wide tstate_current (<= 3.11, the
+    GIL holder's), or that thread's _Py_tss_tstate (3.12+)."""
+    return mem["current"].get(str(lwp)) if isinstance(mem["current"], dict) else mem["current"]
+
+
+def version(report):
+    """The (major, minor) of the report's first CPython."""
+    return tuple(int(x) for x in report["runtimes"][0]["version"].split(".")[:2])

@@ -382,8 +382,10 @@ def mod_python(args):
     with the main interpreter's state while the GIL belongs to the state the busy thread runs
     (gilstate.tstate_current): gdb reads both from each core, and the test requires them to
     differ, since that is the case it is about. The waiters wait in take_gil() with the main
-    interpreter's state; CPython 3.9-3.11 asks only that interpreter's threads to drop the GIL,
-    so the spinner in gamma never does and the waiters wait until the test stops it.
+    interpreter's state; CPython 3.9-3.12 asks only that interpreter's threads to drop the GIL,
+    so the spinner in gamma never does and the waiters wait until the test stops it. (3.13's
+    PyThreadState_Swap() hands the GIL over through take_gil(), and a waiter asks the holder to
+    drop it: there, last_holder is not required to differ and no request is sent to wait.)
 
     pytstates must say: the busy thread's state holds the GIL (holds_gil, gil_holder, its
     thread's current state), not the parked main-interpreter state; each waiter's blocked_on is
@@ -416,6 +418,9 @@ def mod_python(args):
                 print("mod_python /%s: interpreter %d in process %d" % (mount, hello["interp"], hello["pid"]))
                 expect(hello["pid"] != proc.pid, "requests run in a child, not in Apache's parent")
                 interps[mount] = hello["interp"]
+            # 3.9-3.12 ask only the waiter's interpreter's threads to drop the GIL: waiters in alpha
+            # and beta wait as long as gamma spins. 3.13 asks the GIL's holder: they get their turn.
+            lasting_waiters = tuple(hello["python"]) < (3, 13)
             expect(0 not in interps.values() and len(set(interps.values())) == 3,
                    "three PythonInterpreters, three sub-interpreters: %s" % interps)
             plan, busy_plan = ["alpha", "beta", "gamma", "beta"], ["gamma"]
@@ -427,10 +432,12 @@ def mod_python(args):
                 reqs, facts = park(port, state, plan, busy_plan)
                 busy = next(f for f in facts if f["function"].startswith("spin"))
                 waiting = Requests(port)
-                for mount in ("alpha", "beta"):
-                    waiting.send("/%s/?do=hello" % mount)
-                waiters = gil_waiters(busy["pid"], {f["native_id"] for f in facts}, 2)
-                print("%s: busy LWP %d, GIL waiters %s" % (name, busy["native_id"], waiters))
+                waiters = []
+                if lasting_waiters:
+                    for mount in ("alpha", "beta"):
+                        waiting.send("/%s/?do=hello" % mount)
+                    waiters = gil_waiters(busy["pid"], {f["native_id"] for f in facts}, 2)
+                print("%s: busy LWP %d, GIL waiters %s" % (name, busy["native_id"], waiters or "none (CPython 3.13+)"))
                 return reqs, waiting, facts, busy, waiters
 
             def memory(exe, core, report, busy, where):
@@ -440,13 +447,15 @@ def mod_python(args):
                 runs = agree.running(report, where)
                 held = runs[busy["native_id"]][1]
                 interp_of = {ts["address"]: i["id"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
-                print("%s: gdb: GIL locked %s, last_holder %s (interpreter %s), tstate_current %s (interpreter %s, "
+                current = agree.gdb_current(mem, busy["native_id"])
+                print("%s: gdb: GIL locked %s, last_holder %s (interpreter %s), current %s (interpreter %s, "
                       "LWP %d's), PyGILState slots %s" % (where, mem["locked"], mem["last_holder"], interp_of.get(mem["last_holder"]),
-                                                          mem["current"], interp_of.get(mem["current"]), busy["native_id"], mem["slots"]))
-                expect(mem["locked"] == 1 and mem["current"] == held["address"],
-                       "%s: gdb: the GIL is locked and tstate_current is the busy thread's state %s" % (where, held["address"]))
-                expect(interp_of.get(mem["last_holder"]) == 0 and mem["last_holder"] != mem["current"],
-                       "%s: gdb: last_holder %s is a main-interpreter state, not the running one" % (where, mem["last_holder"]))
+                                                          current, interp_of.get(current), busy["native_id"], mem["slots"]))
+                expect(mem["locked"] == 1 and current == held["address"],
+                       "%s: gdb: the GIL is locked and the busy thread's current state is %s" % (where, held["address"]))
+                if agree.version(report) < (3, 13):  # 3.13's PyThreadState_Swap() hands the GIL over through take_gil()
+                    expect(interp_of.get(mem["last_holder"]) == 0 and mem["last_holder"] != current,
+                           "%s: gdb: last_holder %s is a main-interpreter state, not the running one" % (where, mem["last_holder"]))
                 return memory_errors(mem, report, busy["native_id"])
 
             def examine_round(live, reqs, waiting, facts, busy, waiters, kernel=False):
@@ -472,7 +481,7 @@ def mod_python(args):
             examine_round(True, reqs, waiting, facts, busy, waiters)
             served(reqs, state, len(plan) + len(busy_plan))
             answered = [r for r in waiting.wait() if r[0] == 200]
-            expect(len(answered) == 2, "the two GIL waiters answered once the spinner stopped")
+            expect(len(answered) == len(waiters), "the GIL waiters answered once the spinner stopped")
             reqs, waiting, facts, busy, waiters = round_()
             examine_round(False, reqs, waiting, facts, busy, waiters, kernel=True)
             servers.release(state)
@@ -541,8 +550,10 @@ def weechat(args):
     First c spins (no system call: truth.spin_holding): b's callback made the last blocking call
     (recording itself), so take_gil() last wrote ceval.gil.last_holder with b's state, beneath;
     the GIL belongs to c's, the innermost (gdb reads both from the core; the test requires them to
-    differ, the case it is about). pytstates must give the GIL to c's state. Then c parks in
-    Python (the GIL released) and the kernel's core is taken."""
+    differ, the case it is about, up to 3.12; 3.13's PyThreadState_Swap() takes the GIL anew).
+    pytstates must give the GIL to c's state; a's and b's states, beneath, hold their callbacks'
+    frames and not the GIL. Then c parks in Python (the GIL released) and the kernel's core is
+    taken."""
     import shutil
     import signal
     with servers.workdir("weechat") as work:
@@ -587,10 +598,12 @@ def weechat(args):
             report = examine(args, ["--core", core], facts, "weechat gcore", exe="/usr/bin/weechat-headless", core=core, show=True, also=nested, nested=order)
             mem = agree.gdb_gil("/usr/bin/weechat-headless", core, "weechat gcore")
             states = {i["id"]: [ts["address"] for ts in i["tstates"] if ts["frames"]] for _, i in agree.interpreters(report)}
-            print("weechat gcore: gdb: GIL locked %s, last_holder %s, tstate_current %s; states with frames by interpreter %s"
-                  % (mem["locked"], mem["last_holder"], mem["current"], states))
-            expect(mem["locked"] == 1 and [mem["current"]] == states[interps["c"]] and [mem["last_holder"]] == states[interps["b"]],
-                   "weechat gcore: gdb: the GIL locked, tstate_current c's state, last_holder b's (beneath)")
+            current = agree.gdb_current(mem, proc.pid)
+            print("weechat gcore: gdb: GIL locked %s, last_holder %s, current %s; states with frames by interpreter %s"
+                  % (mem["locked"], mem["last_holder"], current, states))
+            expect(mem["locked"] == 1 and [current] == states[interps["c"]], "weechat gcore: gdb: the GIL locked, c's state current")
+            if agree.version(report) < (3, 13):  # 3.13's PyThreadState_Swap() hands the GIL over through take_gil()
+                expect([mem["last_holder"]] == states[interps["b"]], "weechat gcore: gdb: last_holder b's state (beneath)")
             os.unlink(core)
             servers.stop_holding(state)
             facts = [wait_functions(state, ["park_in_c"])["park_in_c"]]

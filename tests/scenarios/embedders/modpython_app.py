@@ -67,7 +67,7 @@ def handler(req):
     elif action in ("park", "spin"):
         globals()["%s_in_%s" % (action, mount)](mount)
     body = json.dumps({"mount": mount, "native_id": threading.get_native_id(), "pid": os.getpid(),
-                       "interp": truth.interpreter_id()})
+                       "interp": truth.interpreter_id(), "python": list(sys.version_info[:2])})
     req.content_type = "application/json"
     req.write(body)
     return apache.OK

@@ -81,7 +81,7 @@ def record_mapped(fact_map, function, **extra):
 def spin_holding(stop_map, seconds=300):
     """Runs Python code and never lets the GIL go until the test writes a non-zero byte to the
     mapped stop.flag, or `seconds` pass: a thread that holds the GIL however long others wait
-    (CPython 3.9-3.11 asks only the waiter's own interpreter's threads to drop it)."""
+    (CPython 3.9-3.12 asks only the waiter's own interpreter's threads to drop it)."""
     import time
     deadline = time.monotonic() + seconds
     n = 0
