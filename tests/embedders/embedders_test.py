@@ -384,9 +384,9 @@ def mod_python(args):
     (gilstate.tstate_current): gdb reads both from each core, and the test requires them to
     differ, since that is the case it is about. The waiters wait in take_gil() with the main
     interpreter's state; CPython 3.9-3.12 asks only that interpreter's threads to drop the GIL,
-    so the spinner in gamma never does and the waiters wait until the test stops it. (3.13's
-    PyThreadState_Swap() hands the GIL over through take_gil(), and a waiter asks the holder to
-    drop it: there, last_holder is not required to differ and no request is sent to wait.)
+    so the spinner in gamma never does and the waiters wait until the test stops it. (From 3.12
+    PyThreadState_Swap() hands the GIL over through take_gil(), so last_holder is not required to
+    differ; 3.13 asks the holder to drop it, so no request is sent to wait there.)
 
     pytstates must say: the busy thread's state holds the GIL (holds_gil, gil_holder, its
     thread's current state), not the parked main-interpreter state; each waiter's blocked_on is
@@ -460,7 +460,7 @@ def mod_python(args):
                                                           current, interp_of.get(current), busy["native_id"], mem["slots"]))
                 expect(mem["locked"] == 1 and current == held["address"],
                        "%s: gdb: the GIL is locked and the busy thread's current state is %s" % (where, held["address"]))
-                if agree.version(report) < (3, 13):  # 3.13's PyThreadState_Swap() hands the GIL over through take_gil()
+                if agree.version(report) < (3, 12):  # 3.12's PyThreadState_Swap() hands the GIL over through take_gil()
                     expect(interp_of.get(mem["last_holder"]) == 0 and mem["last_holder"] != current,
                            "%s: gdb: last_holder %s is a main-interpreter state, not the running one" % (where, mem["last_holder"]))
                 return memory_errors(mem, report, busy["native_id"])
@@ -557,7 +557,7 @@ def weechat(args):
     First c spins (no system call: truth.spin_holding): b's callback made the last blocking call
     (recording itself), so take_gil() last wrote ceval.gil.last_holder with b's state, beneath;
     the GIL belongs to c's, the innermost (gdb reads both from the core; the test requires them to
-    differ, the case it is about, up to 3.12; 3.13's PyThreadState_Swap() takes the GIL anew).
+    differ, the case it is about, up to 3.11; 3.12's PyThreadState_Swap() takes the GIL anew).
     pytstates must give the GIL to c's state; a's and b's states, beneath, hold their callbacks'
     frames and not the GIL. Then c parks in Python (the GIL released) and the kernel's core is
     taken."""
@@ -609,7 +609,7 @@ def weechat(args):
             print("weechat gcore: gdb: GIL locked %s, last_holder %s, current %s; states with frames by interpreter %s"
                   % (mem["locked"], mem["last_holder"], current, states))
             expect(mem["locked"] == 1 and [current] == states[interps["c"]], "weechat gcore: gdb: the GIL locked, c's state current")
-            if agree.version(report) < (3, 13):  # 3.13's PyThreadState_Swap() hands the GIL over through take_gil()
+            if agree.version(report) < (3, 12):  # 3.12's PyThreadState_Swap() hands the GIL over through take_gil()
                 expect([mem["last_holder"]] == states[interps["b"]], "weechat gcore: gdb: last_holder b's state (beneath)")
             os.unlink(core)
             servers.stop_holding(state)
