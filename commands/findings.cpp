@@ -268,7 +268,7 @@ private:
                     "LWP " + std::to_string(lwp) + ": " + named + (sources.size() == 1 ? " names " : " name ") + hexAddress(tstate) +
                         ", the thread state LWP " + std::to_string(*known.lwp) + " runs (interpreter " + std::to_string(known.interpId) +
                         "; " + runnerEvidenceWords(r_.places.at(tstate).evidence) +
-                        "). Likely cause: a thread state handed between threads (a coroutine or fiber resumed on another thread, or a pointer cached across threads).",
+                        "). Likely cause: a thread state handed between threads (a pool of thread states that whichever thread serves the next request takes, as mod_python's; a coroutine or fiber resumed on another thread) or a pointer cached across threads.",
                     all);
             }
             if (byThread.size() < 2) continue;
@@ -343,7 +343,7 @@ private:
     std::string runsPython(int lwp) const {
         for (const auto& rt : r_.runtimes)
             for (const auto& interp : rt.interpreters) {
-                if (interp.gilKnown && interp.gilHolder && r_.lwpFor(interp.gilHolder) == lwp) return "holds the GIL";
+                if (r_.gilHolderLwp(interp) == lwp) return "holds the GIL";
                 if (!interp.gilDisabled) continue;
                 for (const auto& ts : interp.tstates)
                     if (ts.attached() && r_.lwpFor(ts.address) == lwp) return "is attached (free-threaded, no GIL)";

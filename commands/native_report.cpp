@@ -77,7 +77,7 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
                                  " Python frame(s) could not be placed: no frame of this stack is named _PyEval_EvalFrameDefault"
                                  " (where the eval loop's code has no symbol at hand, its debug symbols name it)";
         if (crashed) {
-            report.crash = CrashReport{*crash, stack, {}, {}, {}, {}};
+            report.crash = CrashReport{*crash, stack, {}, {}, {}, {}, {}};
             if (!options.native) {  // the table shows the innermost frame only
                 size_t physical = 0;
                 while (physical < stack.frames.size() && stack.frames[physical].inlined) ++physical;
@@ -88,7 +88,7 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
         row.nativeFrames = std::move(stack.frames);
         row.nativeEnd = std::move(stack.end);
     }
-    if (crash && !report.crash) report.crash = CrashReport{*crash, {crash->lwp, {}, "the crashing thread is not in the core"}, {}, {}, {}, {}};
+    if (crash && !report.crash) report.crash = CrashReport{*crash, {crash->lwp, {}, "the crashing thread is not in the core"}, {}, {}, {}, {}, {}};
 }
 
 namespace {

@@ -242,6 +242,10 @@ void crashJson(JsonWriter& w, const CrashReport& c) {
         w.endObject();
     }
     w.fieldOrNull("code", c.signal.haveSiginfo, c.signal.code);
+    if (c.entering) {
+        w.key("entering");  // the wait it was entering when it faulted: it waits for nothing
+        blockedOnJson(w, *c.entering);
+    }
     std::string codeName = c.signal.haveSiginfo ? signalCodeName(c.signal.signal, c.signal.code) : "";
     if (!codeName.empty()) w.field("code_name", codeName);
     w.field("explained_by", c.explainedBy);
@@ -350,6 +354,9 @@ void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool wi
         w.field("address", hexAddress(interp.address));
         w.field("gil", interp.gilDisabled ? "disabled" : !interp.gilKnown ? "unknown" : interp.gilHolder ? "held" : "free");
         w.fieldOrNull("gil_holder", interp.gilKnown && interp.gilHolder, hexAddress(interp.gilHolder));
+        // Where the holder was read, and the state that took the GIL where the holder swapped in another.
+        if (interp.gilHolder) w.field("gil_holder_source", gilSourceName(interp.gilHolderSource));
+        if (interp.gilTakenBy) w.field("gil_taken_by", hexAddress(interp.gilTakenBy));
         w.field("id", interp.id);
         w.field("main", interp.main);
         if (!interp.note.empty()) w.field("note", interp.note);

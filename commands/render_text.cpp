@@ -113,6 +113,33 @@ void renderNativeFrames(std::ostringstream& out, const std::vector<NativeFrame>&
     if (!end.empty()) out << indent << "(the stack ends here: " << shown(end) << ")\n";
 }
 
+// The wait the crashing thread was entering, as memory shows it: never a hang, since a thread
+// that faulted waits for nothing.
+std::string enteringWords(const Report& report, const CrashReport& c) {
+    const BlockedOn& b = *c.entering;
+    int lwp = c.signal.lwp;
+    std::string name = bareFunctionName(b.function);
+    std::string words = "it was entering " + shown(name);
+    std::string tstate;  // the state it was handed, where the crash's frames have the parameter
+    for (const auto& f : c.stack.frames)
+        if (bareFunctionName(f.function) == name)
+            for (const auto& v : f.values)
+                if (v.kind == FrameValue::Kind::Parameter && v.name == "tstate" && v.value) tstate = hexAddress(v.value);
+    if (b.frame) words += " (frame #" + std::to_string(*b.frame) + (tstate.empty() ? "" : ", tstate=" + tstate) + ")";
+    if (b.kind == WaitKind::Gil && b.heldBy == lwp) {
+        uint64_t held = 0;
+        for (const auto& rt : report.runtimes)
+            for (const auto& interp : rt.interpreters)
+                if (report.gilHolderLwp(interp) == lwp) held = interp.gilHolder;
+        words += " while this thread holds the GIL" + (held ? " with " + hexAddress(held) : std::string()) +
+                 ": had it not faulted, it would have waited for itself";
+        return words;
+    }
+    std::string wait = waitWords(b.kind, b.object, b.call);
+    if (wait.rfind("waits ", 0) == 0) wait = "to wait " + wait.substr(6);
+    return words + ", " + wait + heldByWords(b.kind, b.heldBy) + "; it faulted there and waits for nothing";
+}
+
 void renderCrash(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     const CrashReport& c = *report.crash;
     const CrashSignal& s = c.signal;
@@ -135,6 +162,7 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
     }
     if (!c.fatalError.empty()) out << wrap(shown(c.fatalError), 96, "  ");
     if (!c.explanation.empty()) out << wrap(shown(c.explanation), 96, "  ");
+    if (c.entering) out << wrap(shown(enteringWords(report, c)), 96, "  ");
     renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown);
     out << "\n";
 }
@@ -157,8 +185,7 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
     std::set<int> gilHolders;
     for (const auto& rt : report.runtimes)
         for (const auto& interp : rt.interpreters)
-            if (interp.gilKnown && interp.gilHolder)
-                if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders.insert(*lwp);
+            if (auto lwp = report.gilHolderLwp(interp)) gilHolders.insert(*lwp);
     bool any = false;
     for (const auto& f : report.findings) {
         if (f.code == "deadlock") {
@@ -404,8 +431,10 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             } else if (!interp.gilHolder) {
                 out << "GIL: free";
             } else {
-                auto lwp = report.lwpFor(interp.gilHolder);
+                auto lwp = report.gilHolderLwp(interp);
                 out << "GIL held by " << hexAddress(interp.gilHolder) << (lwp ? " (LWP " + std::to_string(*lwp) + ")" : "");
+                // The holder swapped in the state it runs after take_gil took the GIL with another.
+                if (interp.gilTakenBy) out << ", taken with " << hexAddress(interp.gilTakenBy);
             }
             out << "  " << interp.tstates.size() << " thread state" << (interp.tstates.size() == 1 ? "" : "s") << "\n";
             if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
@@ -547,8 +576,9 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     renderFileSources(out, report);
     for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
-    renderHang(out, report, options);
+    // The strongest fact first: a thread that crashed is not waiting, whatever else hangs.
     if (report.crash) renderCrash(out, report, options);
+    renderHang(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
     if (options.command != Command::Tstates) {

@@ -160,6 +160,9 @@ struct CrashReport {
     std::string explanation;          // one line tying a frame's value to a finding; empty if none
     std::string fatalError;           // "Fatal Python error: ..." when CPython aborted with one
     std::optional<AbortInfo> abort;   // a SIGABRT from abort(): why
+    // The wait the crashing thread's stack shows it entering (take_gil, a mutex): it faulted or
+    // aborted there, so it waits for nothing; told in the crash, never as a hang.
+    std::optional<BlockedOn> entering;
 };
 
 struct Report {
@@ -188,6 +191,12 @@ struct Report {
         auto it = places.find(tstate);
         if (it == places.end()) return std::nullopt;
         return it->second.lwp;
+    }
+    // The OS thread holding the interpreter's GIL: the one running its holder; none when the
+    // GIL is free or its holder's thread unknown.
+    std::optional<int> gilHolderLwp(const Interpreter& interp) const {
+        if (!interp.gilKnown || !interp.gilHolder) return std::nullopt;
+        return lwpFor(interp.gilHolder);
     }
     // The OS thread that made it, when that thread still exists.
     std::optional<int> makerFor(uint64_t tstate) const {

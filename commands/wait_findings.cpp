@@ -33,12 +33,29 @@ std::string layoutFrom(const std::string& source) {
     return "the built-in layout table";
 }
 
-// Where the GIL's holder was read: per interpreter, the lock's locked flag and last_holder.
+// Where the GIL's holder was read: per interpreter, the lock's locked flag, and the state its
+// holder runs (last_holder, or gilstate.tstate_current up to 3.11).
 struct GilFact {
     int64_t interp = 0;
     uint64_t tstate = 0;
+    uint64_t takenBy = 0;
+    Interpreter::GilSource source = Interpreter::GilSource::None;
     std::string layout;
 };
+
+std::string gilHolderSource(const GilFact& g, int lwp) {
+    std::string interp = "interpreter " + std::to_string(g.interp) + "'s GIL";
+    std::string run = ", run by LWP " + std::to_string(lwp);
+    std::string words;
+    switch (g.source) {
+        case Interpreter::GilSource::TstateCurrent:
+            words = interp + " is locked and gilstate.tstate_current names tstate " + hexAddress(g.tstate) + run;
+            break;
+        default: words = "the last_holder of " + interp + " names tstate " + hexAddress(g.tstate) + run;
+    }
+    if (g.takenBy) words += "; last_holder names " + hexAddress(g.takenBy) + ", the state that took it";
+    return "GIL holder (" + words + "; layout from " + layoutFrom(g.layout) + ")";
+}
 
 // The evidence of one thread's wait: its stack, and the field that names whom it waits for.
 void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std::map<int, GilFact>& gil, std::vector<std::string>& out) {
@@ -52,10 +69,7 @@ void addWaitSources(const Report& report, int lwp, const BlockedOn& b, const std
     switch (b.kind) {
         case WaitKind::Gil:
             if (b.heldBy)
-                if (auto it = gil.find(*b.heldBy); it != gil.end())
-                    out.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
-                                  hexAddress(it->second.tstate) + ", run by LWP " + std::to_string(*b.heldBy) + "; layout from " +
-                                  layoutFrom(it->second.layout) + ")");
+                if (auto it = gil.find(*b.heldBy); it != gil.end()) out.push_back(gilHolderSource(it->second, *b.heldBy));
             break;
         case WaitKind::Mutex:
             if (b.object) out.push_back("pthread_mutex_t.__data.__owner" + obj + layout);
@@ -144,11 +158,10 @@ void addWaitFindings(Report& report) {
     std::map<int, GilFact> gilFacts;
     for (const auto& rt : report.runtimes)
         for (const auto& interp : rt.interpreters)
-            if (interp.gilKnown && interp.gilHolder)
-                if (auto lwp = report.lwpFor(interp.gilHolder)) {
-                    gilHolders.insert(*lwp);
-                    gilFacts[*lwp] = GilFact{interp.id, interp.gilHolder, rt.layout.source};
-                }
+            if (auto lwp = report.gilHolderLwp(interp)) {
+                gilHolders.insert(*lwp);
+                gilFacts[*lwp] = GilFact{interp.id, interp.gilHolder, interp.gilTakenBy, interp.gilHolderSource, rt.layout.source};
+            }
 
     // Each thread waits for at most one other: a cycle is found by walking from every thread.
     std::set<int> inCycle, walked;
@@ -228,10 +241,7 @@ void addWaitFindings(Report& report) {
         if (waiters.empty()) continue;
         Finding f = blockedThreadFinding("gil-held-while-blocked", holder, b, waiters);
         addWaitSources(report, holder, b, gilFacts, f.sources);
-        if (auto it = gilFacts.find(holder); it != gilFacts.end())
-            f.sources.push_back("GIL holder (the last_holder of interpreter " + std::to_string(it->second.interp) + "'s GIL names tstate " +
-                                hexAddress(it->second.tstate) + ", run by LWP " + std::to_string(holder) + "; layout from " +
-                                layoutFrom(it->second.layout) + ")");
+        if (auto it = gilFacts.find(holder); it != gilFacts.end()) f.sources.push_back(gilHolderSource(it->second, holder));
         for (int w : waiters) f.sources.push_back("native stack of LWP " + std::to_string(w) + " (frame #" +
                                                   std::to_string(rows[w]->blockedOn->frame.value_or(0)) + " " + rows[w]->blockedOn->function + ")");
         f.message = blockedWords(holder, "holds the GIL", b);

@@ -179,8 +179,7 @@ public:
         for (const auto& rt : report.runtimes) {
             cpythonModules_.insert(rt.modulePath);
             for (const auto& interp : rt.interpreters)
-                if (interp.gilKnown && interp.gilHolder)
-                    if (auto lwp = report.lwpFor(interp.gilHolder)) gilHolders_.insert(*lwp);
+                if (auto lwp = report.gilHolderLwp(interp)) gilHolders_.insert(*lwp);
         }
     }
 
@@ -193,6 +192,7 @@ public:
             if (thread == threadOf.end()) continue;
             row.blockedOn = readOne(*thread->second, row);
         }
+        setCrashedThreadApart();
         // Whom a stop of the world waits for: the other attached threads, the blocked one first
         // (it is the one that keeps the world from stopping), once every thread's wait is known.
         std::vector<int> stopped;
@@ -226,6 +226,17 @@ public:
     }
 
 private:
+    // A thread that faulted or aborted is not waiting, whatever wait function its stack was
+    // entering: no cycle passes through it. What it was entering goes to the crash.
+    void setCrashedThreadApart() {
+        if (!r_.crash || r_.crash->signal.sentByAnother(r_.target.pid)) return;
+        for (auto& row : r_.threads) {
+            if (row.lwp != r_.crash->signal.lwp || !row.blockedOn) continue;
+            if (row.blockedOn->kind != WaitKind::None) r_.crash->entering = *row.blockedOn;
+            row.blockedOn = BlockedOn{};
+        }
+    }
+
     BlockedOn readOne(const OsThread& thread, const ThreadRow& row) {
         BlockedOn b;
         // The innermost frame first, from the symbol tables: a thread whose innermost function
@@ -446,8 +457,8 @@ private:
             b.note = "the GIL is free: the thread is about to take it";
             return;
         }
-        b.heldBy = r_.lwpFor(interp->gilHolder);
-        if (!b.heldBy) b.note = "the GIL is held by thread state " + hexAddress(interp->gilHolder) + ", which no live thread runs";
+        b.heldBy = r_.gilHolderLwp(*interp);
+        if (!b.heldBy) b.note = "the GIL is held by thread state " + hexAddress(interp->gilHolder) + ", which no thread is found to run";
     }
 
     const LockLayout& glibc() {

@@ -36,6 +36,9 @@ struct CrashSignal {
     int code = 0;                // si_code
     uint64_t faultAddress = 0;   // si_addr (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP)
     int senderPid = 0, senderUid = 0;  // si_pid, si_uid (signals sent by a process: si_code <= 0)
+    // Sent by another process (kill): the thread was wherever the signal found it, a wait
+    // included. Otherwise it faulted or aborted itself, and waits for nothing.
+    bool sentByAnother(int pid) const { return haveSiginfo && code <= 0 && senderPid && senderPid != pid; }
 };
 
 struct LoadedModule {

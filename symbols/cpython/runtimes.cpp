@@ -301,7 +301,17 @@ private:
         if (!locked || !holder) return;
         info->gilKnown = true;
         // last_holder is not cleared on release: it names the holder only while locked.
-        info->gilHolder = *locked ? *holder : 0;
+        if (!*locked) return;
+        info->gilHolder = *holder;
+        info->gilHolderSource = Interpreter::GilSource::LastHolder;
+        // <= 3.11: gilstate.tstate_current is the state the holder runs (PyThreadState_Swap sets
+        // it; take_gil alone writes last_holder). NULL between take_gil and the swap that follows
+        // it, or when the holder swapped in no state: last_holder then.
+        if (l_.runtimeTstateCurrent != kAbsent && rt_.tstateCurrent) {
+            info->gilHolder = rt_.tstateCurrent;
+            info->gilHolderSource = Interpreter::GilSource::TstateCurrent;
+            if (*holder != rt_.tstateCurrent) info->gilTakenBy = *holder;
+        }
     }
 
     const Target& target_;

@@ -33,12 +33,31 @@ struct Interpreter {
     int64_t id = 0;
     bool main = false;
     bool gilKnown = false;
-    uint64_t gilHolder = 0;  // 0: free (or unknown when !gilKnown)
+    // The thread state the GIL's holding thread runs now; 0: free (or unknown when !gilKnown).
+    // take_gil writes last_holder. Up to 3.11 a holder that swaps in another state
+    // (PyThreadState_Swap, a nested sub-interpreter call) keeps the GIL with last_holder left
+    // behind: the holder is then gilstate.tstate_current. From 3.12 PyThreadState_Swap releases
+    // the GIL and takes it again with the new state (_PyEval_ReleaseLock, _PyEval_AcquireLock;
+    // 3.13+ detach and attach), so last_holder is the state the holder runs.
+    uint64_t gilHolder = 0;
+    uint64_t gilTakenBy = 0;  // last_holder, when it differs from gilHolder
+    enum class GilSource { None, LastHolder, TstateCurrent };
+    GilSource gilHolderSource = GilSource::None;
     bool gilDisabled = false;  // a free-threaded build running without the GIL: no holder at all
     uint64_t dict = 0, builtins = 0;
     std::vector<ThreadState> tstates;
     std::string note;
 };
+
+// Where a GIL holder was read: "last_holder", "gilstate.tstate_current".
+inline const char* gilSourceName(Interpreter::GilSource s) {
+    switch (s) {
+        case Interpreter::GilSource::LastHolder: return "last_holder";
+        case Interpreter::GilSource::TstateCurrent: return "gilstate.tstate_current";
+        case Interpreter::GilSource::None: break;
+    }
+    return "";
+}
 
 struct Runtime {
     uint64_t address = 0;

@@ -103,8 +103,7 @@ def check_deadlock(report, text, expected):
             expect(any(s.startswith("struct pthread ") and ("of LWP %d (the joined thread)" % held) in s for s in sources),
                    "no join source: %s" % sources)
         if kind == "gil":
-            expect(any(s.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % held) in s for s in sources),
-                   "no GIL holder source for LWP %d: %s" % (held, sources))
+            expect(any(gil_holder_source(report, s, held) for s in sources), "no GIL holder source for LWP %d: %s" % (held, sources))
     for s in sources:
         expect("from " + s.split(" (")[0] in text, "the text does not show the source %r" % s)
     # An owner read from the running process (a live target resumed before the waits were read)
@@ -126,6 +125,17 @@ def check_deadlock(report, text, expected):
         expect("LWP %d" % lwp in text.split("FINDINGS")[0], "LWP %d not in the HANG section" % lwp)
 
 
+def gil_holder_source(report, source, lwp):
+    """A finding's source naming the GIL's holder run by lwp, read where the version keeps it: up to
+    3.11 gilstate.tstate_current (last_holder stays behind a PyThreadState_Swap), from 3.12 the
+    GIL's last_holder."""
+    minor = int(report["runtimes"][0]["version"].split(".")[1])
+    where = " is locked and gilstate.tstate_current names tstate " if minor <= 11 else None
+    if where is None:
+        return source.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % lwp) in source
+    return source.startswith("GIL holder (interpreter ") and where in source and ("run by LWP %d;" % lwp) in source
+
+
 def check_blocked_holder(report, text, holder, waiters, calls):
     g = findings(report, "gil-held-while-blocked")
     expect(len(g) == 1, "one gil-held-while-blocked expected, got %s" % [f["message"] for f in report["findings"]])
@@ -142,8 +152,7 @@ def check_blocked_holder(report, text, holder, waiters, calls):
     sources = f["sources"]
     for lwp in [holder] + list(f["waiters"]):
         expect(any(s.startswith("native stack of LWP %d (frame #" % lwp) for s in sources), "no stack source for LWP %d: %s" % (lwp, sources))
-    expect(any(s.startswith("GIL holder (the last_holder of interpreter ") and ("run by LWP %d;" % holder) in s for s in sources),
-           "no GIL holder source: %s" % sources)
+    expect(any(gil_holder_source(report, s, holder) for s in sources), "no GIL holder source: %s" % sources)
     expect("from native stack of LWP %d" % holder in text, "the text does not show the sources")
     expect("HANG  the GIL's holder is blocked" in text, "no HANG section:\n" + text[:3000])
 

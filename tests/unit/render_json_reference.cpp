@@ -271,6 +271,8 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
                       {"gil", interp.gilDisabled ? "disabled" : !interp.gilKnown ? "unknown" : interp.gilHolder ? "held" : "free"},
                       {"tstates", tstates}};
             if (!interp.note.empty()) i["note"] = interp.note;
+            if (interp.gilHolder) i["gil_holder_source"] = gilSourceName(interp.gilHolderSource);
+            if (interp.gilTakenBy) i["gil_taken_by"] = hexAddress(interp.gilTakenBy);
             interps.push_back(i);
         }
         json r = {{"address", hexAddress(rt.address)},

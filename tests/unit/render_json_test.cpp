@@ -80,6 +80,8 @@ Report richReport(TargetKind kind) {
     interp.main = true;
     interp.gilKnown = true;
     interp.gilHolder = 0x20000;
+    interp.gilHolderSource = Interpreter::GilSource::TstateCurrent;
+    interp.gilTakenBy = 0x21000;  // the holder swapped in 0x20000 after taking the GIL with 0x21000
     interp.note = kBad;
     for (int i = 0; i < 5; ++i) {
         ThreadState ts;
