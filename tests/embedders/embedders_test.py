@@ -326,13 +326,17 @@ SKIPPED = 77  # tests/embedders/CMakeLists.txt: SKIP_RETURN_CODE
 SERVER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}  # Debian's python3, not a PATH's
 
 
-def gil_waiters(pid, busy_lwps, n, timeout=30):
-    """The LWPs of `n` threads of pid, none of busy_lwps, that wait in futex(2) on one address (the
-    GIL's condition variable: take_gil), once there are."""
+def gil_waiters(pid, busy_lwps, n, timeout=90):
+    """The LWPs of the `n` threads of pid, none of busy_lwps, that wait in futex(2) on a word of
+    libpython's own data (the GIL's condition variable, in _PyRuntime: take_gil), once there are
+    n; Apache's idle workers wait on a condition variable of their own, elsewhere."""
+    with open("/proc/%d/maps" % pid) as f:
+        libpython = [tuple(int(x, 16) for x in line.split()[0].split("-")) for line in f
+                     if "/libpython3" in line]
     deadline = time.monotonic() + timeout
-    groups = {}
+    found = []
     while time.monotonic() < deadline:
-        groups = {}
+        found = []
         for task in os.listdir("/proc/%d/task" % pid):
             lwp = int(task)
             try:
@@ -340,13 +344,16 @@ def gil_waiters(pid, busy_lwps, n, timeout=30):
                     words = f.read().split()
             except OSError:
                 continue
-            if lwp not in busy_lwps and words and words[0] == "202":  # futex(uaddr, ...)
-                groups.setdefault(words[1], []).append(lwp)
-        for lwps in groups.values():
-            if len(lwps) == n:
-                return sorted(lwps)
+            if lwp not in busy_lwps and len(words) > 1 and words[0] == "202" and \
+                    any(low <= int(words[1], 16) < high for low, high in libpython):  # futex(uaddr, ...)
+                found.append(lwp)
+        if len(found) == n:
+            return sorted(found)
         time.sleep(0.1)
-    raise servers.ServerError("no %d threads of %d wait on one futex: %s" % (n, pid, groups))
+    stacks = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", "set debuginfod enabled off", "-ex", "thread apply all bt 8"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120).stdout.decode(errors="replace")
+    raise servers.ServerError("%d threads of %d wait on a futex in libpython, not %d: %s; the threads:\n%s"
+                              % (len(found), pid, n, found, "\n".join(l for l in stacks.splitlines() if l.startswith(("#", "Thread")))))
 
 
 def memory_errors(mem, report, busy_lwp):
@@ -354,14 +361,19 @@ def memory_errors(mem, report, busy_lwp):
     for, given which thread runs which state with Python frames (the report's, which examine()
     holds against the facts the requests recorded): tls-mismatch where the GIL holder's slot names
     another state of the interpreter it runs now; foreign-tstate where a thread's slot names a
-    state another thread runs."""
+    state another thread runs; shared-tstate where two threads' slots name one listed state (seen
+    once in mod_python's kernel core: two request threads' slots naming one gamma state)."""
     interp_of = {ts["address"]: i["id"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
     runner = {ts["address"]: ts["lwp"] if ts["frames"] else None for _, i in agree.interpreters(report) for ts in i["tstates"]}
     running = {lwp: address for address, lwp in runner.items() if lwp is not None}
     errors = set()
+    named = {}
     for lwp, slot in ((int(k), v) for k, v in mem["slots"].items()):
         if slot in (None, "0x0") or slot not in interp_of:
             continue
+        named.setdefault(slot, []).append(lwp)
+        if len(named[slot]) == 2:  # two threads' slots name one listed state
+            errors.add(("shared-tstate", None))
         mine = running.get(lwp)
         if lwp == busy_lwp and mine and slot != mine and interp_of[slot] == interp_of[mine]:
             errors.add(("tls-mismatch", lwp))
@@ -398,7 +410,8 @@ def mod_python(args):
     thread that made two states of one interpreter). PyThreadState_New() files a new state in its
     maker's slot when the slot is empty, and the slot keeps it when the state goes to another
     thread. So gdb finds slots naming states that other threads run now (foreign-tstate: a
-    PyGILState_Ensure() there would run Python on a state in use), and on the busy thread, when
+    PyGILState_Ensure() there would run Python on a state in use), at times two slots naming one
+    state (shared-tstate), and on the busy thread, when
     its slot names another state of the interpreter it runs, a true tls-mismatch (both live, both
     gamma's, while it holds the GIL). Which states go where follows the pool's order, so the
     findings due are read from each core. Live: the same, read from the gcore taken just before."""
