@@ -361,18 +361,23 @@ def memory_errors(mem, report, busy_lwp):
     for, given which thread runs which state with Python frames (the report's, which examine()
     holds against the facts the requests recorded): tls-mismatch where the GIL holder's slot names
     another state of the interpreter it runs now; foreign-tstate where a thread's slot names a
-    state another thread runs; shared-tstate where two threads' slots name one listed state (seen
-    once in mod_python's kernel core: two request threads' slots naming one gamma state)."""
+    state another thread runs; shared-tstate where two threads name one listed state: two slots
+    (seen once in mod_python's kernel core: two request threads' slots naming one gamma state), or
+    a slot naming the state the busy thread's current pointer names."""
     interp_of = {ts["address"]: i["id"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
     runner = {ts["address"]: ts["lwp"] if ts["frames"] else None for _, i in agree.interpreters(report) for ts in i["tstates"]}
     running = {lwp: address for address, lwp in runner.items() if lwp is not None}
     errors = set()
-    named = {}
+    # The busy thread's current pointer names the state it runs: a slot of another thread naming
+    # that state makes two threads that would run Python on it (shared-tstate), as two slots do.
+    current = agree.gdb_current(mem, busy_lwp)
+    named = {current: [busy_lwp]} if current in interp_of else {}
     for lwp, slot in ((int(k), v) for k, v in mem["slots"].items()):
         if slot in (None, "0x0") or slot not in interp_of:
             continue
-        named.setdefault(slot, []).append(lwp)
-        if len(named[slot]) == 2:  # two threads' slots name one listed state
+        if lwp not in named.setdefault(slot, []):
+            named[slot].append(lwp)
+        if len(named[slot]) == 2:  # two threads name one listed state
             errors.add(("shared-tstate", None))
         mine = running.get(lwp)
         if lwp == busy_lwp and mine and slot != mine and interp_of[slot] == interp_of[mine]:
