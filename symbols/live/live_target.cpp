@@ -55,15 +55,22 @@ constexpr long kReleaseWaitNs = 1000L * 1000 * 1000;
 
 // Reaps tid if it exited, never blocking: a traced thread's exit is its tracer's to reap, and until
 // it is, the kernel holds back the exit of the thread group's leader, from us and from the target's
-// parent. Waits for exits only: a stop stays to be reported. True when reaped, or not ours.
-// Async-signal-safe.
+// parent. A tracer's wait reports its tracees' stops whatever the options, and reporting a stop
+// clears the signal the thread was stopped with: the exit is looked at first (WNOWAIT), then
+// reaped. True when reaped, or not ours. Async-signal-safe.
 bool reapIfExited(int tid) {
     siginfo_t info{};
     int r;
     do {
+        r = waitid(P_PID, static_cast<id_t>(tid), &info, WEXITED | __WALL | WNOHANG | WNOWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r != 0) return true;  // ECHILD: not ours (any more)
+    if (info.si_pid != tid || (info.si_code != CLD_EXITED && info.si_code != CLD_KILLED && info.si_code != CLD_DUMPED))
+        return false;
+    do {  // a zombie stays one: this reports that exit
         r = waitid(P_PID, static_cast<id_t>(tid), &info, WEXITED | __WALL | WNOHANG);
     } while (r < 0 && errno == EINTR);
-    return r != 0 || info.si_pid == tid;
+    return true;
 }
 
 // One look, never blocking, at a thread PTRACE_INTERRUPT was asked to stop: the signal of a

@@ -3,8 +3,10 @@
 
 #include <dirent.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "symbols/live/process_files.h"
 
@@ -13,6 +15,7 @@ namespace pytstates {
 namespace {
 
 constexpr unsigned long kPfExiting = 0x4;  // PF_EXITING in the flags of /proc/PID/stat
+constexpr int kSettleLooks = 20;           // 10 ms apart: how long an execve may take to settle
 
 struct TaskStat {
     bool read = false;
@@ -56,21 +59,28 @@ ProcessIdentity processIdentity(int pid) {
 
 ProcessLife processLife(int pid, const ProcessIdentity& before) {
     std::string dir = "/proc/" + std::to_string(pid);
-    TaskStat leader = taskStat(dir + "/stat");
-    if (!leader.read) return ProcessLife::Gone;
-    if (before.startTime && leader.startTime != before.startTime) return ProcessLife::Gone;  // the pid was reused
-    bool alive = !ending(leader);
-    if (!alive)  // a leader that ended alone keeps the process while another thread runs
+    for (int look = 0;; ++look) {
+        TaskStat leader = taskStat(dir + "/stat");
+        if (!leader.read) return ProcessLife::Gone;
+        if (before.startTime && leader.startTime != before.startTime) return ProcessLife::Gone;  // the pid was reused
+        if (!ending(leader)) break;
+        // A leader that ended alone keeps the process while another thread runs: a thread that
+        // execs, which takes the leader's place in a moment (its files read empty until then), or
+        // a leader that called pthread_exit.
+        bool othersRun = false;
         if (DIR* d = opendir((dir + "/task").c_str())) {
             while (dirent* e = readdir(d))
                 if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && !ending(taskStat(dir + "/task/" + e->d_name + "/stat"))) {
-                    alive = true;
+                    othersRun = true;
                     break;
                 }
             closedir(d);
         }
-    if (!alive) return ProcessLife::Exiting;
-    // The leader's auxv is the process's (an exited leader's reads empty: nothing to compare).
+        if (!othersRun) return ProcessLife::Exiting;
+        if (look == kSettleLooks) return ProcessLife::Running;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // The leader's auxv is the process's.
     std::string auxv = readProcText(dir + "/auxv");
     if (!before.auxv.empty() && !auxv.empty() && auxv != before.auxv) return ProcessLife::Replaced;
     return ProcessLife::Running;

@@ -18,8 +18,9 @@ struct ProcessIdentity {
 ProcessIdentity processIdentity(int pid);
 
 enum class ProcessLife { Running, Exiting, Gone, Replaced };
-// Exiting: every thread is a zombie or exiting. A leader that ended alone (pthread_exit) while
-// other threads run is Running. Gone: no such process any more, or its pid is another's. Replaced:
+// Exiting: every thread is a zombie or exiting. A leader that ended while other threads run is
+// looked at again for up to 0.2 s (another thread's execve is taking its place), then Running
+// (it called pthread_exit). Gone: no such process any more, or its pid is another's. Replaced:
 // the same process runs another program than `before` identified (after an execve).
 ProcessLife processLife(int pid, const ProcessIdentity& before);
 
