@@ -9,6 +9,8 @@ parent (this script) or runs on; no signal sent to it is lost; no child it forks
            within pytstates' usual run, half within 0.5 ms of its first PTRACE_SEIZE
   exit     10 targets that exit by themselves while pytstates reads them
   exec     10 targets one of whose threads (not the main one) execs while pytstates reads them
+  vfork    2 targets one of whose threads waits in the kernel for its vfork child, where no
+           interrupt stops it: pytstates leaves it out after 3 s
   signals  a target counting the SIGUSR1 it is sent, one at a time, while pytstates attaches 30 times
   fork     a target forking in a loop while pytstates attaches 20 times
 
@@ -197,6 +199,39 @@ class Chaos:
             finally:
                 end(tool, proc)
 
+    def vfork(self, in_process):
+        """A thread that no interrupt stops (waiting for its vfork child, which waits for a FIFO's
+        writer): pytstates gives up on it after 3 s, says so, and reads the rest."""
+        fifo = os.path.join(self.workdir, "vfork-fifo-%d" % in_process)
+        os.mkfifo(fifo)
+        proc, _ = self.start("vfork", fifo)
+        tool = None
+        try:
+            deadline = time.monotonic() + 10
+            while not [t for t, state in thread_states(proc.pid) if state == "D"] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            waiting = [t for t, state in thread_states(proc.pid) if state == "D"]
+            expect(waiting, "the thread waits for its vfork child: %s" % thread_states(proc.pid))
+            started = time.monotonic()
+            tool = self.attach(proc.pid, in_process)
+            status, out, err = self.returned(tool, started, "vfork", proc.pid)
+            took = time.monotonic() - started
+            expect(status in (0, 1), "vfork: pytstates exited %d: %s" % (status, err))
+            self.counts.reports += 1
+            expect("thread %d did not stop within 3 s" % waiting[0] in out, "vfork: the report says which thread was left out: %s" % out[-3000:])
+            expect(not stopped_threads(proc.pid), "vfork: no thread left stopped")
+            release(fifo)
+            expect(scenario.still_answers(proc), "vfork: the target answers and exits 0")
+            self.counts.reaped += 1
+            return took
+        finally:
+            if tool and tool.poll() is None:
+                end(tool, None)
+            release(fifo)  # else the child, outliving the target, would wait for ever
+            if proc.poll() is None:
+                time.sleep(0.2)  # for the target to reap it
+            end(None, proc)
+
     def signals(self, attaches):
         proc, _ = self.start("signals")
         sent, received, late = 0, [0], []
@@ -278,9 +313,17 @@ def end(tool, proc):
     if tool and tool.poll() is None:
         tool.kill()
         tool.communicate()
-    if proc.poll() is None:
+    if proc and proc.poll() is None:
         proc.kill()
         proc.wait()
+
+
+def release(fifo):
+    """Opens the FIFO for writing if a reader waits for it (then it goes on), once."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # ENXIO: no reader (any more)
+        pass
 
 
 def children_of(pid):
@@ -339,6 +382,17 @@ def wait_for_tracer(pid, tool):
         os.close(fd)
 
 
+def thread_states(pid):
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                out.append((int(tid), f.read().rsplit(")", 1)[1].split()[0]))
+        except OSError:
+            continue
+    return out
+
+
 def stopped_threads(pid):
     out = []
     for tid in os.listdir("/proc/%d/task" % pid):
@@ -386,7 +440,7 @@ def main():
     p.add_argument("--pytstates", required=True)
     p.add_argument("--live-scenarios", required=True)
     p.add_argument("--kills", type=int, default=50)
-    p.add_argument("--parts", nargs="+", default=["sigkill", "exit", "exec", "signals", "fork"])
+    p.add_argument("--parts", nargs="+", default=["sigkill", "exit", "exec", "vfork", "signals", "fork"])
     args = p.parse_args()
     started = time.monotonic()
     seed = int(os.environ.get("PYTSTATES_CHAOS_SEED", str(random.randrange(1 << 30))))
@@ -416,6 +470,10 @@ def main():
         if "exec" in args.parts:
             chaos.execs(10, run_time)
             print(lap() + "exec: 10 targets that exec'd, all running on", flush=True)
+        if "vfork" in args.parts:
+            took = [chaos.vfork(in_process) for in_process in (False, True)]
+            print(lap() + "vfork: a thread no interrupt stops was left out after %.1f s (%.1f s when pytstates stopped the "
+                  "threads itself)" % tuple(took), flush=True)
         if "signals" in args.parts:
             sent, received = chaos.signals(30)
             print(lap() + "signals: SIGUSR1 sent %d, received %d, over 30 attaches" % (sent, received), flush=True)

@@ -11,6 +11,10 @@ event), prints FACTS and READY, then, by its mode:
                 and exits 0 on "quit"
   fork          a thread forks in a loop (each child exits at once and is waited for): answers
                 "forks" with "forks N" and exits 0 on "quit"
+  vfork FIFO    a thread posix_spawns /bin/true (glibc: clone with CLONE_VFORK) with FIFO opened for
+                reading first: until a writer opens FIFO the child blocks, and the thread waits for
+                it in the kernel where no ptrace interrupt stops it (holding the GIL: the process
+                answers "ping" only after that)
 """
 import json
 import os
@@ -75,6 +79,13 @@ say("READY")
 if mode == "exit":
     time.sleep(int(sys.argv[2]) / 1000)
     sys.exit(0)
+if mode == "vfork":
+    def spawner():
+        child = os.posix_spawn("/bin/true", ["true"], os.environ,
+                               file_actions=[(os.POSIX_SPAWN_OPEN, 3, sys.argv[2], os.O_RDONLY, 0)])
+        os.waitpid(child, 0)
+    spawned = threading.Thread(target=spawner)
+    spawned.start()
 if mode == "exec":
     def execer():
         time.sleep(int(sys.argv[2]) / 1000)
@@ -108,4 +119,6 @@ while True:
 stop.set()
 if mode == "fork":
     forker.join()
+if mode == "vfork":
+    spawned.join()
 sys.exit(0)
