@@ -213,7 +213,7 @@ LiveTarget::LiveTarget(const LiveOptions& options)
         openProcess(options);
     } catch (const std::exception&) {
         if (memFd_ >= 0) ::close(memFd_);  // no destructor for a constructor that throws
-        if (auto why = endedDuringAttach()) throw std::runtime_error(*why);
+        if (auto why = endedDuringAttach(kExitGrace)) throw std::runtime_error(*why);
         throw;
     }
 }
@@ -231,10 +231,14 @@ void LiveTarget::openProcess(const LiveOptions& options) {
     }
 }
 
-std::optional<std::string> LiveTarget::endedDuringAttach() const {
-    ProcessLife life = processLife(pid_, identity_);
-    if (life == ProcessLife::Running) return std::nullopt;
-    return pytstates::endedDuringAttach(pid_, life);
+std::optional<std::string> LiveTarget::endedDuringAttach(std::chrono::milliseconds grace) const {
+    auto until = std::chrono::steady_clock::now() + grace;
+    for (;;) {
+        ProcessLife life = processLife(pid_, identity_);
+        if (life != ProcessLife::Running) return pytstates::endedDuringAttach(pid_, life);
+        if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
 }
 
 // A process in its own PID namespace: each thread's id there.
@@ -287,7 +291,7 @@ void LiveTarget::stop() {
     if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);
     if (threads_.empty()) {
         resume();
-        if (auto why = endedDuringAttach()) throw std::runtime_error(*why);
+        if (auto why = endedDuringAttach(kExitGrace)) throw std::runtime_error(*why);
         throw std::runtime_error("process " + std::to_string(pid_) + " has no thread that could be stopped");
     }
 }

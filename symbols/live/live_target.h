@@ -65,7 +65,10 @@ public:
     bool stopped() const { return !seized_.empty(); }
     // One line when the process has exited, is exiting or runs another program (execve) since it
     // was opened: what happened to it, rather than the error it caused meanwhile; none when it runs.
-    std::optional<std::string> endedDuringAttach() const;
+    // grace: how long to watch a process that still runs, after a failure (a Python process
+    // that exits by itself fails the reading while it finalizes, a moment before it exits).
+    std::optional<std::string> endedDuringAttach(std::chrono::milliseconds grace = std::chrono::milliseconds(0)) const;
+    static constexpr std::chrono::milliseconds kExitGrace{500};
     std::optional<std::vector<PartRead>> readAfterResume() const override;
     bool readLate(uint64_t addr, size_t len) const override;
     // The snapshot's batched reads: pages copied and the system calls they took.
