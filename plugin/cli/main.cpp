@@ -145,8 +145,21 @@ int run(pytstates::Command command, Arguments a) {
             request.afterConsistentReads = [&target] { target.resume(); };
             request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
         }
-        CommandResult result = runCommand(target, request);
-        target.resume();
+        // A process that exits (or execs) while it is read fails the analysis somewhere, or leaves
+        // a report made of reads that failed: say what happened to it instead (exit status 2).
+        // After a failure it is watched a moment (LiveTarget::kExitGrace): one that exits by
+        // itself fails the reading while it finalizes, just before it exits.
+        CommandResult result;
+        try {
+            result = runCommand(target, request);
+            target.resume();
+        } catch (const std::exception&) {
+            target.resume();
+            if (auto why = target.endedDuringAttach(LiveTarget::kExitGrace)) throw std::runtime_error(*why);
+            throw;
+        }
+        if (auto why = target.endedDuringAttach(result.status == 2 ? LiveTarget::kExitGrace : std::chrono::milliseconds(0)))
+            throw std::runtime_error(*why);
         if (std::getenv("PYTSTATES_STATS"))
             std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms "
                          "(copied beside the analysis, which first needed it at %.1f ms); "
