@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A JSON writer that appends to a string as it goes, with the bytes nlohmann's dump(2) gives for
-// the same value: two-space indents, "{}"/"[]" when empty, its escapes. No tree is built (the
+// the same value: two-space indents, "{}"/"[]" when empty, its escapes (plus \uxxxx for the C1
+// controls and bidirectional formatting characters, text_encoding.h). No tree is built (the
 // tree and its serializer were a third of a 1,000-thread `check --json`), so the caller gives each
 // object's keys in ascending byte order, as nlohmann's std::map holds them.
 // Strings from the target need not be UTF-8: a string member is written with U+FFFD in place of

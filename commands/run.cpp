@@ -7,21 +7,29 @@
 
 #include "commands/history/history_words.h"
 #include "commands/report.h"
+#include "commands/text_encoding.h"
 #include "commands/version.h"
 
 namespace pytstates {
 
 namespace {
 
+// Program counters of a history named for one report at most: each is a DWARF lookup (about a
+// millisecond), and a saved history may hold any number of them.
+constexpr size_t kMaxHistoryPcs = 1024;
+
 // A history belongs to one process: a core or process with another pid gets a warning, not
-// another process's events.
-void joinHistory(const Target& target, HistoryLog& history, Report& report) {
+// another process's events. Only the thread states the findings tell of are named.
+void joinHistory(const Target& target, HistoryLog& history, Report& report, bool useDwarf) {
     if (history.pid && target.pid() && history.pid != target.pid()) {
         report.warnings.push_back("the history was recorded in process " + std::to_string(history.pid) + ", this is process " +
                                   std::to_string(target.pid()) + ": its events are not joined to the findings");
         return;
     }
-    history.nameFrames(target);
+    size_t unnamed = history.nameLastLives(target, historyTstates(report), useDwarf, kMaxHistoryPcs);
+    if (unnamed)
+        report.warnings.push_back("the history's frames name at most " + std::to_string(kMaxHistoryPcs) + " program counters: " +
+                                  std::to_string(unnamed) + " more are given by address only");
     attachHistory(report, history);
 }
 
@@ -47,7 +55,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         Report report = buildReport(target, options, preparation);
         if (request.afterAnalysis) report.target.stoppedMs = request.afterAnalysis();
         target.readingFor("history");
-        if (history && options.findings) joinHistory(target, *history, report);
+        if (history && options.findings) joinHistory(target, *history, report, options.useDwarf);
         target.readingFor("");
         report.target.readAfterResume = target.readAfterResume();
         RenderOptions render;
@@ -62,7 +70,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         result.status = report.hasError() ? 1 : 0;
     } catch (const std::exception& e) {
         result.status = 2;
-        result.error = e.what();
+        result.error = shown(e.what());  // may name what the target holds: a front end prints it as it is
     } catch (...) {
         result.status = 2;
         result.error = "internal error";

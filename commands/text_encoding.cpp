@@ -43,7 +43,20 @@ size_t scan(const std::string& s, size_t i, bool* complete) {
     return k;
 }
 
+// The code point of the well-formed sequence of n bytes at s[i].
+uint32_t codePointAt(const std::string& s, size_t i, size_t n) {
+    static const uint8_t leadMask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    uint32_t cp = static_cast<uint8_t>(s[i]) & leadMask[n];
+    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3f);
+    return cp;
+}
+
 }  // namespace
+
+bool isHiddenControl(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
 
 bool isValidUtf8(const std::string& s) {
     bool complete = true;
@@ -85,6 +98,13 @@ std::string shown(const std::string& s) {
         bool complete;
         size_t n = scan(s, i, &complete);
         auto c = static_cast<unsigned char>(s[i]);
+        if (complete && n > 1 && isHiddenControl(codePointAt(s, i, n))) {
+            uint32_t cp = codePointAt(s, i, n);
+            out += "\\u";
+            for (int shift = 12; shift >= 0; shift -= 4) out += digits[(cp >> shift) & 15];
+            i += n;
+            continue;
+        }
         if (complete && (n > 1 || (c >= 0x20 && c != 0x7f))) {
             out.append(s, i, n);
             i += n;

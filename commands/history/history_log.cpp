@@ -3,12 +3,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "symbols/native/native_stacks.h"
+#include "symbols/regular_file.h"
 #include "symbols/text/hex_address.h"
 
 namespace pytstates {
@@ -25,6 +31,33 @@ std::optional<LifecycleEvent> eventNamed(const std::string& name) {
     for (auto e : {LifecycleEvent::Created, LifecycleEvent::Cleared, LifecycleEvent::Deleted, LifecycleEvent::Cached, LifecycleEvent::Used})
         if (name == lifecycleEventName(e)) return e;
     return std::nullopt;
+}
+
+// One event of a saved history; throws std::runtime_error (one line) when it is malformed.
+HistoryEvent eventFrom(const nlohmann::json& ej) {
+    try {
+        HistoryEvent e;
+        e.seq = ej.at("seq").get<uint64_t>();
+        auto kind = eventNamed(ej.at("event").get<std::string>());
+        if (!kind) throw std::runtime_error("unknown event '" + ej.at("event").get<std::string>() + "'");
+        e.event = *kind;
+        e.function = ej.value("function", "");
+        e.tstate = unhex(ej.at("tstate"));
+        e.lwp = ej.value("lwp", 0);
+        if (ej.contains("key") && !ej["key"].is_null()) e.key = ej["key"].get<uint32_t>();
+        e.ms = ej.value("ms", 0.0);
+        if (ej.contains("pcs"))
+            for (const auto& pc : ej["pcs"]) e.pcs.push_back(unhex(pc));
+        if (ej.contains("frames"))
+            for (const auto& f : ej["frames"]) e.frames.push_back({unhex(f.at("pc")), f.value("function", ""), f.value("module", "")});
+        return e;
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(std::string("a saved history with a malformed field: ") + e.what());
+    } catch (const std::invalid_argument&) {
+        throw std::runtime_error("a saved history with an address that is not hex");
+    } catch (const std::out_of_range&) {
+        throw std::runtime_error("a saved history with an address out of range");
+    }
 }
 
 }  // namespace
@@ -145,6 +178,60 @@ void HistoryLog::nameFrames(const Target& target, bool useDwarf) {
     }
 }
 
+size_t HistoryLog::nameLastLives(const Target& target, const std::vector<uint64_t>& tstates, bool useDwarf, size_t maxPcs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The events to name, those the words use first: each life's lifecycle events, then its uses
+    // from the last.
+    std::vector<HistoryEvent*> order;
+    for (uint64_t tstate : tstates) {
+        auto it = tracks_.find(tstate);
+        if (it == tracks_.end()) continue;
+        std::vector<HistoryEvent*> life;
+        for (auto& e : it->second.lifecycle) life.push_back(&e);
+        for (auto& e : it->second.uses) life.push_back(&e);
+        std::sort(life.begin(), life.end(), [](const HistoryEvent* a, const HistoryEvent* b) { return a->seq < b->seq; });
+        // As lastLife cuts it.
+        size_t created = life.size(), start = 0;
+        for (size_t i = 0; i < life.size(); ++i)
+            if (life[i]->event == LifecycleEvent::Created) created = i;
+        for (size_t i = 0; i < created && created < life.size(); ++i)
+            if (life[i]->event == LifecycleEvent::Deleted) start = i + 1;
+        life.erase(life.begin(), life.begin() + static_cast<long>(start));
+        std::stable_sort(life.begin(), life.end(), [](const HistoryEvent* a, const HistoryEvent* b) {
+            bool aUse = a->event == LifecycleEvent::Used, bUse = b->event == LifecycleEvent::Used;
+            if (aUse != bUse) return !aUse;
+            return aUse && a->seq > b->seq;
+        });
+        for (HistoryEvent* e : life)
+            if (e->frames.empty() && !e->pcs.empty()) order.push_back(e);
+    }
+    // The pcs to look up: the innermost few of every event first (who did it is the first frame
+    // outside CPython), then the rest, in that order, until maxPcs.
+    constexpr size_t kInnermost = 16;
+    std::unordered_set<uint64_t> chosen;
+    for (size_t pass = 0; pass < 2; ++pass)
+        for (HistoryEvent* e : order)
+            for (size_t i = pass ? kInnermost : 0; i < (pass ? e->pcs.size() : std::min(kInnermost, e->pcs.size())); ++i)
+                if (chosen.size() < maxPcs) chosen.insert(e->pcs[i]);
+    std::unique_ptr<NativeStacks> stacks;
+    size_t unnamed = 0;
+    for (HistoryEvent* e : order) {
+        for (size_t i = 0; i < e->pcs.size(); ++i) {
+            uint64_t pc = e->pcs[i];
+            if (!chosen.count(pc)) {
+                e->frames.push_back({pc, "", ""});
+                ++unnamed;
+                continue;
+            }
+            if (!stacks) stacks = std::make_unique<NativeStacks>(target, useDwarf);
+            auto frames = stacks->at(pc, i == 0);
+            if (frames.empty()) e->frames.push_back({pc, "", ""});
+            for (const auto& f : frames) e->frames.push_back({pc, f.function, f.module});
+        }
+    }
+    return unnamed;
+}
+
 std::string HistoryLog::toJson() const {
     using nlohmann::json;
     json events = json::array();
@@ -166,12 +253,37 @@ std::string HistoryLog::toJson() const {
 }
 
 std::shared_ptr<HistoryLog> HistoryLog::fromFile(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read the history file " + path);
-    std::stringstream text;
-    text << in.rdbuf();
+    // Like --core: a FIFO, a device (/dev/zero) or a directory is refused before it is opened, and
+    // no more than a saved history can be is read.
+    std::string why;
+    int fd = openRegularFile(path, &why);
+    if (fd < 0) throw std::runtime_error("cannot read the history file " + why);
+    std::string text;
+    struct stat st {};
+    bool tooLarge = ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > kMaxFileSize;
+    if (!tooLarge) {
+        text.resize(static_cast<size_t>(st.st_size) + 1);  // one more: a file that grew since is seen to
+        size_t got = 0;
+        while (got < text.size()) {
+            ssize_t n = ::read(fd, &text[got], text.size() - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                int e = errno;
+                ::close(fd);
+                throw std::runtime_error("cannot read the history file " + path + ": " + std::strerror(e));
+            }
+            if (n == 0) break;
+            got += static_cast<size_t>(n);
+        }
+        text.resize(got);
+        tooLarge = got > kMaxFileSize;
+    }
+    ::close(fd);
+    if (tooLarge)
+        throw std::runtime_error("cannot read the history file " + path + ": larger than a saved history may be (" +
+                                 std::to_string(kMaxFileSize >> 20) + " MiB)");
     try {
-        return fromJson(text.str());
+        return fromJson(text);
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());
     }
@@ -179,10 +291,27 @@ std::shared_ptr<HistoryLog> HistoryLog::fromFile(const std::string& path) {
 
 std::shared_ptr<HistoryLog> HistoryLog::fromJson(const std::string& text) {
     using nlohmann::json;
-    json j = json::parse(text, nullptr, false);
+    // Each event is taken as it is parsed and dropped from the tree (which is ten times the text):
+    // memory grows with the events kept, not with the file.
+    std::vector<HistoryEvent> events;
+    std::string topKey, eventError;
+    auto take = [&](int depth, json::parse_event_t what, json& parsed) {
+        if (depth == 1 && what == json::parse_event_t::key && parsed.is_string()) topKey = parsed.get<std::string>();
+        if (depth != 2 || what != json::parse_event_t::object_end || topKey != "events") return true;
+        if (eventError.empty()) {
+            try {
+                events.push_back(eventFrom(parsed));
+            } catch (const std::exception& e) {
+                eventError = e.what();
+            }
+        }
+        return false;
+    };
+    json j = json::parse(text, take, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("pytstates_history"))
         throw std::runtime_error("not a history saved by py-tstates-record save (no \"pytstates_history\" object)");
     if (j["pytstates_history"] != 1) throw std::runtime_error("a history of an unknown format version " + j["pytstates_history"].dump());
+    if (!eventError.empty()) throw std::runtime_error(eventError);
     try {
         Limits limits;
         if (j.contains("limits")) {
@@ -198,21 +327,8 @@ std::shared_ptr<HistoryLog> HistoryLog::fromJson(const std::string& text) {
         log->hits_ = j.value("hits", uint64_t(0));
         log->dropped_ = j.value("dropped", uint64_t(0));
         log->recorded_ = j.value("recorded", uint64_t(0));
-        for (const auto& ej : j.at("events")) {
-            HistoryEvent e;
-            e.seq = ej.at("seq").get<uint64_t>();
-            auto kind = eventNamed(ej.at("event").get<std::string>());
-            if (!kind) throw std::runtime_error("unknown event '" + ej.at("event").get<std::string>() + "'");
-            e.event = *kind;
-            e.function = ej.value("function", "");
-            e.tstate = unhex(ej.at("tstate"));
-            e.lwp = ej.value("lwp", 0);
-            if (ej.contains("key") && !ej["key"].is_null()) e.key = ej["key"].get<uint32_t>();
-            e.ms = ej.value("ms", 0.0);
-            if (ej.contains("pcs"))
-                for (const auto& pc : ej["pcs"]) e.pcs.push_back(unhex(pc));
-            if (ej.contains("frames"))
-                for (const auto& f : ej["frames"]) e.frames.push_back({unhex(f.at("pc")), f.value("function", ""), f.value("module", "")});
+        if (!j.at("events").is_array()) throw std::runtime_error("a saved history whose \"events\" is not an array");
+        for (auto& e : events) {
             Track& track = log->tracks_[e.tstate];
             log->nextSeq_ = std::max(log->nextSeq_, e.seq + 1);
             log->keep(track, std::move(e));
@@ -220,10 +336,6 @@ std::shared_ptr<HistoryLog> HistoryLog::fromJson(const std::string& text) {
         return log;
     } catch (const json::exception& e) {
         throw std::runtime_error(std::string("a saved history with a malformed field: ") + e.what());
-    } catch (const std::invalid_argument&) {
-        throw std::runtime_error("a saved history with an address that is not hex");
-    } catch (const std::out_of_range&) {
-        throw std::runtime_error("a saved history with an address out of range");
     }
 }
 

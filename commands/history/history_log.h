@@ -58,6 +58,12 @@ public:
 
     // Names the frames of every event not named yet, through the target's modules.
     void nameFrames(const Target& target, bool useDwarf = true);
+    // Names only what check tells: the events of the last life of each of `tstates` (lastLife),
+    // those the history's words use first (its lifecycle events, then its uses from the last), and
+    // at most `maxPcs` program counters not named yet in all: each costs a DWARF lookup, and a
+    // saved history may hold any number. The pcs over that keep a frame without a name. Returns
+    // how many pcs were left unnamed.
+    size_t nameLastLives(const Target& target, const std::vector<uint64_t>& tstates, bool useDwarf, size_t maxPcs);
 
     uint64_t hits() const { return hits_; }        // breakpoint hits seen
     uint64_t recorded() const { return recorded_; }  // events they made (hits of one call merged), kept or not
@@ -73,8 +79,12 @@ public:
     std::string toJson() const;
     // Throws std::runtime_error (one line) on a file that is not a saved history.
     static std::shared_ptr<HistoryLog> fromJson(const std::string& text);
-    // The same from a file (`--history FILE`); the one line names the file.
+    // The same from a file (`--history FILE`); the one line names the file. Only a regular file
+    // of at most kMaxFileSize bytes is read.
     static std::shared_ptr<HistoryLog> fromFile(const std::string& path);
+    // Twice what py-tstates-record keeps at its default limits (4096 thread states, 24 events each,
+    // about 1.2 KiB an event with its frames).
+    static constexpr uint64_t kMaxFileSize = 256ull << 20;
 
 private:
     struct Track {

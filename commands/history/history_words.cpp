@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/history/history_words.h"
 
+#include <algorithm>
 #include <set>
 
 #include "symbols/text/base_name.h"
@@ -128,13 +129,25 @@ private:
 
 }  // namespace
 
+namespace {
+
+bool toldWithHistory(const Finding& f) {
+    return f.tstate && (f.code == "stale-tstate" || f.code == "foreign-tstate" || f.code == "shared-tstate" || f.code == "invalid-gil-holder");
+}
+
+}  // namespace
+
 void attachHistory(Report& report, const HistoryLog& log) {
     Words words(report);
-    for (auto& f : report.findings) {
-        if (!f.tstate) continue;
-        if (f.code != "stale-tstate" && f.code != "foreign-tstate" && f.code != "shared-tstate" && f.code != "invalid-gil-holder") continue;
-        words.attach(f, log);
-    }
+    for (auto& f : report.findings)
+        if (toldWithHistory(f)) words.attach(f, log);
+}
+
+std::vector<uint64_t> historyTstates(const Report& report) {
+    std::vector<uint64_t> out;
+    for (const auto& f : report.findings)
+        if (toldWithHistory(f) && std::find(out.begin(), out.end(), f.tstate) == out.end()) out.push_back(f.tstate);
+    return out;
 }
 
 }  // namespace pytstates

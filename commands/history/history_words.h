@@ -11,5 +11,7 @@
 namespace pytstates {
 
 void attachHistory(Report& report, const HistoryLog& log);
+// The thread states attachHistory tells the history of (each once, in the findings' order).
+std::vector<uint64_t> historyTstates(const Report& report);
 
 }  // namespace pytstates

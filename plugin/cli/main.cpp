@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +16,7 @@
 
 #include "commands/render.h"
 #include "commands/run.h"
+#include "commands/text_encoding.h"
 #include "commands/version.h"
 #include "symbols/core/core_target.h"
 #include "symbols/elf/type_cache.h"
@@ -45,6 +48,7 @@ struct Arguments {
     bool noCache = false;
     int frames = 5;
     std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
+    std::string maxDecoded;  // --max-decoded SIZE
 };
 
 // The progress line: shown on a terminal only, once a run has taken a second
@@ -59,7 +63,8 @@ struct TerminalProgress {
         if (const char* ms = std::getenv("PYTSTATES_PROGRESS_AFTER_MS")) after = std::chrono::milliseconds(std::atol(ms));
         pytstates::setProgressSink([this](const std::string& line) {
             if (std::chrono::steady_clock::now() - start < after) return;
-            std::string shownLine = line.size() > 100 ? line.substr(0, 97) + "..." : line;
+            std::string safe = pytstates::shown(line);
+            std::string shownLine = safe.size() > 100 ? safe.substr(0, 97) + "..." : safe;
             std::fprintf(stderr, "\r%s\033[K", shownLine.c_str());
             std::fflush(stderr);
             shown = true;
@@ -74,9 +79,10 @@ struct TerminalProgress {
 };
 TerminalProgress progressLine;
 
+// Lines name files a target named: shown as text is (text_encoding.h), never as bytes a terminal obeys.
 void tellStderr(const std::string& line) {
     progressLine.clear();
-    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fprintf(stderr, "%s\n", pytstates::shown(line).c_str());
 }
 
 void addTargetOptions(CLI::App* cmd, Arguments& a) {
@@ -91,6 +97,8 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
     cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
+    cmd->add_option("--max-decoded", a.maxDecoded, "the most a compressed core may decode to (16G, 500M; default: the space free in $TMPDIR)")
+        ->needs(core);
     // Taken by every subcommand (CONTRACT.md: `pytstates ... --history FILE`) so that tstates and
     // internals can say why it is check's, rather than CLI11's "arguments were not expected".
     cmd->add_option("--history", a.history, "check: a thread-state history saved by py-tstates-record save (gdb, lldb)");
@@ -102,6 +110,33 @@ std::string absolute(const std::string& path) {
     std::error_code ec;
     auto p = std::filesystem::absolute(path, ec);
     return ec ? path : p.lexically_normal().string();
+}
+
+// --max-decoded's SIZE: bytes, or a number with K, M, G or T (powers of 1024; "16G", "1.5T", "16GiB").
+uint64_t parseSize(const std::string& text) {
+    auto refuse = [&]() -> uint64_t {
+        throw std::runtime_error("--max-decoded needs a size (bytes, or with K, M, G, T: 16G), got '" + text + "'");
+    };
+    size_t used = 0;
+    double number = 0;
+    try {
+        number = std::stod(text, &used);
+    } catch (const std::exception&) {
+        refuse();
+    }
+    if (!(number > 0) || text.find_first_not_of("0123456789.") < used) refuse();  // no sign, exponent, hex, inf or nan
+    std::string unit = text.substr(used);
+    if (unit.size() > 1 && (unit.substr(1) == "iB" || unit.substr(1) == "B")) unit = unit.substr(0, 1);
+    static const std::string units = "KMGT";
+    double scale = 1;
+    if (!unit.empty()) {
+        size_t at = unit.size() == 1 ? units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])))) : std::string::npos;
+        if (at == std::string::npos) refuse();
+        for (size_t i = 0; i <= at; ++i) scale *= 1024;
+    }
+    double bytes = number * scale;
+    if (bytes < 1 || bytes >= 18e18) refuse();
+    return static_cast<uint64_t>(bytes);
 }
 
 // The command's output on stdout and its exit status; status 2 is an error, one line (main's).
@@ -120,6 +155,7 @@ int run(pytstates::Command command, Arguments a) {
     for (auto& d : a.debugDirs) d = absolute(d);
     if (a.noCache) disableTypeCache();
     if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
+    uint64_t maxDecoded = a.maxDecoded.empty() ? 0 : parseSize(a.maxDecoded);
     CommandRequest request;
     request.command = command;
     request.json = a.json;
@@ -145,8 +181,21 @@ int run(pytstates::Command command, Arguments a) {
             request.afterConsistentReads = [&target] { target.resume(); };
             request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
         }
-        CommandResult result = runCommand(target, request);
-        target.resume();
+        // A process that exits (or execs) while it is read fails the analysis somewhere, or leaves
+        // a report made of reads that failed: say what happened to it instead (exit status 2).
+        // After a failure it is watched a moment (LiveTarget::kExitGrace): one that exits by
+        // itself fails the reading while it finalizes, just before it exits.
+        CommandResult result;
+        try {
+            result = runCommand(target, request);
+            target.resume();
+        } catch (const std::exception&) {
+            target.resume();
+            if (auto why = target.endedDuringAttach(LiveTarget::kExitGrace)) throw std::runtime_error(*why);
+            throw;
+        }
+        if (auto why = target.endedDuringAttach(result.status == 2 ? LiveTarget::kExitGrace : std::chrono::milliseconds(0)))
+            throw std::runtime_error(*why);
         if (std::getenv("PYTSTATES_STATS"))
             std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms "
                          "(copied beside the analysis, which first needed it at %.1f ms); "
@@ -164,6 +213,7 @@ int run(pytstates::Command command, Arguments a) {
     options.search.debugDirs = a.debugDirs;
     if (!a.offline) options.search.debuginfod = pytstates::DebuginfodClient::fromEnvironment(tellStderr);
     options.progress = tellStderr;
+    options.maxDecoded = maxDecoded;
     CoreTarget target(options);
     // gdb and lldb number a core's threads in the order of its notes: say those numbers too.
     CommandResult result = runCommand(target, request, [&target](int lwp) {
@@ -215,7 +265,7 @@ int main(int argc, char** argv) try {
     return run(command, args);
 } catch (const std::exception& e) {
     progressLine.clear();
-    std::fprintf(stderr, "pytstates: %s\n", e.what());
+    std::fprintf(stderr, "pytstates: %s\n", pytstates::shown(e.what()).c_str());
     return 2;
 } catch (...) {
     std::fprintf(stderr, "pytstates: internal error\n");

@@ -7,6 +7,7 @@
 #   suite_packages            array: every package the build and the suite use
 #   suite_demo_packages       array: the subset scripts/demo needs (the CLI and the seed's scenario)
 #   suite_plpython_package    [SUITE]: the PL/Python package of the suite's default PostgreSQL
+#   suite_modpython_package   [SUITE]: Apache mod_python's package, empty where the suite has none
 #   suite_python_version      the suite's python3 as X.Y (3.11, 3.13)
 #   suite_llvm_version        the major version of the installed lldb (14, 19), from /usr/bin/lldb
 #   suite_missing PKG...      prints the packages of PKG... that are not installed
@@ -17,6 +18,15 @@ suite_plpython_package() {  # [SUITE]: bookworm, trixie; this machine's by defau
   case $suite in
     bookworm) echo postgresql-plpython3-15 ;;
     *) echo postgresql-plpython3-17 ;;
+  esac
+}
+
+# mod_python is in Debian 12 (3.5.0+git20211031) but not in Debian 13 (trixie; only its backports):
+# tests/embedders' mod_python case reports itself not run there.
+suite_modpython_package() {  # [SUITE]: bookworm, trixie; this machine's by default
+  local suite=${1:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
+  case $suite in
+    bookworm) echo libapache2-mod-python ;;
   esac
 }
 
@@ -54,6 +64,9 @@ suite_packages=(
   apache2 libapache2-mod-wsgi-py3           # Apache mod_wsgi, daemon and embedded mode
   postgresql "$(suite_plpython_package)"    # PostgreSQL's plpython3u
   vim-nox                                   # vim's :py3
+  $(suite_modpython_package)                # Apache mod_python (Debian 12): PythonInterpreter sub-interpreters, pooled thread states
+  weechat-headless weechat-python           # WeeChat's scripts, one sub-interpreter each, callbacks nested on one thread
+  collectd-core                             # collectd's python plugin: read callbacks on its ReadThreads
 )
 
 suite_python_version() {

@@ -30,7 +30,13 @@ namespace {
 constexpr size_t kChunk = 1 << 20;
 constexpr size_t kZeroBlock = 64 << 10;
 constexpr uint64_t kGiB = 1ull << 30;
-constexpr uint64_t kTellFrom = 16ull << 20;  // compressed size from which progress is told
+
+// Decoding is told once it has taken this long: a second (PYTSTATES_PROGRESS_AFTER_MS, the CLI's
+// progress line's test hook, sets it).
+std::chrono::milliseconds tellAfter() {
+    const char* ms = std::getenv("PYTSTATES_PROGRESS_AFTER_MS");
+    return std::chrono::milliseconds(ms && *ms ? std::atol(ms) : 1000);
+}
 
 std::string temporaryDirectory() {
     const char* dir = std::getenv("TMPDIR");
@@ -39,7 +45,8 @@ std::string temporaryDirectory() {
 
 std::string sizeWords(uint64_t bytes) {
     char buf[32];
-    if (bytes >= kGiB) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiB);
+    if (bytes >= kGiB << 10) std::snprintf(buf, sizeof buf, "%.1f TiB", static_cast<double>(bytes) / (kGiB << 10));
+    else if (bytes >= kGiB) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiB);
     else std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
     return buf;
 }
@@ -52,11 +59,19 @@ int openTemporary(const std::string& dir) {
     return fd;
 }
 
+// How much may be decoded, and how to say where that bound comes from.
+struct Bound {
+    uint64_t bytes = UINT64_MAX;
+    std::string words;  // after "the core needs N decoded, ": "/tmp has 9.2 GiB free"
+    std::string over;   // after "decodes to more than ": "the 9.2 GiB free in /tmp"
+};
+
 // Streams `in` through one codec into `out`, counting and telling.
 class Decompression {
 public:
-    Decompression(int in, int out, std::string name, std::string dir, const ProgressLine& progress, bool tell)
-        : in_(in), out_(out), name_(std::move(name)), dir_(std::move(dir)), progress_(progress), tell_(tell) {}
+    Decompression(int in, int out, std::string name, std::string dir, const ProgressLine& progress, Bound bound, std::string startWords)
+        : in_(in), out_(out), name_(std::move(name)), dir_(std::move(dir)), progress_(progress), bound_(std::move(bound)),
+          startWords_(std::move(startWords)) {}
 
     // Next compressed bytes; empty at the end of the file.
     size_t readInput(std::vector<unsigned char>& buf) {
@@ -79,6 +94,9 @@ public:
             if (len) beyond_ = true;
             len = outBytes_ < end_ ? static_cast<size_t>(end_ - outBytes_) : 0;
         }
+        // A stream whose headers did not bound it (not a 64-bit core, its tables far in).
+        if (len > bound_.bytes - std::min(bound_.bytes, outBytes_))
+            throw std::runtime_error(name_ + ": the stream decodes to more than " + bound_.over + ": set TMPDIR or --max-decoded");
         while (len) {
             size_t block = std::min(len, kZeroBlock);
             if (block == kZeroBlock && isZero(p, block)) {
@@ -115,12 +133,35 @@ public:
         p += n;
         len -= n;
         outBytes_ += n;
-        if ((outBytes_ & ((64 << 20) - 1)) < n && progressWanted())
-            tellProgress("pytstates: decompressing " + name_ + ": " + sizeWords(outBytes_));
-        if (tell_ && outBytes_ / kGiB != told_) {
+        tellHowFar();
+    }
+
+    // On a terminal: the progress line (which the front end shows once the run has taken a
+    // second), kept up to date. Elsewhere, once decoding has taken a second: where it goes, then a
+    // line every GiB.
+    void tellHowFar() {
+        if (progressWanted()) {
+            tellProgress("pytstates: decompressing " + name_ + " into " + dir_ + ": " + sizeWords(outBytes_));
+            return;
+        }
+        if (!progress_) return;
+        if (!toldStart_) {
+            if (std::chrono::steady_clock::now() - started_ < tellAfter_) return;
+            toldStart_ = true;
+            told_ = outBytes_ / kGiB;
+            progress_("pytstates: " + startWords_ + " (" + sizeWords(outBytes_) + " so far)");
+        } else if (outBytes_ / kGiB != told_) {
             told_ = outBytes_ / kGiB;
             progress_("pytstates: " + name_ + ": " + sizeWords(outBytes_) + " decompressed");
         }
+    }
+    // The line that ends what tellHowFar began.
+    void tellEnd() const {
+        if (!toldStart_) return;
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " in %.1f s", seconds);
+        progress_("pytstates: " + name_ + ": " + sizeWords(outBytes_) + " decompressed" + buf);
     }
 
     [[noreturn]] void fail(const std::string& what) const {
@@ -130,12 +171,15 @@ public:
 
 private:
     // Keeps the first bytes until the ELF header and its program and section header tables are in,
-    // then sets end_ to the furthest byte they name. A stream that is not a 64-bit ELF core, or
-    // whose tables lie far in (PN_XNUM, a header table after gigabytes), is decoded whole.
+    // then sets end_ to the furthest byte they name. A stream that is not ELF is not decoded; one
+    // that is not a 64-bit ELF core, or whose tables lie far in (PN_XNUM, a header table after
+    // gigabytes), is decoded whole (up to the bound).
     void remember(const char* p, size_t len) {
         if (settled_) return;
         size_t want = std::min(len, static_cast<size_t>(kHeadLimit - std::min<uint64_t>(kHeadLimit, head_.size())));
         head_.insert(head_.end(), p, p + want);
+        // Not ELF at all: nothing of it can be read as a core (the reader says so), none is decoded.
+        if (head_.size() >= SELFMAG && std::memcmp(head_.data(), ELFMAG, SELFMAG) != 0) return settle(0);
         if (head_.size() < sizeof(Elf64_Ehdr)) return;
         Elf64_Ehdr eh;
         std::memcpy(&eh, head_.data(), sizeof eh);
@@ -156,6 +200,10 @@ private:
             if (ph.p_offset > UINT64_MAX - ph.p_filesz) return settle(UINT64_MAX);
             end = std::max<uint64_t>(end, ph.p_offset + ph.p_filesz);
         }
+        // Before any of it is written: a core that claims more than may be decoded is refused
+        // whatever its stream holds.
+        if (end > bound_.bytes)
+            throw std::runtime_error(name_ + ": the core needs " + sizeWords(end) + " decoded, " + bound_.words + ": set TMPDIR or --max-decoded");
         settle(end);
     }
     void settle(uint64_t end) {
@@ -172,7 +220,11 @@ private:
     int in_, out_;
     std::string name_, dir_;
     const ProgressLine& progress_;
-    bool tell_;
+    Bound bound_;
+    std::string startWords_;
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    std::chrono::milliseconds tellAfter_ = tellAfter();
+    bool toldStart_ = false;
     uint64_t inBytes_ = 0, outBytes_ = 0, told_ = 0;
 };
 
@@ -285,34 +337,42 @@ CoreCompression detectCompression(const unsigned char* head, size_t size) {
     return CoreCompression::None;
 }
 
-DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress) {
+DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress,
+                                           uint64_t maxDecoded) {
     struct stat st {};
     fstat(in, &st);
-    bool tell = progress && static_cast<uint64_t>(st.st_size) >= kTellFrom;
     std::string dir = temporaryDirectory();
-    int out = openTemporary(dir);
-    auto started = std::chrono::steady_clock::now();
-    if (tell) {
-        struct statvfs fs {};
-        std::string room = statvfs(dir.c_str(), &fs) == 0 ? ", " + sizeWords(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize) + " free there" : "";
-        progress("pytstates: " + name + " is " + compressionName(kind) + "-compressed (" + sizeWords(static_cast<uint64_t>(st.st_size)) +
-                 "): decompressing it into an unlinked temporary file in " + dir + room);
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string where = tmpdir && *tmpdir ? "$TMPDIR (" + dir + ")" : dir;
+    // The bound: what the user set, else the room the file may take (its zero pages take none, so
+    // a core mostly of zeros may need --max-decoded to be read where it would fit).
+    Bound bound;
+    struct statvfs fs {};
+    bool room = statvfs(dir.c_str(), &fs) == 0;
+    uint64_t freeBytes = room ? static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize : 0;
+    if (maxDecoded) {
+        bound.bytes = maxDecoded;
+        bound.words = "more than --max-decoded (" + sizeWords(maxDecoded) + ")";
+        bound.over = "--max-decoded (" + sizeWords(maxDecoded) + ")";
+    } else if (room) {
+        bound.bytes = freeBytes;
+        bound.words = where + " has " + sizeWords(freeBytes) + " free";
+        bound.over = "the " + sizeWords(freeBytes) + " free in " + where;
     }
+    int out = openTemporary(dir);
+    std::string startWords = name + " is " + compressionName(kind) + "-compressed (" + sizeWords(static_cast<uint64_t>(st.st_size)) +
+                             "): decompressing it into an unlinked temporary file in " + dir +
+                             (room ? ", " + sizeWords(freeBytes) + " free there" : "");
     DecompressedCore result;
     result.fd = out;
     try {
-        Decompression d(in, out, name, dir, progress, tell);
+        Decompression d(in, out, name, dir, progress, bound, startWords);
         if (kind == CoreCompression::Zstd) zstd(d);
         else if (kind == CoreCompression::Lz4) lz4(d);
         else xz(d);
         d.finish();
         if (d.ignoredMore(static_cast<uint64_t>(st.st_size))) result.ignoredFrom = d.outBytes();
-        if (tell) {
-            double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-            char buf[64];
-            std::snprintf(buf, sizeof buf, " in %.1f s", seconds);
-            progress("pytstates: " + name + ": " + sizeWords(d.outBytes()) + " decompressed" + buf);
-        }
+        d.tellEnd();
     } catch (...) {
         ::close(out);
         throw;

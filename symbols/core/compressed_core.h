@@ -33,9 +33,14 @@ struct DecompressedCore {
 };
 
 // Decompresses the file open at `in` (its name in messages: `name`) into an unlinked temporary
-// file in $TMPDIR (else /tmp). Lines go to `progress` for a compressed file of 16 MiB or more:
-// where it goes, every GiB, and the end. Throws std::runtime_error with one line: a truncated or
-// corrupt stream, a full disk.
-DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress);
+// file in $TMPDIR (else /tmp). Once decoding has taken a second, it is told: on a terminal in the
+// progress line (progress.h), else in lines to `progress`: where it goes, every GiB, and the end.
+// Decoding is bounded: by `maxDecoded` bytes (--max-decoded), else (0) by the space free in the
+// temporary directory. A core whose headers need more is refused before any of it is written (a
+// small file that claims 16 GiB and decodes to anything), and so is a stream that decodes past
+// the bound. Throws std::runtime_error with one line: over the bound, a truncated or corrupt
+// stream, a full disk.
+DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const std::string& name, const ProgressLine& progress,
+                                           uint64_t maxDecoded = 0);
 
 }  // namespace pytstates

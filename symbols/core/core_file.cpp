@@ -2,6 +2,7 @@
 #include "symbols/core/core_file.h"
 
 #include "symbols/core/signal_names.h"
+#include "symbols/regular_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -38,19 +39,17 @@ T load(const unsigned char* p) {
 
 // The core itself, or what it decompresses to. The file is opened once: what is checked is
 // what is read.
-std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& progress, std::string* error, uint64_t* ignoredFrom) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        *error = path + ": " + std::strerror(errno);
-        return nullptr;
-    }
+std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& progress, uint64_t maxDecoded, std::string* error,
+                                  uint64_t* ignoredFrom) {
+    int fd = openRegularFile(path, error, true);
+    if (fd < 0) return nullptr;
     unsigned char head[8] = {};
     ssize_t n = pread(fd, head, sizeof head, 0);
     CoreCompression kind = detectCompression(head, n > 0 ? static_cast<size_t>(n) : 0);
     if (kind == CoreCompression::None) return ElfFile::openFd(fd, path, error, ElfFile::Access::Read);
     DecompressedCore plain;
     try {
-        plain = decompressToTemporaryFile(fd, kind, path, progress);
+        plain = decompressToTemporaryFile(fd, kind, path, progress, maxDecoded);
     } catch (...) {
         ::close(fd);
         throw;
@@ -62,10 +61,10 @@ std::shared_ptr<ElfFile> openCore(const std::string& path, const ProgressLine& p
 
 }  // namespace
 
-CoreFile::CoreFile(const std::string& path, const ProgressLine& progress)
+CoreFile::CoreFile(const std::string& path, const ProgressLine& progress, uint64_t maxDecoded)
     : path_(path), fileCache_([this](uint64_t offset, void* buf, size_t len) { return elf_ ? elf_->readAt(offset, buf, len) : 0; }) {
     std::string error;
-    elf_ = openCore(path, progress, &error, &ignoredFrom_);
+    elf_ = openCore(path, progress, maxDecoded, &error, &ignoredFrom_);
     if (!elf_) throw std::runtime_error(error);
     if (elf_->type() != ET_CORE) throw std::runtime_error(path + ": an ELF file but not a core dump");
     arch_ = archForElfMachine(elf_->machine());

@@ -30,7 +30,7 @@ private:
 }  // namespace
 
 CoreTarget::CoreTarget(const CoreOptions& options)
-    : core_(options.corePath, options.progress), threads_(core_.threads()), search_(options.search) {
+    : core_(options.corePath, options.progress, options.maxDecoded), threads_(core_.threads()), search_(options.search) {
     if (core_.truncated()) warnings_.push_back("the core is truncated: some memory is missing");
     if (core_.ignoredFrom())
         warnings_.push_back("the compressed stream goes on past the core's end (byte " + std::to_string(core_.ignoredFrom()) +

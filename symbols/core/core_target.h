@@ -19,6 +19,7 @@ struct CoreOptions {
     std::string executable;  // --exe; empty: the one the core names
     FileSearch search;
     ProgressLine progress;   // lines while a compressed core is decompressed
+    uint64_t maxDecoded = 0; // --max-decoded: what a compressed core may decode to (0: the space free for it)
 };
 
 class CoreTarget : public Target {

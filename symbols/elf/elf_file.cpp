@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/elf/elf_file.h"
+#include "symbols/regular_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -56,11 +57,12 @@ std::string buildIdFromNotes(const unsigned char* data, size_t size) {
 }
 
 std::shared_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* error, Access access) {
-    // O_NONBLOCK: opening a FIFO with no writer must not block. Only regular files (and block
-    // devices) are read.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    // Only regular files (and block devices) are read: a path a core names may be a FIFO or a
+    // device, refused before it is opened (regular_file.h).
+    std::string why;
+    int fd = openRegularFile(path, &why, true);
     if (fd < 0) {
-        if (error) *error = path + ": " + std::strerror(errno);
+        if (error) *error = why;
         return nullptr;
     }
     return openFd(fd, path, error, access);
@@ -73,9 +75,7 @@ std::shared_ptr<ElfFile> ElfFile::openFd(int fd, const std::string& path, std::s
     f->fd_ = fd;
     struct stat st;
     if (fstat(f->fd_, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
-        if (error)
-            *error = path + ": not a regular file (" +
-                     (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + ")";
+        if (error) *error = path + ": not a regular file (" + fileKindWords(st.st_mode) + ")";
         return nullptr;
     }
     f->elf_ = elf_begin(f->fd_, access == Access::Map ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);

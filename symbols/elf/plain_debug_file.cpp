@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "symbols/elf/zlib_stream.h"
+#include "symbols/regular_file.h"
 #include "symbols/unlinked_file.h"
 
 namespace pytstates {
@@ -97,7 +98,7 @@ int temporaryFile() {
 }  // namespace
 
 int openDecompressedCopy(const std::string& path) {
-    Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd in(openRegularFile(path, nullptr));
     struct stat st {};
     if (in.get() < 0 || ::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
     uint64_t fileSize = static_cast<uint64_t>(st.st_size);

@@ -18,9 +18,11 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "symbols/glibc/thread_list.h"
 #include "symbols/live/process_files.h"
+#include "symbols/live/process_state.h"
 #include "symbols/live/snapshot_copy.h"
 #include "symbols/live/stop_snapshot.h"
 #include "symbols/live/thread_registers.h"
@@ -41,59 +43,107 @@ volatile sig_atomic_t gSeizedCount = 0;
 struct sigaction gOldActions[3];
 const int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
 
-// Waits for the stop PTRACE_INTERRUPT asked for. Returns the signal of a signal-delivery-stop
-// (the thread dequeued a signal just before: detaching with 0 would throw it away), 0 for an
-// interrupt or group-stop, -1 when the thread is gone. Async-signal-safe.
-int collectStop(int tid) {
-    int status = 0;
-    pid_t got;
-    do {
-        got = waitpid(tid, &status, __WALL);
-    } while (got < 0 && errno == EINTR);
-    if (got != tid || WIFEXITED(status) || WIFSIGNALED(status)) return -1;
-    if (!WIFSTOPPED(status)) return 0;
-    // PTRACE_EVENT_STOP in the high bits: our interrupt, or a group-stop the kernel keeps after
-    // the detach. No event: a signal-delivery-stop.
-    return (status >> 16) == 0 ? WSTOPSIG(status) : 0;
-}
+// What one look at a seized thread found (pollStop): the signal it stopped with (>= 0), or these.
+constexpr int kGone = -1;     // it exited (and was reaped), or is no longer ours: nothing to detach
+constexpr int kPending = -2;  // not stopped yet
 
-// As collectStop, for a tracer process that ends without detaching: the stop is left to be
-// reported again (WNOWAIT), because reporting it clears the signal a thread was stopped with, and
-// a thread stopped on a signal gets it back when its tracer exits only if it was not cleared.
-int peekStop(int tid) {
+// How long a stop waits for the threads it interrupted: a thread not stopped by then (blocked in
+// the kernel, on a disk say) is left out of the snapshot; it is detached with the others.
+constexpr std::chrono::seconds kStopWait{3};
+// How long a release waits for a thread it interrupts (pytstates told to stop, in-process stop).
+constexpr long kReleaseWaitNs = 1000L * 1000 * 1000;
+
+// Reaps tid if it exited, never blocking: a traced thread's exit is its tracer's to reap, and until
+// it is, the kernel holds back the exit of the thread group's leader, from us and from the target's
+// parent. A tracer's wait reports its tracees' stops whatever the options, and reporting a stop
+// clears the signal the thread was stopped with: the exit is looked at first (WNOWAIT), then
+// reaped. True when reaped, or not ours. Async-signal-safe.
+bool reapIfExited(int tid) {
     siginfo_t info{};
     int r;
     do {
-        r = waitid(P_PID, static_cast<id_t>(tid), &info, WSTOPPED | WEXITED | __WALL | WNOWAIT);
+        r = waitid(P_PID, static_cast<id_t>(tid), &info, WEXITED | __WALL | WNOHANG | WNOWAIT);
     } while (r < 0 && errno == EINTR);
-    if (r != 0 || info.si_pid != tid) return -1;
-    if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) return -1;
+    if (r != 0) return true;  // ECHILD: not ours (any more)
+    if (info.si_pid != tid || (info.si_code != CLD_EXITED && info.si_code != CLD_KILLED && info.si_code != CLD_DUMPED))
+        return false;
+    do {  // a zombie stays one: this reports that exit
+        r = waitid(P_PID, static_cast<id_t>(tid), &info, WEXITED | __WALL | WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    return true;
+}
+
+// One look, never blocking, at a thread PTRACE_INTERRUPT was asked to stop: the signal of a
+// signal-delivery-stop (the thread dequeued a signal just before: detaching with 0 would throw it
+// away), 0 for an interrupt or group-stop, kGone when it exited (reaped here), kPending. Every wait
+// of the stop is such a look: a blocking wait for one thread may never end (a leader whose exit
+// waits for its other threads, which only their tracer can reap). peek, for a tracer process that
+// ends without detaching: the stop is left to be reported again (WNOWAIT), because reporting it
+// clears the signal a thread was stopped with, and a thread stopped on a signal gets it back when
+// its tracer exits only if it was not cleared. Async-signal-safe.
+int pollStop(int tid, bool peek) {
+    siginfo_t info{};
+    int r;
+    do {
+        r = waitid(P_PID, static_cast<id_t>(tid), &info, WSTOPPED | WEXITED | __WALL | WNOHANG | (peek ? WNOWAIT : 0));
+    } while (r < 0 && errno == EINTR);
+    if (r != 0) return kGone;  // ECHILD: not ours any more (another thread's execve took its id away)
+    if (info.si_pid != tid) return kPending;  // si_pid 0: nothing to report yet
+    if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+        if (peek) reapIfExited(tid);
+        return kGone;
+    }
     if (info.si_code != CLD_TRAPPED && info.si_code != CLD_STOPPED) return 0;
-    // si_status: the stop's code, PTRACE_EVENT_STOP << 8 for an interrupt or group-stop.
+    // si_status: the stop's code, PTRACE_EVENT_STOP << 8 for an interrupt or group-stop (which the
+    // kernel keeps after the detach); no event: a signal-delivery-stop.
     return (info.si_status >> 8) == 0 ? (info.si_status & 0x7f) : 0;
 }
 
+long nsSince(const timespec& start) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start.tv_sec) * 1000L * 1000 * 1000 + (now.tv_nsec - start.tv_nsec);
+}
+
+// Waits for a stop of this process's (not peeked), kReleaseWaitNs at most from `start`; kPending
+// when it did not come. Async-signal-safe.
+int waitStop(int tid, const timespec& start) {
+    long pauseNs = 10 * 1000;
+    for (;;) {
+        int sig = pollStop(tid, false);
+        if (sig != kPending || nsSince(start) >= kReleaseWaitNs) return sig;
+        timespec pause{0, pauseNs};
+        nanosleep(&pause, nullptr);
+        pauseNs = std::min(pauseNs * 2, 1000L * 1000);
+    }
+}
+
 // Detaches one thread, handing back the signal it was stopped with so that the target sees
-// every signal it was sent. Async-signal-safe.
-void release(int i) {
+// every signal it was sent. A thread that does not stop in time is left seized: it is detached
+// when pytstates exits. Async-signal-safe.
+void release(int i, const timespec& start) {
     if (!gInterrupted[i]) {  // seized, still running: only a stopped thread can be detached
         gInterrupted[i] = 1;
         if (ptrace(PTRACE_INTERRUPT, gSeized[i], nullptr, nullptr) != 0) {
-            gSignal[i] = -1;
+            gSignal[i] = kGone;
             gWaited[i] = 1;
         }
     }
     if (!gWaited[i]) {
-        int sig = collectStop(gSeized[i]);
+        int sig = waitStop(gSeized[i], start);
+        if (sig == kPending) return;
         gSignal[i] = sig;
         gWaited[i] = 1;
     }
     if (gSignal[i] < 0) return;  // the thread is gone
-    ptrace(PTRACE_DETACH, gSeized[i], nullptr, reinterpret_cast<void*>(static_cast<long>(gSignal[i])));
+    if (ptrace(PTRACE_DETACH, gSeized[i], nullptr, reinterpret_cast<void*>(static_cast<long>(gSignal[i]))) != 0)
+        reapIfExited(gSeized[i]);  // killed while stopped: a zombie only its tracer can reap
 }
 
 void releaseAll() {
-    for (int i = 0; i < gSeizedCount; ++i) release(i);
+    timespec start{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int i = 0; i < gSeizedCount; ++i) release(i, start);
     gSeizedCount = 0;
 }
 
@@ -137,6 +187,9 @@ std::string permissionWords(int pid) {
     std::string tracer = tracerOf(pid);
     if (!tracer.empty()) return why + ": it is already traced by process " + tracer + " (detach gdb or the other tracer first)";
     std::string scope = readProcText("/proc/sys/kernel/yama/ptrace_scope");
+    if (!scope.empty() && scope[0] == '3') return why + ": kernel.yama.ptrace_scope is 3 (no process may attach)";
+    // Root told to run as root would be no help: its capability or a security module refused.
+    if (geteuid() == 0) return why + " (pytstates runs as root: without CAP_SYS_PTRACE here, or refused by a security module?)";
     if (!scope.empty() && scope[0] != '0') why += ": kernel.yama.ptrace_scope is " + scope.substr(0, 1) + " (run as root or with CAP_SYS_PTRACE)";
     else why += " (another user's process? run as root or with CAP_SYS_PTRACE)";
     return why;
@@ -152,6 +205,20 @@ LiveTarget::LiveTarget(const LiveOptions& options)
         if (errno == EPERM) throw std::runtime_error(permissionWords(pid_));
         throw std::runtime_error("no such process: " + std::to_string(pid_));
     }
+    if (processLife(pid_, ProcessIdentity{}) == ProcessLife::Exiting)
+        throw std::runtime_error("process " + std::to_string(pid_) + " has exited (its parent has not reaped it yet)");
+    identity_ = processIdentity(pid_);
+    // A process that ends while it is read fails the reading somewhere: say what happened to it.
+    try {
+        openProcess(options);
+    } catch (const std::exception&) {
+        if (memFd_ >= 0) ::close(memFd_);  // no destructor for a constructor that throws
+        if (auto why = endedDuringAttach(kExitGrace)) throw std::runtime_error(*why);
+        throw;
+    }
+}
+
+void LiveTarget::openProcess(const LiveOptions& options) {
     std::string mem = "/proc/" + std::to_string(pid_) + "/mem";
     memFd_ = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
     // Modules now, while the target runs: the stop covers only what must be consistent.
@@ -161,6 +228,16 @@ LiveTarget::LiveTarget(const LiveOptions& options)
         namespaceLwps();
         warnings_.push_back("read without stopping the process (--no-stop): the snapshot may be inconsistent");
         if (threads_.empty()) throw std::runtime_error("process " + std::to_string(pid_) + ": no thread found in glibc's thread lists");
+    }
+}
+
+std::optional<std::string> LiveTarget::endedDuringAttach(std::chrono::milliseconds grace) const {
+    auto until = std::chrono::steady_clock::now() + grace;
+    for (;;) {
+        ProcessLife life = processLife(pid_, identity_);
+        if (life != ProcessLife::Running) return pytstates::endedDuringAttach(pid_, life);
+        if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
 }
 
@@ -186,10 +263,19 @@ void LiveTarget::stop() {
     std::string error;
     prepareStop();
     inTracer_ = true;
-    bool inTracer = tracer_.run([this] { stopAll(); }, &error);
+    // Test hook: the stop made by pytstates itself, as where the tracer process may not attach.
+    bool inTracer = !std::getenv("PYTSTATES_TEST_NO_TRACER") && tracer_.run([this] { stopAll(); }, &error);
     inTracer_ = false;
     if (!inTracer) {
         tracer_.end();
+        if (tracer_.timedOut()) {  // here it would hang as well
+            copy_.abandon();
+            seized_.clear();
+            gSeizedCount = 0;
+            threads_.clear();
+            resume();
+            throw std::runtime_error(error);
+        }
         copy_.abandon();  // it copied threads that run again
         seized_.clear();
         gSeizedCount = 0;
@@ -205,7 +291,8 @@ void LiveTarget::stop() {
     if (const char* hold = std::getenv("PYTSTATES_TEST_HOLD_MS")) usleep(static_cast<useconds_t>(std::atoi(hold)) * 1000);
     if (threads_.empty()) {
         resume();
-        throw std::runtime_error("process " + std::to_string(pid_) + " exited or has no thread that could be stopped");
+        if (auto why = endedDuringAttach(kExitGrace)) throw std::runtime_error(*why);
+        throw std::runtime_error("process " + std::to_string(pid_) + " has no thread that could be stopped");
     }
 }
 
@@ -270,6 +357,9 @@ void LiveTarget::buildModules(const LiveOptions& options) {
     std::string base = "/proc/" + std::to_string(pid_);
     std::string auxv = readProcText(base + "/auxv");
     if (auxv.empty()) {
+        int err = errno;
+        if (auto why = endedDuringAttach()) throw std::runtime_error(*why);  // a zombie's reads empty
+        errno = err;
         if (errno == EACCES || errno == EPERM) throw std::runtime_error(permissionWords(pid_));
         throw std::runtime_error("cannot read " + base + "/auxv: " + std::strerror(errno));
     }
@@ -314,9 +404,12 @@ void LiveTarget::stopAll() {
         for (int tid : tasks) {
             if (!done.insert(tid).second) continue;
             if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
-                if (errno == ESRCH) continue;  // ended meanwhile
                 int err = errno;
+                // Ended meanwhile; the kernel refuses to seize a thread that has exited with EPERM.
+                if (err == ESRCH || (err == EPERM && threadEnding(pid_, tid))) continue;
                 if (seized_.empty()) {  // nothing to resume; the handlers are restored by resume()
+                    if (ProcessLife life = processLife(pid_, identity_); life != ProcessLife::Running)
+                        throw std::runtime_error(pytstates::endedDuringAttach(pid_, life));
                     if (err == EPERM) throw std::runtime_error(permissionWords(pid_));
                     throw std::runtime_error("cannot attach to process " + std::to_string(pid_) + ": " + std::strerror(err));
                 }
@@ -345,24 +438,12 @@ void LiveTarget::stopAll() {
         // then the stops are collected: the threads stop in parallel.
         for (int slot : interrupted) {
             if (ptrace(PTRACE_INTERRUPT, gSeized[slot], nullptr, nullptr) != 0) {
-                gSignal[slot] = -1;  // ended meanwhile: there is no stop to wait for
+                gSignal[slot] = kGone;  // ended meanwhile: there is no stop to wait for
                 gWaited[slot] = 1;
             }
             gInterrupted[slot] = 1;
         }
-        for (int slot : interrupted) {
-            int tid = gSeized[slot];
-            if (gSignal[slot] < 0) continue;
-            gSignal[slot] = inTracer_ ? peekStop(tid) : collectStop(tid);  // -1: gone, nothing to detach
-            gWaited[slot] = 1;
-            if (gSignal[slot] < 0) continue;
-            OsThread t;
-            if (!readThreadRegisters(tid, &t)) continue;
-            t.signal = gSignal[slot];
-            if (t.signal > 0 && round == 0) stoppedAt_ = std::min(stoppedAt_, seizing);  // a signal-delivery stop
-            threads_.push_back(t);
-            copy_.stopped().publish(t.sp, t.pthread);
-        }
+        collectStops(interrupted, round == 0 ? &seizing : nullptr);
         // Every thread seized is stopped: when the kernel counts no more threads than that, none
         // was made meanwhile and the list need not be read again (~0.8 ms at 1,000 threads).
         bool allStopped = std::all_of(gSignal, gSignal + gSeizedCount, [](sig_atomic_t sig) { return sig >= 0; });
@@ -377,6 +458,60 @@ void LiveTarget::stopAll() {
     });
     // The thread group leader first, as in a core.
     std::stable_partition(threads_.begin(), threads_.end(), [this](const OsThread& t) { return t.lwp == pid_; });
+}
+
+// Collects the stops of the threads just interrupted (their slots), each as it comes: its
+// registers are read and published to the copier. Never blocks for long: looks at each thread in
+// turn, sleeps a little (10 us, doubling to 1 ms) when none has stopped since, reaps the seized
+// threads that exited (a process killed mid-stop: its leader's exit waits for them), and gives up
+// on a thread not stopped kStopWait after the stop began. seizing: the first round's, whose
+// signal-delivery-stops time the stop from the seizing.
+void LiveTarget::collectStops(std::vector<int> pending, const std::chrono::steady_clock::time_point* seizing) {
+    const auto deadline = stoppedAt_ + kStopWait;
+    auto pause = std::chrono::microseconds(10);
+    auto lastSweep = std::chrono::steady_clock::now();
+    while (!pending.empty()) {
+        size_t before = pending.size();
+        pending.erase(std::remove_if(pending.begin(), pending.end(), [&](int slot) {
+                          if (gSignal[slot] == kGone && gWaited[slot]) return true;  // its interrupt failed
+                          int tid = gSeized[slot];
+                          int sig = pollStop(tid, inTracer_);
+                          if (sig == kPending) return false;
+                          gSignal[slot] = sig;
+                          gWaited[slot] = 1;
+                          OsThread t;
+                          if (sig < 0 || !readThreadRegisters(tid, &t)) return true;
+                          t.signal = sig;
+                          if (sig > 0 && seizing) stoppedAt_ = std::min(stoppedAt_, *seizing);  // a signal-delivery stop
+                          threads_.push_back(t);
+                          copy_.stopped().publish(t.sp, t.pthread);
+                          return true;
+                      }),
+                      pending.end());
+        if (pending.empty()) break;
+        if (pending.size() < before) {
+            pause = std::chrono::microseconds(10);
+            continue;
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) {
+            for (int slot : pending) {
+                gSignal[slot] = kPending;  // gWaited stays 0: a release waits for it once more
+                warnings_.push_back("thread " + std::to_string(gSeized[slot]) + " did not stop within " +
+                                    std::to_string(kStopWait.count()) + " s: it is not in the snapshot");
+            }
+            break;
+        }
+        // Threads stopped (or whose interrupt failed) and killed since are zombies that hold back
+        // their leader's exit until reaped: every few ms (a call per thread), not at each look.
+        if (now - lastSweep >= std::chrono::milliseconds(2)) {
+            lastSweep = now;
+            for (int slot = 0; slot < gSeizedCount; ++slot)
+                if (gWaited[slot] && reapIfExited(gSeized[slot])) gSignal[slot] = kGone;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
 }
 
 void LiveTarget::threadsFromGlibc() {

@@ -3,8 +3,11 @@
 // PTRACE_SEIZE + PTRACE_INTERRUPT for a consistent snapshot, by a tracer process
 // (symbols/live/tracer_process) or, where it may not attach, by pytstates itself, and resumed
 // (detached) when the target is destroyed, on any error, and on SIGINT/SIGTERM/SIGHUP of
-// pytstates; a tracer that dies (even by SIGKILL) leaves seized threads running. With stop=false nothing is stopped: the
-// threads and their struct pthread come from glibc's own thread lists in memory.
+// pytstates; a tracer that dies (even by SIGKILL) leaves seized threads running. No wait of the
+// stop blocks for long: a process that exits, is killed or execs meanwhile ends the attach with one
+// line (endedDuringAttach), and the seized threads that exited are reaped, so that its parent can
+// reap it. With stop=false nothing is stopped: the threads and their struct pthread come from
+// glibc's own thread lists in memory.
 // Memory through process_vm_readv, falling back to /proc/PID/mem. Never writes to the target.
 #pragma once
 
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "symbols/modules/module_discovery.h"
+#include "symbols/live/process_state.h"
 #include "symbols/live/snapshot_copy.h"
 #include "symbols/live/stop_snapshot.h"
 #include "symbols/live/tracer_process.h"
@@ -59,6 +63,12 @@ public:
     // read after are read from the running process, counted per part (readAfterResume).
     double resume();
     bool stopped() const { return !seized_.empty(); }
+    // One line when the process has exited, is exiting or runs another program (execve) since it
+    // was opened: what happened to it, rather than the error it caused meanwhile; none when it runs.
+    // grace: how long to watch a process that still runs, after a failure (a Python process
+    // that exits by itself fails the reading while it finalizes, a moment before it exits).
+    std::optional<std::string> endedDuringAttach(std::chrono::milliseconds grace = std::chrono::milliseconds(0)) const;
+    static constexpr std::chrono::milliseconds kExitGrace{500};
     std::optional<std::vector<PartRead>> readAfterResume() const override;
     bool readLate(uint64_t addr, size_t len) const override;
     // The snapshot's batched reads: pages copied and the system calls they took.
@@ -81,6 +91,8 @@ public:
 private:
     size_t readUncached(uint64_t addr, void* buf, size_t len) const;
     void stopAll();
+    void collectStops(std::vector<int> slots, const std::chrono::steady_clock::time_point* seizing);
+    void openProcess(const LiveOptions& options);
     void threadsFromGlibc();
     void namespaceLwps();
     void buildModules(const LiveOptions& options);
@@ -94,6 +106,7 @@ private:
     bool stopWanted_;
     int memFd_ = -1;
     std::string executable_;
+    ProcessIdentity identity_;  // the program run that was opened
     std::vector<int> seized_;
     TracerProcess tracer_;  // holds the stop when it could be made; its exit resumes every thread
     std::vector<OsThread> threads_;

@@ -2,6 +2,7 @@
 #include "symbols/live/tracer_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -12,11 +13,13 @@
 #include <cerrno>
 #include <csignal>
 #include <exception>
+#include <string>
 
 namespace pytstates {
 
 namespace {
 constexpr size_t kStackBytes = 1 << 20;
+constexpr int kRunTimeoutMs = 30 * 1000;
 volatile sig_atomic_t gTracer = 0;  // the running tracer, for endFromSignalHandler
 }  // namespace
 
@@ -65,6 +68,7 @@ bool TracerProcess::run(const std::function<void()>& work, std::string* error) {
         return false;
     }
     work_ = &work;
+    timedOut_ = false;
     error_.clear();
     failed_ = false;
     parent_ = getpid();
@@ -79,6 +83,19 @@ bool TracerProcess::run(const std::function<void()>& work, std::string* error) {
     gTracer = pid_;
     close(done_[1]);
     done_[1] = -1;
+    // work() bounds each of its waits; this bounds the whole, should one wait in the kernel all
+    // the same: the child is ended (its tracees run again) rather than pytstates waiting on.
+    pollfd done{done_[0], POLLIN, 0};
+    int ready;
+    do {
+        ready = poll(&done, 1, kRunTimeoutMs);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+        *error = "the tracer process did not finish the stop in " + std::to_string(kRunTimeoutMs / 1000) + " s";
+        timedOut_ = true;
+        end();
+        return false;
+    }
     char byte = 0;
     ssize_t n;
     do {

@@ -28,6 +28,8 @@ public:
     // Ends the child (SIGKILL) and waits for it: every thread it traced runs again.
     void end();
     pid_t pid() const { return pid_; }
+    // The last run() gave up waiting for work() (which then has hung: running it elsewhere would too).
+    bool timedOut() const { return timedOut_; }
     // From a signal handler: ends the running tracer, if any (async-signal-safe); false: none.
     static bool endFromSignalHandler();
 
@@ -40,6 +42,7 @@ private:
     const std::function<void()>* work_ = nullptr;
     std::string error_;
     bool failed_ = false;
+    bool timedOut_ = false;
     void* stack_ = nullptr;
 };
 

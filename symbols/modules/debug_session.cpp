@@ -16,6 +16,7 @@
 #include "symbols/elf/elf_file.h"
 #include "symbols/elf/plain_debug_file.h"
 #include "symbols/live/process_files.h"
+#include "symbols/regular_file.h"
 #include "symbols/text/proc_maps.h"
 
 namespace pytstates {
@@ -35,7 +36,7 @@ int findDebuginfo(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, const 
         info->device = st.st_dev;
         info->inode = st.st_ino;
     }
-    if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = openRegularFile(path, nullptr);
     if (fd < 0) return -1;
     *debuginfoFileName = strdup(path.c_str());
     return fd;
@@ -52,9 +53,16 @@ DebugSession::DebugSession(const Target& target, bool useDwarf) : useDwarf_(useD
     dwfl_report_begin(dwfl_);
     for (const auto& m : target.modules()) {
         if (!m.elf || m.resolvedPath.empty()) continue;
-        // base = l_addr with add_p_vaddr: libdwfl places each segment at bias + p_vaddr.
-        Dwfl_Module* mod = dwfl_report_elf(dwfl_, m.path.c_str(), m.resolvedPath.c_str(), -1, m.bias, true);
-        if (!mod) continue;
+        // base = l_addr with add_p_vaddr: libdwfl places each segment at bias + p_vaddr. Opened
+        // here, not by libdwfl (which opens whatever the path is, blocking on a FIFO): it takes
+        // the descriptor when it takes the module.
+        int fd = openRegularFile(m.resolvedPath, nullptr, true);
+        if (fd < 0) continue;
+        Dwfl_Module* mod = dwfl_report_elf(dwfl_, m.path.c_str(), m.resolvedPath.c_str(), fd, m.bias, true);
+        if (!mod) {
+            ::close(fd);
+            continue;
+        }
         infos_.push_back({&m, useDwarf, &decompressDebugFiles_});
         void** userdata = nullptr;
         dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);

@@ -267,7 +267,9 @@ Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
             auto& users = scan.nanobind->modulesByTag[*nanobindTag];
             if (users.empty() || users.back() != i) users.push_back(i);
         }
-        if ((!found && !nanobindTag) || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
+        // --no-dwarf: neither DWARF nor the answers it gave an earlier run (the cache holds DWARF's
+        // answers: a layout from it is a layout from DWARF).
+        if (!useDwarf || (!found && !nanobindTag) || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
         auto dwarf = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf);
         if (!dwarf) continue;
         if (found)

@@ -234,15 +234,35 @@ def gdb_cross_check(args, facts, core, r):
 
 
 def no_dwarf(args, target, r):
-    status, n, _ = scenario.run_pytstates(args.pytstates, ["check", "--json", "--no-dwarf"] + target)
-    expect(all(rec["layout"] != "dwarf" for rec in n["internals"]), "--no-dwarf: pybind11 layouts from the published tables", n)
-    strip = lambda rep: sorted(json.dumps([rec["address"], rec["tls_key"], rec["tls_values"], rec["modules_confirmed"]]) for rec in rep["internals"])
-    expect(strip(n) == strip(r), "--no-dwarf: the same records, keys and values", n)
-    if r["nanobind"]:
-        _, t, _ = scenario.run_pytstates(args.pytstates, ["internals", "--json", "--types", "--no-dwarf"] + target, expect_status=0)
-        expect([x["types"] for x in t["nanobind"]] == [x["types"] for x in r["with_types"]["nanobind"]]
-               and all(x["types_layout"] == "table" for x in t["nanobind"]),
-               "--no-dwarf: nanobind's types from the published layout, the same as with DWARF", t)
+    """--no-dwarf with the cache off, then with a cache a DWARF run has just filled: what the cache
+    holds are DWARF's answers, and --no-dwarf takes none of them."""
+    cache = tempfile.mkdtemp(prefix="pytstates-cache-")
+    warm = dict(scenario.offline_env(), XDG_CACHE_HOME=cache)
+    warm.pop("PYTSTATES_NO_CACHE", None)
+    try:
+        _, w, _ = scenario.run_pytstates(args.pytstates, ["check", "--json"] + target, env=warm)
+        entries = os.listdir(os.path.join(cache, "pytstates", "dwarf"))
+        expect(any(rec["layout"] == "dwarf" for rec in w["internals"]) and entries,
+               "a DWARF run filled the cache (%d entries) with the records' layouts" % len(entries), w)
+        for env, cached in ((None, "off"), (warm, "warm")):
+            status, n, _ = scenario.run_pytstates(args.pytstates, ["check", "--json", "--no-dwarf"] + target, env=env)
+            expect(all(rec["layout"] in ("table", "anchor") for rec in n["internals"]),
+                   "--no-dwarf, the cache %s: pybind11 layouts from the published tables" % cached, n)
+            expect(all(rt["layout"] in ("table", "debug_offsets") and not rt["layout_cached"] and
+                       "dwarf" not in rt["layout_sources"].values() for rt in n["runtimes"]),
+                   "--no-dwarf, the cache %s: CPython's layout from a table or _Py_DebugOffsets" % cached, n["runtimes"])
+            strip = lambda rep: sorted(json.dumps([rec["address"], rec["tls_key"], rec["tls_values"], rec["modules_confirmed"]]) for rec in rep["internals"])
+            expect(strip(n) == strip(r), "--no-dwarf, the cache %s: the same records, keys and values" % cached, n)
+            if r["nanobind"]:
+                _, t, _ = scenario.run_pytstates(args.pytstates, ["internals", "--json", "--types", "--no-dwarf"] + target,
+                                                 expect_status=0, env=env)
+                expect([x["types"] for x in t["nanobind"]] == [x["types"] for x in r["with_types"]["nanobind"]]
+                       and all(x["types_layout"] == "table" for x in t["nanobind"]),
+                       "--no-dwarf, the cache %s: nanobind's types from the published layout, the same as with DWARF" % cached, t)
+        print("--no-dwarf with the cache off and warm (%d entries): layouts %s" % (
+            len(entries), sorted({rec["layout"] for rec in n["internals"]})))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 CHECKS = {"mixed": check_mixed, "stale": check_stale, "subinterp": check_subinterp}

@@ -49,9 +49,12 @@ def interpreters(report):
     return [(rt, i) for rt in report["runtimes"] for i in rt["interpreters"]]
 
 
-def running(report, where):
+def running(report, where, nested=None):
     """{LWP: (interpreter, thread state)} of the thread states that run on a thread; fails when a
-    thread runs two, or a thread state with Python frames runs nowhere or is not called parked."""
+    thread runs two, or a thread state with Python frames runs nowhere or is not called parked.
+    nested: {LWP: function} of threads where an embedder's callbacks call each other, each under
+    its own interpreter's state (WeeChat's scripts): the states beneath, with frames, sit on that
+    thread too; the one whose frames hold `function` runs."""
     runs = {}
     for rt, interp in interpreters(report):
         for ts in interp["tstates"]:
@@ -60,6 +63,9 @@ def running(report, where):
                        % (where, ts["address"], [f["function"] for f in ts["frames"]]), report)
                 expect(ts.get("parked") is True, "%s: thread state %s runs nowhere and is not parked" % (where, ts["address"]), report)
                 continue
+            if nested and ts["lwp"] in nested:
+                if nested[ts["lwp"]] not in [f["function"] for f in ts["frames"]]:
+                    continue
             expect(ts["lwp"] not in runs, "%s: LWP %d runs two thread states, %s and %s"
                    % (where, ts["lwp"], runs.get(ts["lwp"], ({}, {}))[1].get("address"), ts["address"]), report)
             runs[ts["lwp"]] = (interp, ts)
@@ -73,17 +79,25 @@ def attribution(report):
             sorted((f["code"], f["severity"], f["lwp"] or 0) for f in report["findings"]))
 
 
-def no_error(report, where):
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    expect(not errors, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in errors]), report)
+def no_error(report, where, errors=None):
+    """No error finding; or, with errors (a set of (code, LWP) that memory shows), exactly those."""
+    found = [f for f in report["findings"] if f["severity"] == "error"]
+    if errors is None:
+        expect(not found, "%s: error findings %s" % (where, [f["code"] + ": " + f["message"] for f in found]), report)
+    else:
+        expect({(f["code"], f["lwp"]) for f in found} == set(errors),
+               "%s: error findings %s, memory shows %s" % (where, sorted((f["code"], f["lwp"], f["message"]) for f in found),
+                                                            sorted(errors)), report)
     for f in report["findings"]:
         expect("sources" in f, "%s: finding %s lists no sources" % (where, f["code"]), report)
 
 
-def check_report(report, facts, where, gil=True):
+def check_report(report, facts, where, gil=True, errors=None, nested=False):
     """facts: the recorded calls (function, native_id, interp); spin_* calls are the busy ones.
-    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python)."""
-    runs = running(report, where)
+    gil: whether the busy call must be seen holding the GIL (a snapshot while it runs Python).
+    errors: the error findings memory shows, as no_error's; None: no error finding.
+    nested: each call is the innermost of callbacks nested on its thread (running())."""
+    runs = running(report, where, {f["native_id"]: f["function"] for f in facts} if nested else None)
     lwps = {t["lwp"] for t in report["threads"]}
     for fact in facts:
         lwp = fact["native_id"]
@@ -108,13 +122,23 @@ def check_report(report, facts, where, gil=True):
     want = sorted(runs[f["native_id"]][1]["address"] for f in facts if f["function"].startswith("spin") or f.get("gil"))
     if gil and want:
         expect(holders == want, "%s: GIL held by %s, expected %s" % (where, holders, want), report)
-    no_error(report, where)
+    no_error(report, where, errors)
     return runs
 
 
-def check_native(native, full, where):
+def check_native(native, full, where, nested=None):
     """--native: each thread's eval-loop frames carry the Python frames of the thread state that
-    runs on it, and no other's."""
+    runs on it, and no other's. nested: {LWP: interpreter ids, innermost first} of a thread where
+    callbacks nest, each in its own interpreter: its eval loops carry the frames of each state on
+    it in that order."""
+    if nested:
+        full = json.loads(json.dumps(full))
+        for lwp, order in nested.items():
+            mine = {i["id"]: ts for _, i in interpreters(full) for ts in i["tstates"] if ts["lwp"] == lwp and ts["frames"]}
+            frames = [f for interp in order for f in mine[interp]["frames"]]
+            for ts in mine.values():
+                ts["lwp"] = None
+            mine[order[0]].update(lwp=lwp, frames=frames)
     problems = native_check.check_python_merge(native, full)
     expect(not problems, "%s --native: %s" % (where, problems))
 
@@ -125,3 +149,37 @@ def check_gdb_walk(exe, core, report, where):
     thread's current and PyGILState states and the states its eval loops run."""
     import gdb_oracle
     gdb_oracle.check(exe, core, report, where, expect=lambda cond, what: expect(cond, what, report))
+
+
+def gdb_gil(exe, core, where):
+    """What gdb reads of the GIL and of PyGILState's slots in the core (tests/embedders/gdb_gil.py)."""
+    cmd = ["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
+           "-x", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gdb_gil.py"), exe]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+    m = re.search(r"^GDB-GIL (.*)$", out, re.M)
+    expect(m is not None, "%s: gdb read no GIL:\n%s" % (where, out[-2000:]))
+    return json.loads(m.group(1))
+
+
+def check_waiters(report, waiters, holder, where, named=True):
+    """Each of `waiters` (LWPs) waits for the GIL that LWP `holder` holds, as the report says.
+    named: the report names the wait (take_gil is a static function: --no-dwarf, without the
+    debug file's symbols, may call it none; a wait it does call the GIL's must name the holder)."""
+    threads = {t["lwp"]: t for t in report["threads"]}
+    for lwp in waiters:
+        blocked = threads[lwp].get("blocked_on") or {}
+        if not named and blocked.get("kind") != "gil":
+            continue
+        expect(blocked.get("kind") == "gil" and blocked.get("held_by") == holder,
+               "%s: LWP %d waits for the GIL held by LWP %d; the report: %s" % (where, lwp, holder, blocked), report)
+
+
+def gdb_current(mem, lwp):
+    """The state gdb read as current for LWP: CPython's process-wide tstate_current (<= 3.11, the
+    GIL holder's), or that thread's _Py_tss_tstate (3.12+)."""
+    return mem["current"].get(str(lwp)) if isinstance(mem["current"], dict) else mem["current"]
+
+
+def version(report):
+    """The (major, minor) of the report's first CPython."""
+    return tuple(int(x) for x in report["runtimes"][0]["version"].split(".")[:2])

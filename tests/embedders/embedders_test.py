@@ -51,20 +51,27 @@ def pytstates(args, target, extra=()):
     return status, out
 
 
-def examine(args, target, facts, where, exe=None, core=None, gil=True, show=False):
-    """pytstates check on a live process or a core, in JSON, --native and text."""
+def examine(args, target, facts, where, exe=None, core=None, gil=True, show=False, errors=None, also=None, nested=None):
+    """pytstates check on a live process or a core, in JSON, --native and text. errors: the error
+    findings memory shows (agree.no_error), none by default; also(report, where): the case's own
+    checks, on every JSON report; nested: {LWP: interpreter ids, innermost first} where the
+    facts' calls are the innermost of callbacks nested on their thread (agree.check_native)."""
+    def check(report, name):
+        agree.check_report(report, facts, name, gil=gil, errors=errors, nested=bool(nested))
+        if also:
+            also(report, name)
     status, report = pytstates(args, target, ["--json"])
-    agree.check_report(report, facts, where, gil=gil)
-    expect(status == 0, "%s: exit status %d with no error finding" % (where, status), report)
+    check(report, where)
+    expect(status == (1 if errors else 0), "%s: exit status %d with %s" % (where, status, sorted(errors or ()) or "no error finding"), report)
     # without DWARF: layouts from _Py_DebugOffsets or the built-in tables, no eval-loop arguments
     _, bare = pytstates(args, target, ["--json", "--no-dwarf"])
-    agree.check_report(bare, facts, where + " --no-dwarf", gil=gil)
+    check(bare, where + " --no-dwarf")
     if core:
         expect(agree.attribution(bare) == agree.attribution(report), "%s: --no-dwarf attributes alike" % where)
     _, native = pytstates(args, target, ["--json", "--native"])
     if core:  # the same bytes twice: both snapshots alike
-        agree.check_report(native, facts, where + " --native", gil=gil)
-    agree.check_native(native, native, where)
+        check(native, where + " --native")
+    agree.check_native(native, native, where, nested)
     _, text = pytstates(args, target)
     for fact in facts:
         expect(fact["function"] in text, "%s text: %s is named" % (where, fact["function"]))
@@ -76,7 +83,7 @@ def examine(args, target, facts, where, exe=None, core=None, gil=True, show=Fals
         # the same rule inside gdb and lldb, and the same facts as the CLI's
         for name, got in (("gdb", debuggers.gdb_check(args.gdb_script, exe, core)),
                           ("lldb", debuggers.lldb_check(args.lldb_plugin, exe, core))):
-            agree.check_report(got, facts, "%s in %s" % (where, name), gil=gil)
+            check(got, "%s in %s" % (where, name))
             expect(agree.attribution(got) == agree.attribution(report),
                    "%s: %s and the CLI attribute the thread states alike" % (where, name))
         print("%s: py-tstates-check --json in gdb and in lldb: the same thread on every thread state, the same findings" % where)
@@ -314,6 +321,326 @@ def load(args, attaches=30, clients=4):
     print("Apache stopped")
 
 
+# ---------------------------------------------------------------------------- Apache mod_python
+SKIPPED = 77  # tests/embedders/CMakeLists.txt: SKIP_RETURN_CODE
+SERVER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}  # Debian's python3, not a PATH's
+
+
+def gil_waiters(pid, busy_lwps, n, timeout=90):
+    """The LWPs of the `n` threads of pid, none of busy_lwps, that wait in futex(2) on a word of
+    libpython's own data (the GIL's condition variable, in _PyRuntime: take_gil), once there are
+    n; Apache's idle workers wait on a condition variable of their own, elsewhere."""
+    with open("/proc/%d/maps" % pid) as f:
+        libpython = [tuple(int(x, 16) for x in line.split()[0].split("-")) for line in f
+                     if "/libpython3" in line]
+    deadline = time.monotonic() + timeout
+    found = []
+    while time.monotonic() < deadline:
+        found = []
+        for task in os.listdir("/proc/%d/task" % pid):
+            lwp = int(task)
+            try:
+                with open("/proc/%d/task/%d/syscall" % (pid, lwp)) as f:
+                    words = f.read().split()
+            except OSError:
+                continue
+            if lwp not in busy_lwps and len(words) > 1 and words[0] == "202" and \
+                    any(low <= int(words[1], 16) < high for low, high in libpython):  # futex(uaddr, ...)
+                found.append(lwp)
+        if len(found) == n:
+            return sorted(found)
+        time.sleep(0.1)
+    stacks = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", "set debuginfod enabled off", "-ex", "thread apply all bt 8"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120).stdout.decode(errors="replace")
+    raise servers.ServerError("%d threads of %d wait on a futex in libpython, not %d: %s; the threads:\n%s"
+                              % (len(found), pid, n, found, "\n".join(l for l in stacks.splitlines() if l.startswith(("#", "Thread")))))
+
+
+def memory_errors(mem, report, busy_lwp):
+    """The error findings that the core's memory (gdb_gil: PyGILState's slot of every thread) calls
+    for, given which thread runs which state with Python frames (the report's, which examine()
+    holds against the facts the requests recorded): tls-mismatch where the GIL holder's slot names
+    another state of the interpreter it runs now; foreign-tstate where a thread's slot names a
+    state another thread runs; shared-tstate where two threads name one listed state: two slots
+    (seen once in mod_python's kernel core: two request threads' slots naming one gamma state), or
+    a slot naming the state the busy thread's current pointer names."""
+    interp_of = {ts["address"]: i["id"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
+    runner = {ts["address"]: ts["lwp"] if ts["frames"] else None for _, i in agree.interpreters(report) for ts in i["tstates"]}
+    running = {lwp: address for address, lwp in runner.items() if lwp is not None}
+    errors = set()
+    # The busy thread's current pointer names the state it runs: a slot of another thread naming
+    # that state makes two threads that would run Python on it (shared-tstate), as two slots do.
+    current = agree.gdb_current(mem, busy_lwp)
+    named = {current: [busy_lwp]} if current in interp_of else {}
+    for lwp, slot in ((int(k), v) for k, v in mem["slots"].items()):
+        if slot in (None, "0x0") or slot not in interp_of:
+            continue
+        if lwp not in named.setdefault(slot, []):
+            named[slot].append(lwp)
+        if len(named[slot]) == 2:  # two threads name one listed state
+            errors.add(("shared-tstate", None))
+        mine = running.get(lwp)
+        if lwp == busy_lwp and mine and slot != mine and interp_of[slot] == interp_of[mine]:
+            errors.add(("tls-mismatch", lwp))
+        if runner[slot] is not None and runner[slot] != lwp:
+            errors.add(("foreign-tstate", lwp))
+    return errors
+
+
+def mod_python(args):
+    """Apache's event MPM with mod_python 3.5 (Debian's): /alpha, /beta and /gamma in three
+    PythonInterpreters, PythonAutoReload Off. Four requests park in Python (the GIL released), one
+    spins in gamma holding the GIL, and two more requests, to alpha and beta, wait for the GIL.
+
+    mod_python takes the GIL for every request with PyEval_RestoreThread() on its main
+    interpreter's state (made at start-up, parked; its child's main thread sits in read() on
+    Apache's pipe of death), then swaps in the request's sub-interpreter state with
+    PyThreadState_Swap(). The busy request makes no system call after that (its fact and its
+    stop flag are mappings, truth.spin_holding), so take_gil() last wrote ceval.gil.last_holder
+    with the main interpreter's state while the GIL belongs to the state the busy thread runs
+    (gilstate.tstate_current): gdb reads both from each core, and the test requires them to
+    differ, since that is the case it is about. The waiters wait in take_gil() with the main
+    interpreter's state; CPython 3.9-3.12 asks only that interpreter's threads to drop the GIL,
+    so the spinner in gamma never does and the waiters wait until the test stops it. (From 3.12
+    PyThreadState_Swap() hands the GIL over through take_gil(), so last_holder is not required to
+    differ; 3.13 asks the holder to drop it, so no request is sent to wait there.)
+
+    pytstates must say: the busy thread's state holds the GIL (holds_gil, gil_holder, its
+    thread's current state), not the parked main-interpreter state; each waiter's blocked_on is
+    the GIL, held_by the busy thread's LWP.
+
+    tls-mismatch and foreign-tstate: what PyGILState's slots in the core show (memory_errors).
+    mod_python keeps each interpreter's thread states across requests and hands them to whichever
+    thread serves that interpreter next (seen: states made by one thread run on another, and a
+    thread that made two states of one interpreter). PyThreadState_New() files a new state in its
+    maker's slot when the slot is empty, and the slot keeps it when the state goes to another
+    thread. So gdb finds slots naming states that other threads run now (foreign-tstate: a
+    PyGILState_Ensure() there would run Python on a state in use), at times two slots naming one
+    state (shared-tstate), and on the busy thread, when
+    its slot names another state of the interpreter it runs, a true tls-mismatch (both live, both
+    gamma's, while it holds the GIL). Which states go where follows the pool's order, so the
+    findings due are read from each core. Live: the same, read from the gcore taken just before."""
+    package = subprocess.run(["bash", "-c", '. "$1/scripts/lib/suite.sh" && suite_modpython_package', "-", agree.TOP],
+                             stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    if not package:  # not a pass: ctest reports the case as not run (SKIP_RETURN_CODE)
+        print("SKIP embedders mod_python: this Debian suite has no mod_python package (scripts/lib/suite.sh: "
+              "Debian 13 has it only in its backports)")
+        sys.exit(SKIPPED)
+    with servers.workdir("apache-mod_python", world_writable=("cores", "run"), files=("modpython_app.py",)) as work:
+        port = servers.free_port()
+        state = os.path.join(work, "state")
+        log = os.path.join(work, "error.log")
+        name = "mod_python"
+        with open(os.path.join(servers.SCENARIOS, "modpython.conf.in")) as f:
+            conf = f.read().replace("@ROOT@", work).replace("@PORT@", str(port))
+        with open(os.path.join(work, "httpd.conf"), "w") as f:
+            f.write(conf)
+        argv = ["/usr/sbin/apache2", "-d", work, "-f", os.path.join(work, "httpd.conf"), "-DFOREGROUND"]
+        with servers.process_group(argv, work, os.path.join(work, "stdout.log"), env=SERVER_ENV) as proc:
+            interps = {}
+            for mount in ("alpha", "beta", "gamma"):
+                hello = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)
+                print("mod_python /%s: interpreter %d in process %d" % (mount, hello["interp"], hello["pid"]))
+                expect(hello["pid"] != proc.pid, "requests run in a child, not in Apache's parent")
+                interps[mount] = hello["interp"]
+            # 3.9-3.12 ask only the waiter's interpreter's threads to drop the GIL: waiters in alpha
+            # and beta wait as long as gamma spins. 3.13 asks the GIL's holder: they get their turn.
+            lasting_waiters = tuple(hello["python"]) < (3, 13)
+            expect(0 not in interps.values() and len(set(interps.values())) == 3,
+                   "three PythonInterpreters, three sub-interpreters: %s" % interps)
+            plan, busy_plan = ["alpha", "beta", "gamma", "beta"], ["gamma"]
+
+            def round_():
+                servers.clear_facts(state)
+                status, _ = servers.get(port, "/gamma/?do=arm")
+                expect(status == 200, "/gamma/?do=arm")
+                reqs, facts = park(port, state, plan, busy_plan)
+                busy = next(f for f in facts if f["function"].startswith("spin"))
+                waiting = Requests(port)
+                waiters = []
+                if lasting_waiters:
+                    for mount in ("alpha", "beta"):
+                        waiting.send("/%s/?do=hello" % mount)
+                    waiters = gil_waiters(busy["pid"], {f["native_id"] for f in facts}, 2)
+                print("%s: busy LWP %d, GIL waiters %s" % (name, busy["native_id"], waiters or "none (CPython 3.13+)"))
+                return reqs, waiting, facts, busy, waiters
+
+            def memory(exe, core, report, busy, where):
+                """gdb's reading of the core: the scenario (last_holder is not the state that runs)
+                and the findings it calls for."""
+                mem = agree.gdb_gil(exe, core, where)
+                runs = agree.running(report, where)
+                held = runs[busy["native_id"]][1]
+                interp_of = {ts["address"]: i["id"] for _, i in agree.interpreters(report) for ts in i["tstates"]}
+                current = agree.gdb_current(mem, busy["native_id"])
+                print("%s: gdb: GIL locked %s, last_holder %s (interpreter %s), current %s (interpreter %s, "
+                      "LWP %d's), PyGILState slots %s" % (where, mem["locked"], mem["last_holder"], interp_of.get(mem["last_holder"]),
+                                                          current, interp_of.get(current), busy["native_id"], mem["slots"]))
+                expect(mem["locked"] == 1 and current == held["address"],
+                       "%s: gdb: the GIL is locked and the busy thread's current state is %s" % (where, held["address"]))
+                if agree.version(report) < (3, 12):  # 3.12's PyThreadState_Swap() hands the GIL over through take_gil()
+                    expect(interp_of.get(mem["last_holder"]) == 0 and mem["last_holder"] != current,
+                           "%s: gdb: last_holder %s is a main-interpreter state, not the running one" % (where, mem["last_holder"]))
+                return memory_errors(mem, report, busy["native_id"])
+
+            def examine_round(live, reqs, waiting, facts, busy, waiters, kernel=False):
+                def also(report, where):
+                    agree.check_waiters(report, waiters, busy["native_id"], where, named="--no-dwarf" not in where)
+                worker = busy["pid"]
+                if kernel:
+                    core = servers.kernel_core(worker, os.path.join(work, "cores"))
+                    where = name + " kernel core"
+                else:
+                    core = servers.gcore(worker, work)
+                    where = name + " gcore"
+                # which thread runs which state: the report's, held against the facts by examine()
+                _, first = pytstates(args, ["--core", core], ["--json"])
+                errors = memory("/usr/sbin/apache2", core, first, busy, where)
+                print("%s: error findings memory calls for: %s" % (where, sorted(errors) or "none"))
+                if live:
+                    examine(args, ["--pid", str(worker)], facts, name + " live", show=True, errors=errors, also=also)
+                examine(args, ["--core", core], facts, where, exe="/usr/sbin/apache2", core=core, show=True, errors=errors, also=also)
+                os.unlink(core)
+
+            reqs, waiting, facts, busy, waiters = round_()
+            examine_round(True, reqs, waiting, facts, busy, waiters)
+            served(reqs, state, len(plan) + len(busy_plan))
+            answered = [r for r in waiting.wait() if r[0] == 200]
+            expect(len(answered) == len(waiters), "the GIL waiters answered once the spinner stopped")
+            reqs, waiting, facts, busy, waiters = round_()
+            examine_round(False, reqs, waiting, facts, busy, waiters, kernel=True)
+            servers.release(state)
+            reqs.wait()
+            waiting.wait()
+    print("Apache stopped")
+
+
+# --------------------------------------------------------------------------------------- collectd
+def collectd(args):
+    """collectd's python plugin (one interpreter, the main one) with ReadThreads 5: five read
+    callbacks (tests/scenarios/embedders/collectd_park.py), four parked in Python, one busy, each
+    on its own read thread. pytstates must put each callback's thread state on the read thread
+    that runs it, and the GIL on the busy one."""
+    with servers.workdir("collectd", files=("collectd_park.py",)) as work:
+        state = os.path.join(work, "state")
+        with open(os.path.join(servers.SCENARIOS, "collectd.conf.in")) as f:
+            conf = f.read().replace("@ROOT@", work)
+        with open(os.path.join(work, "collectd.conf"), "w") as f:
+            f.write(conf)
+        argv = ["/usr/sbin/collectd", "-f", "-C", os.path.join(work, "collectd.conf")]
+        with servers.process_group(argv, work, os.path.join(work, "collectd.out"), env=SERVER_ENV) as proc:
+            try:
+                facts = servers.wait_parked(state, 4, 1)
+            except servers.ServerError:
+                print(servers.tail(os.path.join(work, "collectd.log")))
+                raise
+            lwps = {f["native_id"] for f in facts}
+            expect(all(f["pid"] == proc.pid and f["interp"] == 0 for f in facts) and len(lwps) == 5 and proc.pid not in lwps,
+                   "five callbacks on five read threads of collectd %d, in the main interpreter: %s" % (proc.pid, facts))
+            with open("/proc/%d/task/%d/comm" % (proc.pid, facts[0]["native_id"])) as f:
+                print("collectd %d: read callbacks on LWPs %s (%s...)" % (proc.pid, sorted(lwps), f.read().strip()))
+            examine(args, ["--pid", str(proc.pid)], facts, "collectd live", show=True)
+            core = servers.gcore(proc.pid, work)
+            examine(args, ["--core", core], facts, "collectd gcore", exe="/usr/sbin/collectd", core=core)
+            os.unlink(core)
+            servers.release(state)
+            # the callbacks return and run again on whichever read thread is free: park them anew
+            time.sleep(1.5)
+            servers.clear_facts(state)
+            facts = servers.wait_parked(state, 4, 1)
+            core = servers.kernel_core(proc.pid, work)
+            examine(args, ["--core", core], facts, "collectd kernel core", exe="/usr/sbin/collectd", core=core)
+    print("collectd stopped")
+
+
+# ------------------------------------------------------------------------------- WeeChat scripts
+def wait_functions(state, functions, timeout=60):
+    """The facts once every function in `functions` recorded itself, by function."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = {f["function"]: f for f in servers.read_facts(state)}
+        if set(functions) <= set(got):
+            return got
+        time.sleep(0.1)
+    raise servers.ServerError("expected calls %s, have %s" % (sorted(functions), sorted(got)))
+
+
+def weechat(args):
+    """weechat-headless with three Python scripts (tests/scenarios/embedders/weechat_nest.py as
+    a.py, b.py, c.py), each in its own sub-interpreter. On WeeChat's main thread, script a's
+    command runs script b's, which runs script c's: three callbacks nested, each under its own
+    script's thread state, swapped in by the python plugin with PyThreadState_Swap() while the GIL
+    stays held.
+
+    First c spins (no system call: truth.spin_holding): b's callback made the last blocking call
+    (recording itself), so take_gil() last wrote ceval.gil.last_holder with b's state, beneath;
+    the GIL belongs to c's, the innermost (gdb reads both from the core; the test requires them to
+    differ, the case it is about, up to 3.11; 3.12's PyThreadState_Swap() takes the GIL anew).
+    pytstates must give the GIL to c's state; a's and b's states, beneath, hold their callbacks'
+    frames and not the GIL. Then c parks in Python (the GIL released) and the kernel's core is
+    taken."""
+    import shutil
+    import signal
+    with servers.workdir("weechat") as work:
+        state = os.path.join(work, "state")
+        home = os.path.join(work, "weechat")
+        autoload = os.path.join(home, "python", "autoload")
+        os.makedirs(autoload)
+        for script in ("a", "b", "c"):
+            shutil.copy(os.path.join(servers.SCENARIOS, "weechat_nest.py"), os.path.join(autoload, script + ".py"))
+        env = dict(SERVER_ENV, PYTSTATES_EMBEDDERS_DIR=work, HOME=work)
+        argv = ["weechat-headless", "--dir", home, "--no-connect", "--plugins", "python", "--stdout", "--run-command", "/pytstates_a"]
+        log = os.path.join(work, "weechat.log")
+        with servers.process_group(argv, work, log, stop_signal=signal.SIGKILL, env=env) as proc:
+            try:
+                got = wait_functions(state, ["loaded_a", "loaded_b", "loaded_c", "run_a", "run_b", "spin_in_c"])
+            except servers.ServerError:
+                print(servers.tail(log))
+                raise
+            interps = {name: got["loaded_" + name]["interp"] for name in ("a", "b", "c")}
+            print("weechat %d: scripts in interpreters %s" % (proc.pid, interps))
+            expect(len(set(interps.values())) == 3 and 0 not in interps.values(), "three scripts, three sub-interpreters")
+            expect(all(f["native_id"] == proc.pid for f in got.values()), "every callback on WeeChat's main thread")
+            time.sleep(0.5)  # c is past its record, in its loop
+            facts = [got["spin_in_c"]]
+            beneath = {got["run_a"]["interp"]: "run_a", got["run_b"]["interp"]: "run_b"}
+            order = {proc.pid: [interps["c"], interps["b"], interps["a"]]}
+
+            def nested(report, where):
+                """a's and b's states, suspended beneath c's on the same thread: their callbacks'
+                frames, neither holding the GIL nor running on another thread."""
+                for _, interp in agree.interpreters(report):
+                    if interp["id"] in beneath:
+                        with_frames = [ts for ts in interp["tstates"] if ts["frames"]]
+                        expect(len(with_frames) == 1, "%s: interpreter %d has one state with frames: %s" % (where, interp["id"], with_frames), report)
+                        ts = with_frames[0]
+                        functions = [f["function"] for f in ts["frames"]]
+                        expect(beneath[interp["id"]] in functions and not ts["holds_gil"] and ts["lwp"] in (None, proc.pid),
+                               "%s: %s's state %s, beneath: frames %s, holds_gil %s, lwp %s" % (
+                                   where, beneath[interp["id"]], ts["address"], functions, ts["holds_gil"], ts["lwp"]), report)
+            examine(args, ["--pid", str(proc.pid)], facts, "weechat live", show=True, also=nested, nested=order)
+            core = servers.gcore(proc.pid, work)
+            report = examine(args, ["--core", core], facts, "weechat gcore", exe="/usr/bin/weechat-headless", core=core, show=True, also=nested, nested=order)
+            mem = agree.gdb_gil("/usr/bin/weechat-headless", core, "weechat gcore")
+            states = {i["id"]: [ts["address"] for ts in i["tstates"] if ts["frames"]] for _, i in agree.interpreters(report)}
+            current = agree.gdb_current(mem, proc.pid)
+            print("weechat gcore: gdb: GIL locked %s, last_holder %s, current %s; states with frames by interpreter %s"
+                  % (mem["locked"], mem["last_holder"], current, states))
+            expect(mem["locked"] == 1 and [current] == states[interps["c"]], "weechat gcore: gdb: the GIL locked, c's state current")
+            if agree.version(report) < (3, 12):  # 3.12's PyThreadState_Swap() hands the GIL over through take_gil()
+                expect([mem["last_holder"]] == states[interps["b"]], "weechat gcore: gdb: last_holder b's state (beneath)")
+            os.unlink(core)
+            servers.stop_holding(state)
+            facts = [wait_functions(state, ["park_in_c"])["park_in_c"]]
+            deadline = time.monotonic() + 30
+            while servers.thread_syscall(proc.pid, proc.pid) != servers.OPENAT:
+                expect(time.monotonic() < deadline, "weechat: c parks in openat(2) on the release FIFO")
+                time.sleep(0.1)
+            core = servers.kernel_core(proc.pid, work)
+            examine(args, ["--core", core], facts, "weechat kernel core", exe="/usr/bin/weechat-headless", core=core, also=nested, nested=order)
+    print("weechat ended")
+
+
 # --------------------------------------------------------------------------- PostgreSQL plpython3u
 def postgres_bin():
     """The newest PostgreSQL's programs (Debian installs each major version in its own directory)."""
@@ -437,7 +764,8 @@ def main():
              "mod_wsgi-daemon": lambda: mod_wsgi(args, "daemon"), "mod_wsgi-embedded": lambda: mod_wsgi(args, "embedded"),
              "mod_wsgi-first-state": lambda: mod_wsgi_first_state(args),
              "postgres": lambda: postgres(args), "gdb": lambda: gdb_python(args),
-             "load": lambda: load(args), "vim": lambda: vim_python(args)}
+             "load": lambda: load(args), "vim": lambda: vim_python(args),
+             "mod_python": lambda: mod_python(args), "weechat": lambda: weechat(args), "collectd": lambda: collectd(args)}
     if args.case not in cases:
         raise SystemExit("unknown case " + args.case)
     cases[args.case]()

@@ -37,9 +37,10 @@ def allow_cores():
 
 
 @contextlib.contextmanager
-def workdir(prefix, world_writable=()):
-    """A temporary directory readable by the servers' users, with state/ (the facts the apps write
-    and the release FIFO) and any other subdirectory named, writable by them; removed at the end."""
+def workdir(prefix, world_writable=(), files=()):
+    """A temporary directory readable by the servers' users, with state/ (the facts the apps write,
+    the release FIFO and stop.flag) and any other subdirectory named, writable by them, and a copy
+    of truth.py, wsgi_app.py and the scenario files named; removed at the end."""
     path = tempfile.mkdtemp(prefix="pytstates-%s-" % prefix)
     try:
         os.chmod(path, 0o755)
@@ -48,7 +49,8 @@ def workdir(prefix, world_writable=()):
             os.chmod(os.path.join(path, sub), 0o777)
         os.mkfifo(os.path.join(path, "state", "release.fifo"), 0o666)
         os.chmod(os.path.join(path, "state", "release.fifo"), 0o666)
-        for name in ("truth.py", "wsgi_app.py"):
+        reset_mapped(os.path.join(path, "state"))
+        for name in ("truth.py", "wsgi_app.py") + tuple(files):
             shutil.copy(os.path.join(SCENARIOS, name), os.path.join(path, name))
             os.chmod(os.path.join(path, name), 0o644)
         yield path
@@ -155,6 +157,12 @@ def read_facts(state_dir):
         if name.endswith(".json"):
             with open(os.path.join(state_dir, name)) as f:
                 out.append(json.load(f))
+    held = os.path.join(state_dir, "held.fact")
+    if os.path.exists(held):
+        with open(held, "rb") as f:
+            data = f.read().rstrip(b"\0")
+        with contextlib.suppress(ValueError):  # still being written
+            out.append(json.loads(data)) if data else None
     return out
 
 
@@ -164,6 +172,7 @@ def clear_facts(state_dir):
             os.unlink(os.path.join(state_dir, name))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(state_dir, "stop"))
+    reset_mapped(state_dir)
 
 
 def thread_syscall(pid, lwp):
@@ -198,9 +207,29 @@ def wait_parked(state_dir, parked, busy, timeout=60):
     raise ServerError("expected %d parked and %d busy calls, have: %s" % (parked, busy, facts))
 
 
+MAPPED = (("stop.flag", 1), ("held.fact", 4096))  # truth.open_mapped's files and their sizes
+
+
+def reset_mapped(state_dir):
+    """stop.flag (one byte that truth.spin_holding watches) and held.fact (where
+    truth.record_mapped writes), zeroed in place: a mapping an app holds stays valid."""
+    for name, size in MAPPED:
+        path = os.path.join(state_dir, name)
+        with open(path, "r+b" if os.path.exists(path) else "wb") as f:
+            f.write(bytes(size))
+        os.chmod(path, 0o666)
+
+
+def stop_holding(state_dir):
+    """Ends truth.spin_holding: its mapping of stop.flag sees the byte (no system call there)."""
+    with open(os.path.join(state_dir, "stop.flag"), "r+b") as f:
+        f.write(b"\1")
+
+
 def release(state_dir, timeout=10):
     """Lets every call parked on the release FIFO go, and the spinners stop."""
     open(os.path.join(state_dir, "stop"), "w").close()
+    stop_holding(state_dir)
     fifo = os.path.join(state_dir, "release.fifo")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

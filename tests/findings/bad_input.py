@@ -3,7 +3,11 @@
 """Bad input gets one clear line and exit status 2 (or a result with a note), never a crash or a
 hang: missing, non-ELF and non-core files, a FIFO or a directory, a core without Python, a wrong,
 relative, truncated or corrupt --exe, a program started as `ld.so PROGRAM`, truncated cores,
-cyclic thread-state and interpreter lists patched into a real core, a module file missing."""
+cyclic thread-state and interpreter lists patched into a real core, a module file missing.
+Part `bounds`: every input bounded: a compressed core whose headers claim 16 GiB (a decoding bomb)
+refused before anything is decoded, --max-decoded; --history given a FIFO, /dev/zero, a directory,
+a file too large, and a history of 100,000 program counters answered in seconds; a module path in
+a core that is now a FIFO, never opened."""
 import argparse
 import json
 import os
@@ -13,6 +17,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
@@ -185,12 +191,251 @@ def damaged_crash_core(args, tmp):
         scenario.cleanup(core)
 
 
+# --- bounds -------------------------------------------------------------------------------------
+
+def rle_frame(total, byte):
+    """A zstd frame of RLE blocks (128 KiB of `byte` each, 4 bytes apiece) that decodes to `total`
+    bytes: 16 GiB in 512 KiB."""
+    out = bytearray(struct.pack("<I", 0xFD2FB528))
+    out += bytes([0x00, 7 << 3])  # no content size, no checksum, a 128 KiB window
+    block = 128 << 10
+    while total > 0:
+        n = min(block, total)
+        total -= n
+        out += struct.pack("<I", (n << 3) | (1 << 1) | (1 if total == 0 else 0))[:3] + bytes([byte])
+    return bytes(out)
+
+
+def decoding_bomb(core, claim, out, rle=None, byte=0x41):
+    """The real core, its last PT_LOAD stretched so that the headers claim `claim` bytes, compressed
+    by zstd and followed by a frame of RLE blocks that decodes to `rle` bytes (the rest of the
+    claim when None)."""
+    with open(core, "rb") as f:
+        data = bytearray(f.read())
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    loads = [phoff + i * phentsize for i in range(phnum) if struct.unpack_from("<I", data, phoff + i * phentsize)[0] == 1]
+    last = max(loads, key=lambda at: struct.unpack_from("<Q", data, at + 8)[0])
+    p_offset, = struct.unpack_from("<Q", data, last + 8)
+    p_memsz, = struct.unpack_from("<Q", data, last + 40)
+    struct.pack_into("<Q", data, last + 32, claim - p_offset)
+    struct.pack_into("<Q", data, last + 40, max(p_memsz, claim - p_offset))
+    with open(out + ".plain", "wb") as f:
+        f.write(data)
+    subprocess.run(["zstd", "-q", "-f", out + ".plain", "-o", out], check=True)
+    os.remove(out + ".plain")
+    with open(out, "ab") as f:
+        f.write(rle_frame(claim - len(data) if rle is None else rle, byte))
+
+
+def timed(argv, env=None, timeout=60):
+    """Runs pytstates: (status, stdout, stderr, wall seconds, CPU seconds). On a machine that other
+    work loads, the CPU time says what pytstates did; the wall time, that it did not wait."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return out.returncode, out.stdout.decode(errors="replace"), out.stderr.decode(errors="replace"), wall, cpu
+
+
+def refused_at_once(argv, words, env=None, cpu_within=2, wall_within=30):
+    """Exit 2, one line on stderr matching the regex `words`, nothing on stdout; in little CPU time
+    (nothing decoded or read whole) and without waiting (a FIFO's open would block)."""
+    status, out, err, wall, cpu = timed(argv, env)
+    expect(status == 2 and out == "" and err.count("\n") == 1 and re.search(words, err) and "Traceback" not in err,
+           "%s: expected exit 2 and one line matching %r; got %d, stdout %r, stderr %r" % (argv[1:], words, status, out[:200], err))
+    expect(cpu < cpu_within and wall < wall_within,
+           "%s: refused after %.2f s of CPU (%.2f s wall), expected under %s s (%s s)" % (argv[1:], cpu, wall, cpu_within, wall_within))
+    print("refused (%.2f s CPU, %.2f s wall): %s" % (cpu, wall, err.strip()))
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def decoding_bounds(args, tmp, core):
+    """A .zst whose core claims 16 GiB and whose stream goes on with non-zero RLE blocks: refused
+    from its headers, before a byte is decoded, whatever --max-decoded allows less; a claim over the
+    space free in $TMPDIR is refused by default; a core within the bound decodes, telling how far
+    once it has taken a second."""
+    gib = 1 << 30
+    bomb = os.path.join(tmp, "bomb.zst")
+    decoding_bomb(core, 16 * gib, bomb)
+    expect(os.path.getsize(bomb) < 4 << 20, "the bomb is small: %d bytes" % os.path.getsize(bomb))
+    scratch = os.path.join(tmp, "scratch")
+    os.makedirs(scratch)
+    env = dict(scenario.offline_env(), TMPDIR=scratch)
+
+    def refused(argv, words, within):
+        refused_at_once([args.pytstates] + argv, words, env, cpu_within=within)
+
+    # 8 GiB allowed: decoding up to it would take tens of seconds; the headers' 16 GiB is refused at once.
+    refused(["check", "--core", bomb, "--max-decoded", "8G"],
+            re.escape("bomb.zst: the core needs 16.0 GiB decoded, more than --max-decoded (8.0 GiB): set TMPDIR or --max-decoded"), 5)
+    # By default, the space free in $TMPDIR: a claim beyond it (and a stream that would fill it).
+    beyond = os.path.join(tmp, "beyond.zst")
+    claim = free_bytes(scratch) + 16 * gib
+    decoding_bomb(core, claim, beyond, rle=64 << 20)
+    refused(["check", "--core", beyond],
+            r"beyond\.zst: the core needs [0-9.]+ [GT]iB decoded, \$TMPDIR \(%s\) has [0-9.]+ [MGT]iB free: set TMPDIR or --max-decoded$"
+            % re.escape(scratch), 5)
+    for bad in ("lots", "-1G", "0", "1e9", "12Q"):
+        refused(["check", "--core", bomb, "--max-decoded=" + bad], re.escape("--max-decoded needs a size") + ".*" + re.escape(bad), 5)
+    # A stream that is not ELF is not decoded at all.
+    junk = os.path.join(tmp, "junk.zst")
+    with open(junk, "wb") as f:
+        f.write(rle_frame(16 * gib, 0x41))
+    refused(["check", "--core", junk], "junk.zst: not an ELF file", 5)
+    # A real core within the bound decodes: 1 GiB claimed, zeros (skipped, so the disk sees none of
+    # them). Once decoding has taken a second (0 ms here: PYTSTATES_PROGRESS_AFTER_MS) stderr says
+    # where it goes and when it is done, stderr a pipe or not.
+    sparse = os.path.join(tmp, "sparse.zst")
+    decoding_bomb(core, gib, sparse, byte=0)
+    out = subprocess.run([args.pytstates, "tstates", "--core", sparse, "--max-decoded", "1.5GiB"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, timeout=200, env=dict(env, PYTSTATES_PROGRESS_AFTER_MS="0"))
+    err = out.stderr.decode(errors="replace").splitlines()
+    told = [l for l in err if "sparse.zst is zstd-compressed" in l and "decompressing it into an unlinked temporary file in " + scratch in l]
+    done = [l for l in err if re.search(r"sparse\.zst: 1\.0 GiB decompressed in [0-9.]+ s$", l)]
+    expect(out.returncode == 2 and "no initialised CPython runtime" in err[-1] and told and done,
+           "the decoded core is read (a shell's: no Python), and stderr told the decoding: %d %r" % (out.returncode, err))
+    print("1 GiB of zeros decoded; stderr: %r" % err)
+
+
+def special_history(args, tmp, core):
+    """--history is bounded like --core: special files and directories refused before they are
+    opened, at most a saved history's size read; one line and exit 2 at once."""
+    fifo = os.path.join(tmp, "history.fifo")
+    os.mkfifo(fifo)
+    for path, words in ((fifo, "not a regular file (a FIFO)"), ("/dev/zero", "not a regular file (a device)"),
+                        ("/dev/urandom", "not a regular file (a device)"), (tmp, "not a regular file (a directory)")):
+        refused_at_once([args.pytstates, "check", "--core", core, "--history", path],
+                        re.escape("cannot read the history file %s: %s" % (path, words)))
+    huge = os.path.join(tmp, "huge.json")
+    with open(huge, "wb") as f:
+        f.truncate(1 << 30)  # sparse: a GiB of nothing
+    refused_at_once([args.pytstates, "check", "--core", core, "--history", huge],
+                    re.escape("cannot read the history file %s: larger than a saved history may be (256 MiB)" % huge))
+
+
+def long_history(args, tmp, core, facts):
+    """A saved history (the format py-tstates-record save writes) whose stale thread state's life
+    holds 100,000 program counters, none named yet, in real code of the process: check answers in
+    seconds (only what the report tells is named, and at most so many pcs), and says what it left
+    unnamed."""
+    _, r, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--native", "--json"], expect_status=1)
+    pcs = set()
+
+    def walk(o):
+        if isinstance(o, dict):
+            if isinstance(o.get("pc"), str):
+                pcs.add(int(o["pc"], 16))
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(r["threads"])
+    expect(len(pcs) >= 5, "the core's stacks give real pcs", r["threads"])
+    base = sorted(pcs)
+    many = [base[i % len(base)] + 2 * (i // len(base)) for i in range(100000)]  # near real code, most distinct
+    tstate = facts["deleted_tstate"]
+    events = [{"event": "created", "frames": [], "function": "PyThreadState_New", "key": None, "lwp": facts["worker_lwp"],
+               "ms": 1.0, "pcs": ["%#x" % pc for pc in many[:50000]], "seq": 1, "tstate": tstate}]
+    for n in range(500):  # uses of 100 pcs each: every one kept (the limits allow them)
+        events.append({"event": "used", "frames": [], "function": "PyEval_RestoreThread", "key": None, "lwp": facts["worker_lwp"],
+                       "ms": 2.0 + n, "pcs": ["%#x" % pc for pc in many[50000 + 100 * n:50100 + 100 * n]], "seq": 2 + n,
+                       "tstate": tstate})
+    history = {"cannot": [], "dropped": 0, "events": events, "executable": r["target"]["executable"], "hits": len(events),
+               "limits": {"lifecycle_per_tstate": 1000, "tstates": 4096, "uses_per_tstate": 1000}, "pid": facts["pid"],
+               "pytstates_history": 1, "recorded": len(events), "watched": []}
+    saved = os.path.join(tmp, "long-history.json")
+    with open(saved, "w") as f:
+        json.dump(history, f, indent=1)
+    status, out, err, wall, cpu = timed([args.pytstates, "check", "--core", core, "--history", saved, "--json"], scenario.offline_env(),
+                                        timeout=200)
+    h = json.loads(out)
+    stale = [f for f in h["findings"] if f["code"] == "stale-tstate" and f["tstate"] == tstate]
+    expect(status == 1 and stale and stale[0].get("history"), "the stale finding carries the history", h["findings"])
+    told = stale[0]["history"]
+    expect(len(told) == len(events) and all({int(f["pc"], 16) for f in t["frames"]} == {int(pc, 16) for pc in e["pcs"]}
+                                            for t, e in zip(told, events)),
+           "every event and pc of its last life is in the report", [len(told)])
+    named = sum(1 for e in told for f in e["frames"] if f["function"])
+    expect(0 < named and any("more are given by address only" in w for w in h.get("warnings", [])),
+           "some frames named, the rest said to be by address (%d named)" % named, h.get("warnings"))
+    expect(cpu < 20, "check --history with 100,000 pcs took %.1f s of CPU (%.1f s wall), expected seconds" % (cpu, wall))
+    print("a history of 100,000 pcs (%d bytes): check answered after %.1f s of CPU (%.1f s wall), %d frames named" %
+          (os.path.getsize(saved), cpu, wall, named))
+
+
+def fifo_module(args, tmp):
+    """A module the core names, replaced by a FIFO after the core was taken: stat'ed and refused,
+    never opened (a writer blocked on it stays blocked)."""
+    libdir = os.path.join(tmp, "lib")
+    os.makedirs(libdir)
+    lib = os.path.join(libdir, "libcopy.so")
+    shutil.copy("/lib/x86_64-linux-gnu/libz.so.1", lib)
+    code = ('import ctypes, sys; ctypes.CDLL(%r); print("FACTS {}"); print("READY", flush=True); sys.stdin.readline()' % lib)
+    facts, core = scenario.take_core([scenario.PYTHON, "-c", code], "gcore")
+    try:
+        os.remove(lib)
+        os.mkfifo(lib)
+        opened = []
+        writer = threading.Thread(target=lambda: opened.append(os.open(lib, os.O_WRONLY)), daemon=True)
+        writer.start()
+        status, out, err = run(args, ["tstates", "--core", core], timeout=60)
+        time.sleep(0.2)
+        expect(status == 0 and not opened, "the FIFO in the module's place was not opened: %d %r %r" % (status, opened, err))
+        expect("libcopy.so" in out, "the module is named in the report:\n" + out[:3000])
+        reader = os.open(lib, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer go
+        writer.join(10)
+        os.close(reader)
+        for fd in opened:
+            os.close(fd)
+        print("a FIFO where the core's module was: not opened; the report says:\n%s" %
+              "\n".join(l for l in out.splitlines() if "libcopy" in l))
+    finally:
+        scenario.cleanup(core)
+
+
+def bounds(args, tmp):
+    facts, shell = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
+    try:
+        decoding_bounds(args, tmp, shell)
+    finally:
+        scenario.cleanup(shell)
+    fifo_module(args, tmp)
+    work = os.path.join(tmp, "seed")
+    os.makedirs(work)
+    for name in os.listdir(args.scenarios):
+        if name.startswith("scenario_seed_host") or name.startswith("seed_module"):
+            shutil.copy2(os.path.join(args.scenarios, name), work)
+    facts, core = scenario.take_core([os.path.join(work, "scenario_seed_host"), "svr2", "pause"], "gcore")
+    try:
+        special_history(args, tmp, core)
+        long_history(args, tmp, core, facts)
+    finally:
+        scenario.cleanup(core)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
     p.add_argument("--scenarios", required=True)
+    p.add_argument("part", nargs="?", choices=("main", "bounds"), default="main")
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="pytstates-bad-")
+    if args.part == "bounds":
+        try:
+            bounds(args, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("PASS bad input: bounds")
+        return
     try:
         expect_refused(args, ["tstates", "--core", os.path.join(tmp, "missing")], "No such file")
         with open(os.path.join(tmp, "text"), "w") as f:

@@ -53,3 +53,40 @@ def spin(state_dir, seconds=600):
                 if os.path.exists(stop):
                     return n
                 next_look = now + 1.0
+
+
+
+# A call that must hold the GIL from the moment its embedder hands it over (an embedder that takes
+# the GIL with one thread state and swaps in another, mod_python's and WeeChat's way) may make no
+# system call before it spins: each would let the GIL go and take it back with the running state.
+# It records itself and learns when to stop through shared mappings the test made, opened
+# beforehand by open_mapped().
+def open_mapped(state_dir, name):
+    """A shared, writable mapping of state_dir/NAME (made by the test: servers.reset_mapped)."""
+    import mmap
+    with open(os.path.join(state_dir, name), "r+b") as f:
+        return mmap.mmap(f.fileno(), 0)
+
+
+def record_mapped(fact_map, function, **extra):
+    """record() into a mapping of a NUL-padded file (servers.read_facts reads it): no system call."""
+    fact = dict(extra, function=function, native_id=threading.get_native_id(), pid=os.getpid(),
+                interp=interpreter_id())
+    data = json.dumps(fact).encode()
+    fact_map[len(data):] = bytes(len(fact_map) - len(data))
+    fact_map[:len(data)] = data
+    return fact
+
+
+def spin_holding(stop_map, seconds=300):
+    """Runs Python code and never lets the GIL go until the test writes a non-zero byte to the
+    mapped stop.flag, or `seconds` pass: a thread that holds the GIL however long others wait
+    (CPython 3.9-3.12 asks only the waiter's own interpreter's threads to drop it)."""
+    import time
+    deadline = time.monotonic() + seconds
+    n = 0
+    while stop_map[0] == 0:
+        n += 1
+        if n & 0xffff == 0 and time.monotonic() > deadline:
+            break
+    return n
