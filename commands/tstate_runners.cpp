@@ -279,6 +279,11 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
     // On a thread running no Python, a word counts only for a state that thread made: a pointer
     // to another thread's state left in its frames (an argument passed on, a copy) is no sign of
     // running it.
+    // Each thread's PyGILState slot, where it was read: a thread that made a state for itself
+    // (PyGILState_Ensure, or PyThreadState_New with its slot empty) has it filed there.
+    std::map<int, uint64_t> slotOf;
+    for (const auto& row : report.threads)
+        if (!row.autotssStatus.empty()) slotOf[row.lwp] = row.autotssTstate;
     auto owner = [&](uint64_t state) -> std::optional<int> {
         const auto& h = holders[state];
         auto maker = report.places[state].madeBy;
@@ -290,6 +295,9 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         else if (python.size() == 1) lwp = python.front();
         else if (maker && h.count(*maker)) lwp = maker;
         if (lwp && !runsPython(rangeOf(*lwp)) && maker != lwp) return std::nullopt;
+        // Nor for a state it made for others (a pool's owner keeps them in its locals): made by
+        // it, not in its own slot, where the slot names another.
+        if (lwp && !runsPython(rangeOf(*lwp)) && slotOf.count(*lwp) && slotOf[*lwp] && slotOf[*lwp] != state) return std::nullopt;
         return lwp;
     };
     // <= 3.11: the process-wide current pointer is the GIL holder's, on the thread holding it.
