@@ -57,11 +57,10 @@ public:
     }
 
 private:
-    void add(const std::string& code, const std::string& severity, std::optional<int> lwp, uint64_t tstate, const std::string& message,
+    void add(FindingCode code, std::optional<int> lwp, uint64_t tstate, const std::string& message,
              std::vector<std::string> sources = {}) {
         Finding f;
         f.code = code;
-        f.severity = severity;
         f.lwp = lwp;
         f.tstate = tstate;
         f.message = message;
@@ -230,7 +229,7 @@ private:
             std::string message = "LWP " + std::to_string(key.first) + ": " + named;
             message += (ptrs.size() == 1 ? " names " : " name ") + hexAddress(key.second);
             message += ", which is in no interpreter's thread list; " + look.words + ". Likely cause: " + cause + ".";
-            add("stale-tstate", "error", key.first, key.second, message, sources);
+            add(FindingCode::StaleTstate, key.first, key.second, message, sources);
         }
         // <= 3.11: the process-wide current pointer, when no thread claimed it.
         for (size_t i = 0; i < r_.runtimes.size(); ++i) {
@@ -239,7 +238,7 @@ private:
             bool claimed = false;
             for (const auto& row : r_.threads) claimed = claimed || row.currentTstate == rt.tstateCurrent;
             if (!claimed)
-                add("stale-tstate", "error", std::nullopt, rt.tstateCurrent,
+                add(FindingCode::StaleTstate, std::nullopt, rt.tstateCurrent,
                     "CPython " + rt.version + "'s gilstate.tstate_current names " + hexAddress(rt.tstateCurrent) +
                         ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i).words + ".",
                     {"CPython " + rt.version + "'s gilstate.tstate_current"});
@@ -264,7 +263,7 @@ private:
                     named += (i == 0 ? "" : i + 1 == sources.size() ? " and " : ", ") + sources[i];
                 std::vector<std::string> all = sources;
                 all.push_back("the stack of LWP " + std::to_string(*known.lwp) + " (" + runnerEvidenceWords(r_.places.at(tstate).evidence) + ")");
-                add("foreign-tstate", "error", lwp, tstate,
+                add(FindingCode::ForeignTstate, lwp, tstate,
                     "LWP " + std::to_string(lwp) + ": " + named + (sources.size() == 1 ? " names " : " name ") + hexAddress(tstate) +
                         ", the thread state LWP " + std::to_string(*known.lwp) + " runs (interpreter " + std::to_string(known.interpId) +
                         "; " + runnerEvidenceWords(r_.places.at(tstate).evidence) +
@@ -278,7 +277,7 @@ private:
                 list += (list.empty() ? "" : ", ") + std::to_string(lwp);
                 for (const auto& n : named) sources.push_back("LWP " + std::to_string(lwp) + ": " + n);
             }
-            add("shared-tstate", "error", std::nullopt, tstate,
+            add(FindingCode::SharedTstate, std::nullopt, tstate,
                 "thread state " + hexAddress(tstate) + " is named by the TLS of LWPs " + list +
                     ": two threads would run Python on one thread state. Likely cause: a pthread key value copied to another thread, or a pointer cached in thread-local storage across threads.",
                 sources);
@@ -317,7 +316,7 @@ private:
                 }
             if (mismatchA) {
                 const KnownTstate& k = known_.at(mismatchA->tstate);
-                add("tls-mismatch", "error", lwp, mismatchB->tstate,
+                add(FindingCode::TlsMismatch, lwp, mismatchB->tstate,
                     "LWP " + std::to_string(lwp) + " " + running + " but " + mismatchA->source + " names " + hexAddress(mismatchA->tstate) +
                         " while " + mismatchB->source + " names " + hexAddress(mismatchB->tstate) + ", two thread states of interpreter " +
                         std::to_string(k.interpId) +
@@ -326,7 +325,7 @@ private:
             } else if (otherInterp && current) {
                 const KnownTstate& cur = known_.at(current->tstate);
                 const KnownTstate& gil = known_.at(otherInterp->tstate);
-                add("gilstate-other-interpreter", "info", lwp, otherInterp->tstate,
+                add(FindingCode::GilstateOtherInterpreter, lwp, otherInterp->tstate,
                     "LWP " + std::to_string(lwp) + " " + running + " with thread state " + hexAddress(current->tstate) + " of interpreter " +
                         std::to_string(cur.interpId) + " while " + otherInterp->source + " names " + hexAddress(otherInterp->tstate) +
                         ", a thread state of interpreter " + std::to_string(gil.interpId) +
@@ -365,13 +364,13 @@ private:
                 if (it == known_.end() && deleting_.count(interp.gilHolder)) continue;
                 std::vector<std::string> sources = {"the GIL of interpreter " + std::to_string(interp.id)};
                 if (it == known_.end())
-                    add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
+                    add(FindingCode::InvalidGilHolder, std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
                             ", which is in no thread list; " + secondLook(interp.gilHolder, i).words +
                             ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
                         sources);
                 else if (!it->second.lwp && !it->second.madeBy && !runnerUnknown(interp.gilHolder))
-                    add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
+                    add(FindingCode::InvalidGilHolder, std::nullopt, interp.gilHolder,
                         "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
                             " which runs on no thread and whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
                         sources);
@@ -401,7 +400,7 @@ private:
                     else
                         msg += "belongs to pthread " + hexAddress(ts.threadId) +
                                ", which no longer exists: the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a new thread that reuses the address gets it back through stale TLS.";
-                    add("orphan-tstate", "warning", std::nullopt, ts.address, msg,
+                    add(FindingCode::OrphanTstate, std::nullopt, ts.address, msg,
                         {"the thread list of interpreter " + std::to_string(interp.id)});
                 }
             }
@@ -421,13 +420,13 @@ private:
                     std::string msg = who + ": ";
                     msg += g.savedFrameProblem;
                     msg += ". Switching back to it makes that pointer its thread state's current frame.";
-                    add("greenlet-bad-frame", "error", lwp, 0, msg + likely, {source});
+                    add(FindingCode::GreenletBadFrame, lwp, 0, msg + likely, {source});
                 }
                 if (!g.savedFrameObjectProblem.empty()) {
                     std::string msg = who + ": ";
                     msg += g.savedFrameObjectProblem;
                     msg += ". greenlet keeps it as the frame object of the frame it will resume.";
-                    add("greenlet-bad-frame", "error", lwp, 0, msg + likely, {source});
+                    add(FindingCode::GreenletBadFrame, lwp, 0, msg + likely, {source});
                 }
                 if (g.savedFrameOnTstate) {
                     auto owner = r_.lwpFor(g.savedFrameOnTstate);
@@ -436,7 +435,7 @@ private:
                     msg += ", which is also on the live frame stack of thread state " + hexAddress(g.savedFrameOnTstate);
                     msg += " (" + (owner ? "run by LWP " + std::to_string(*owner) : std::string("parked: run by no thread")) + "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread "
                            "state's frame pointer (C code switching stacks behind greenlet's back), or a greenlet resumed on another thread.";
-                    add("greenlet-frame-on-thread", "error", lwp, g.savedFrameOnTstate, msg,
+                    add(FindingCode::GreenletFrameOnThread, lwp, g.savedFrameOnTstate, msg,
                         {source, "thread state " + hexAddress(g.savedFrameOnTstate) + "'s current frame stack"});
                 }
             }
@@ -449,7 +448,7 @@ private:
             if (rec.id.moduleLocal) continue;
             byInterp[rec.interpreter].push_back(&view);
             if (rec.address && rec.istate && rec.istate != rec.interpreter)
-                add("internals-istate-mismatch", "error", std::nullopt, 0,
+                add(FindingCode::InternalsIstateMismatch, std::nullopt, 0,
                     "pybind11 internals " + rec.id.raw + " at " + hexAddress(rec.address) + " lives in the " + rec.dictName +
                         " of interpreter " + hexAddress(rec.interpreter) + " but its istate is " + hexAddress(rec.istate) +
                         ". Likely cause: the record was created under another interpreter (a sub-interpreter sharing builtins, or a stale record after re-initialisation).",
@@ -459,7 +458,7 @@ private:
             if (views.size() >= 2) {
                 std::vector<std::string> sources;
                 for (const auto* v : views) sources.push_back("pybind11 internals " + v->record.id.raw);
-                add("internals-split", "warning", std::nullopt, 0, splitMessage(interp, views), sources);
+                add(FindingCode::InternalsSplit, std::nullopt, 0, splitMessage(interp, views), sources);
             }
     }
 
@@ -519,8 +518,7 @@ private:
 void addRuntimeFindings(Report& report) {
     if (report.runtimes.size() < 2) return;
     Finding f;
-    f.code = "multiple-runtimes";
-    f.severity = "info";
+    f.code = FindingCode::MultipleRuntimes;
     f.message = std::to_string(report.runtimes.size()) + " initialised copies of CPython are loaded:";
     for (const auto& rt : report.runtimes) {
         f.message += " " + rt.modulePath + " (" + rt.version + ", _PyRuntime " + hexAddress(rt.address);

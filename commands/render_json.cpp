@@ -199,7 +199,8 @@ void typesJson(JsonWriter& w, const std::vector<RegisteredType>& types) {
 
 void findingJson(JsonWriter& w, const Finding& f) {
     w.beginObject();
-    w.field("code", f.code);
+    const FindingCodeInfo& info = findingInfo(f.code);
+    w.field("code", info.name);
     if (!f.cycle.empty()) {
         w.key("cycle");
         w.beginArray();
@@ -214,7 +215,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
         }
         w.endArray();
     }
-    bool gilHeld = f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked";
+    bool gilHeld = info.subject == FindingSubject::Waiters;
     if (gilHeld) w.field("function", f.function);
     if (!f.history.empty()) {
         w.key("history");
@@ -222,7 +223,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
     }
     w.field("lwp", f.lwp);
     w.field("message", f.message);
-    w.field("severity", f.severity);
+    w.field("severity", severityName(info.severity));
     w.field("sources", f.sources);
     addressOrNull(w, "tstate", f.tstate);
     if (gilHeld) w.field("waiters", f.waiters);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/finding_codes.h"
 #include "commands/history/history_log.h"
 #include "symbols/cpython/runtimes.h"
 #include "symbols/glibc/pthread_keys.h"
@@ -124,8 +125,7 @@ struct TstatePlace {
 };
 
 struct Finding {
-    std::string code;
-    std::string severity;  // error | warning | info
+    FindingCode code = FindingCode::StaleTstate;  // its severity and name: findingInfo(code)
     std::optional<int> lwp;
     uint64_t tstate = 0;
     std::string message;
@@ -249,7 +249,7 @@ struct Report {
     }
     bool hasError() const {
         for (const auto& f : findings)
-            if (f.severity == "error") return true;
+            if (findingSeverity(f.code) == Severity::Error) return true;
         return false;
     }
 };

@@ -102,10 +102,9 @@ std::string lwpList(const std::vector<int>& lwps) {
 }
 
 // A warning about one blocked thread that other threads wait for.
-Finding blockedThreadFinding(const char* code, int lwp, const BlockedOn& b, const std::vector<int>& waiters) {
+Finding blockedThreadFinding(FindingCode code, int lwp, const BlockedOn& b, const std::vector<int>& waiters) {
     Finding f;
     f.code = code;
-    f.severity = "warning";
     f.lwp = lwp;
     f.function = b.kind == WaitKind::Syscall && !b.call.empty() ? b.call : b.function;
     f.waiters = waiters;
@@ -184,8 +183,7 @@ void addWaitFindings(Report& report) {
         if (first == cycle.end()) first = std::min_element(cycle.begin(), cycle.end());
         std::rotate(cycle.begin(), first, cycle.end());
         Finding f;
-        f.code = "deadlock";
-        f.severity = "error";
+        f.code = FindingCode::Deadlock;
         f.lwp = cycle.front();
         std::string chain;
         std::vector<int> late;
@@ -239,7 +237,7 @@ void addWaitFindings(Report& report) {
         for (const auto& [lwp, row] : rows)
             if (lwp != holder && row->blockedOn->kind == WaitKind::Gil && row->blockedOn->heldBy == holder) waiters.push_back(lwp);
         if (waiters.empty()) continue;
-        Finding f = blockedThreadFinding("gil-held-while-blocked", holder, b, waiters);
+        Finding f = blockedThreadFinding(FindingCode::GilHeldWhileBlocked, holder, b, waiters);
         addWaitSources(report, holder, b, gilFacts, f.sources);
         if (auto it = gilFacts.find(holder); it != gilFacts.end()) f.sources.push_back(gilHolderSource(it->second, holder));
         for (int w : waiters) f.sources.push_back("native stack of LWP " + std::to_string(w) + " (frame #" +
@@ -263,7 +261,7 @@ void addWaitFindings(Report& report) {
         if (it == rows.end() || inCycle.count(lwp)) continue;
         const BlockedOn& b = *it->second->blockedOn;
         if (b.kind == WaitKind::None || b.kind == WaitKind::StopTheWorld) continue;
-        Finding f = blockedThreadFinding("stop-the-world-blocked", lwp, b, stoppers);
+        Finding f = blockedThreadFinding(FindingCode::StopTheWorldBlocked, lwp, b, stoppers);
         addWaitSources(report, lwp, b, gilFacts, f.sources);
         for (int s : stoppers) addWaitSources(report, s, *rows[s]->blockedOn, gilFacts, f.sources);
         f.message = blockedWords(lwp, "is attached to Python", b);

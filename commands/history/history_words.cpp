@@ -132,7 +132,7 @@ void attachHistory(Report& report, const HistoryLog& log) {
     Words words(report);
     for (auto& f : report.findings) {
         if (!f.tstate) continue;
-        if (f.code != "stale-tstate" && f.code != "foreign-tstate" && f.code != "shared-tstate" && f.code != "invalid-gil-holder") continue;
+        if (!findingInfo(f.code).history) continue;
         words.attach(f, log);
     }
 }

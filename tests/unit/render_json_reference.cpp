@@ -363,8 +363,8 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
     }
     json findings = json::array();
     for (const auto& f : report.findings) {
-        json finding = {{"code", f.code},
-                        {"severity", f.severity},
+        json finding = {{"code", findingName(f.code)},
+                        {"severity", severityName(findingSeverity(f.code))},
                         {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
                         {"tstate", addressOrNull(f.tstate)},
                         {"message", f.message},
@@ -381,7 +381,7 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
             }
             finding["cycle"] = cycle;
         }
-        if (f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked") {
+        if (f.code == FindingCode::GilHeldWhileBlocked || f.code == FindingCode::StopTheWorldBlocked) {
             finding["function"] = f.function;
             finding["waiters"] = f.waiters;
         }

@@ -32,11 +32,10 @@ NativeFrame nativeFrame(const std::string& function, int n) {
     return f;
 }
 
-Finding finding(const char* code, const char* severity, std::optional<int> lwp, uint64_t tstate, const std::string& message,
+Finding finding(FindingCode code, std::optional<int> lwp, uint64_t tstate, const std::string& message,
                 std::vector<std::string> sources) {
     Finding f;
     f.code = code;
-    f.severity = severity;
     f.lwp = lwp;
     f.tstate = tstate;
     f.message = message;
@@ -202,7 +201,7 @@ Report richReport(TargetKind kind) {
     nb.problem = kBad;
     r.nanobind.push_back(nb);
 
-    Finding stale = finding("stale-tstate", "error", 100, 0x99999, kBad, {kBad, "pybind11 key 3"});
+    Finding stale = finding(FindingCode::StaleTstate, 100, 0x99999, kBad, {kBad, "pybind11 key 3"});
     Finding::HistoryEntry h;
     h.event.seq = 7;
     h.event.function = "PyThreadState_Delete";
@@ -218,19 +217,19 @@ Report richReport(TargetKind kind) {
     h.event.ms = 20;
     stale.history.push_back(h);
     r.findings.push_back(stale);
-    Finding deadlock = finding("deadlock", "error", 100, 0, "a cycle", {});
+    Finding deadlock = finding(FindingCode::Deadlock, 100, 0, "a cycle", {});
     deadlock.cycle.push_back({100, WaitKind::Mutex, 0x99000, 101, nativeFrame(kBad, 2), PyFrame{0xd000, "wait", kBad, 4, false}});
     deadlock.cycle.push_back({101, WaitKind::Gil, 0, std::nullopt, NativeFrame{}, std::nullopt});
     r.findings.push_back(deadlock);
-    Finding gil = finding("gil-held-while-blocked", "warning", std::nullopt, 0x20000, "holds the GIL", {});
+    Finding gil = finding(FindingCode::GilHeldWhileBlocked, std::nullopt, 0x20000, "holds the GIL", {});
     gil.function = kBad;
     gil.waiters = {101, 102};
     r.findings.push_back(gil);
-    Finding stop = finding("stop-the-world-blocked", "warning", 102, 0, "attached and blocked", {});
+    Finding stop = finding(FindingCode::StopTheWorldBlocked, 102, 0, "attached and blocked", {});
     stop.function = "pthread_cond_wait";
     stop.waiters = {100};
     r.findings.push_back(stop);
-    Finding stopCycle = finding("deadlock", "error", 100, 0, "a cycle through a stop of the world", {});
+    Finding stopCycle = finding(FindingCode::Deadlock, 100, 0, "a cycle through a stop of the world", {});
     stopCycle.cycle.push_back({100, WaitKind::StopTheWorld, 0x30000, 102, NativeFrame{}, std::nullopt});
     stopCycle.cycle.push_back({102, WaitKind::Mutex, 0x99000, 100, NativeFrame{}, std::nullopt});
     r.findings.push_back(stopCycle);
