@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "commands/finding_words.h"
 #include "symbols/cpython/frames.h"
 #include "symbols/text/hex_address.h"
 
@@ -108,9 +109,9 @@ std::string holderWords(const NativeFrame& frame, size_t index, const FrameValue
 }
 
 std::string sourcesWords(const Finding& f) {
+    auto lines = findingSourceLines(f);
     std::string out;
-    for (size_t i = 0; i < f.sources.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == f.sources.size() ? " and " : ", ") + f.sources[i];
+    for (size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i];
     return out;
 }
 

@@ -3,6 +3,7 @@
 // here in ascending byte order, the order the output has always had (nlohmann's sorted objects).
 #include <map>
 
+#include "commands/finding_words.h"
 #include "commands/json_writer.h"
 #include "commands/render.h"
 #include "symbols/core/signal_names.h"
@@ -222,9 +223,9 @@ void findingJson(JsonWriter& w, const Finding& f) {
         historyJson(w, f);
     }
     w.field("lwp", f.lwp);
-    w.field("message", f.message);
+    w.field("message", findingMessage(f));
     w.field("severity", severityName(info.severity));
-    w.field("sources", f.sources);
+    w.field("sources", findingSourceLines(f));
     addressOrNull(w, "tstate", f.tstate);
     if (gilHeld) w.field("waiters", f.waiters);
     w.endObject();

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "commands/render.h"
-#include "commands/wait_findings.h"
+#include "commands/finding_words.h"
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
@@ -256,11 +256,11 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         out << "  " << pad(severityName(findingSeverity(f.code)), 8) << pad(findingName(f.code), 26);
         if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
-        out << "\n" << wrap(shown(f.message), 96, "      ");
+        out << "\n" << wrap(shown(findingMessage(f)), 96, "      ");
         for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
         // A hang's evidence is spread over threads: say where each fact was read.
         if (findingInfo(f.code).hang)
-            for (const auto& s : f.sources) out << wrap("from " + shown(s), 96, "      ");
+            for (const auto& s : findingSourceLines(f)) out << wrap("from " + shown(s), 96, "      ");
     }
     out << "\n";
 }

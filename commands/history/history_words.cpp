@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "commands/finding_words.h"
+
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"
 
@@ -102,7 +104,7 @@ public:
         for (const auto* e : cached) {
             std::string slot = slotOf(e->key);
             bool source = false;
-            for (const auto& s : f.sources) source = source || s == slot || (s.size() > slot.size() && s.compare(s.size() - slot.size(), slot.size(), slot) == 0);
+            for (const auto& s : findingSourceLines(f)) source = source || s == slot || (s.size() > slot.size() && s.compare(s.size() - slot.size(), slot.size(), slot) == 0);
             if (!source || !told.insert({e->lwp, slot}).second) continue;
             cachedWords += std::string(cachedWords.empty() ? "" : ", ") + "in " + slot.substr(0, slot.find(" (")) + " by " + who(*e);
             if (!f.lwp || e->lwp != *f.lwp) cachedWords += " on LWP " + std::to_string(e->lwp);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "commands/finding_words.h"
 #include "commands/render.h"
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
@@ -367,8 +368,8 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
                         {"severity", severityName(findingSeverity(f.code))},
                         {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
                         {"tstate", addressOrNull(f.tstate)},
-                        {"message", f.message},
-                        {"sources", f.sources}};
+                        {"message", findingMessage(f)},
+                        {"sources", findingSourceLines(f)}};
         if (!f.cycle.empty()) {
             json cycle = json::array();
             for (const auto& step : f.cycle) {
