@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/findings.h"
-#include "commands/tstate_runners.h"
-
-#include "symbols/pybind11/internals_id.h"
-
-#include "symbols/cpython/tstate_memory.h"
 
 #include <algorithm>
 #include <map>
-#include <set>
+
+#include "symbols/cpython/tstate_memory.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
