@@ -50,16 +50,14 @@ void tieToFindings(Report& report) {
                       "PyEval_AcquireThread", "pybind11::gil_scoped_acquire::gil_scoped_acquire", "pybind11::gil_scoped_release::~gil_scoped_release"},
                      &at))
         return;
-    static const std::set<std::string> codes = {"stale-tstate", "tls-mismatch", "foreign-tstate", "shared-tstate", "invalid-gil-holder"};
     std::set<std::string> which;
     for (size_t i = 0; i < report.findings.size(); ++i) {
         const Finding& f = report.findings[i];
-        if (!codes.count(f.code) || f.severity != "error") continue;
-        bool onThread = f.lwp && *f.lwp == crash.signal.lwp;
-        bool gil = f.code == "invalid-gil-holder";
-        if (!onThread && !gil) continue;
+        const FindingCodeInfo& info = findingInfo(f.code);
+        bool onThread = info.abortTie == AbortTie::OnItsThread && f.lwp && *f.lwp == crash.signal.lwp;
+        if (!onThread && info.abortTie != AbortTie::AnyThread) continue;
         crash.explainedBy.push_back(i);
-        which.insert(f.code);
+        which.insert(info.name);
     }
     if (which.empty()) return;
     std::string list;

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/findings.h"
-#include "commands/tstate_runners.h"
-
-#include "symbols/pybind11/internals_id.h"
-
-#include "symbols/cpython/python_objects.h"
-#include "symbols/glibc/malloc_chunk.h"
 
 #include <algorithm>
 #include <map>
-#include <set>
+
+#include "symbols/cpython/tstate_memory.h"
+#include "symbols/text/hex_address.h"
 
 namespace pytstates {
 
@@ -27,13 +23,10 @@ struct KnownTstate {
 struct Pointer {
     int lwp = 0;
     uint64_t tstate = 0;
-    std::string source;  // for messages
-    std::string cause;   // the likely cause when it is stale
+    FindingSource source;
     enum class Kind { Current, AutoTss, Pybind11 } kind = Kind::Current;
     size_t runtime = 0;  // the runtime whose key or variable this is
 };
-
-std::string lwpWords(const std::optional<int>& lwp) { return lwp ? "LWP " + std::to_string(*lwp) : "no live thread"; }
 
 class Checker {
 public:
@@ -57,16 +50,14 @@ public:
     }
 
 private:
-    void add(const std::string& code, const std::string& severity, std::optional<int> lwp, uint64_t tstate, const std::string& message,
-             std::vector<std::string> sources = {}) {
+    Finding& add(FindingCode code, std::optional<int> lwp, uint64_t tstate, std::vector<FindingSource> sources) {
         Finding f;
         f.code = code;
-        f.severity = severity;
         f.lwp = lwp;
         f.tstate = tstate;
-        f.message = message;
         f.sources = std::move(sources);
         r_.findings.push_back(std::move(f));
+        return r_.findings.back();
     }
 
     // How many pybind11 internals records the interpreter holding this record holds.
@@ -80,92 +71,23 @@ private:
     void collectPointers() {
         for (const auto& row : r_.threads) {
             if (row.currentTstate)
-                pointers_.push_back({row.lwp, row.currentTstate, "CPython's current thread state (" + row.currentSource + ")",
-                                     "the thread state was deleted while CPython still had it current (a PyThreadState_Delete/Clear on the wrong thread, or a coroutine switch that did not restore it)",
+                pointers_.push_back({row.lwp, row.currentTstate, source::Current{row.lwp, row.currentTstate, row.currentSource},
                                      Pointer::Kind::Current, 0});
             if (row.autotssTstate)
                 pointers_.push_back({row.lwp, row.autotssTstate,
-                                     row.autotssThreadLocal ? std::string("PyGILState's slot (_Py_tss_gilstate)")
-                                                            : "PyGILState's autoTSSkey slot (pthread key " + std::to_string(row.autotssKey.value_or(0)) + ")",
-                                     "the thread state was deleted without PyGILState forgetting it (PyThreadState_Delete of a PyGILState-created state, or memory corruption)",
+                                     source::AutoTss{row.lwp, row.autotssTstate, row.autotssKey.value_or(0), row.autotssThreadLocal},
                                      Pointer::Kind::AutoTss, row.autotssRuntime});
         }
         for (const auto& view : r_.internals) {
-            // The cause, from what memory shows: a second record in the same interpreter keeps a
-            // cache of its own; with one record, only a delete outside pybind11 explains it.
-            std::string cause = recordsBeside(view) > 1
-                ? "another pybind11 internals record's gil_scoped_acquire (see internals-split), or a PyGILState_Release/PyThreadState_Delete, deleted this thread state while this record's key still caches it; the next gil_scoped_acquire on this thread of a module using this record would use it again"
-                : "the thread state was deleted (PyGILState_Release, PyThreadState_Delete) while this record's key still caches it, as when pybind11's internals are first created inside a thread's gil_scoped_acquire; its next gil_scoped_acquire on this thread would use it again";
+            bool shared = recordsBeside(view) > 1;
             for (const auto& v : view.values)
                 pointers_.push_back({v.lwp, v.tstate,
-                                     "pybind11 key " + std::to_string(view.record.tlsKey.value_or(0)) + " (" + view.record.id.raw + ")",
-                                     cause, Pointer::Kind::Pybind11, view.runtimeIndex});
+                                     source::Pybind11Key{v.lwp, v.tstate, view.record.tlsKey.value_or(0), view.record.id.raw, shared},
+                                     Pointer::Kind::Pybind11, view.runtimeIndex});
         }
     }
 
-    // What the memory of a pointer that is in no list shows now, from evidence only.
-    struct Look {
-        enum class Kind { Unreadable, Freed, ResetInitial, Reset, StillValid, Reused } kind = Kind::Reused;
-        std::string words;
-    };
-
-    Look secondLook(uint64_t p, size_t runtime) const {
-        const auto& l = r_.runtimes.at(runtime < r_.runtimes.size() ? runtime : 0).layout;
-        Look look;
-        uint64_t head;
-        if (!target_.readExact(p, &head, sizeof head)) return {Look::Kind::Unreadable, "its memory is not readable in the target"};
-        auto interp = target_.readPointer(p + l.tstateInterp);
-        auto threadId = target_.readPointer(p + l.tstateThreadId);
-        auto prev = target_.readPointer(p + l.tstatePrev);
-        auto next = target_.readPointer(p + l.tstateNext);
-        const Interpreter* owner = nullptr;   // the interpreter its interp field names
-        const Interpreter* holder = nullptr;  // the interpreter whose own state holds this memory
-        for (const auto& r : r_.runtimes)
-            for (const auto& i : r.interpreters) {
-                if (interp && *interp == i.address) owner = &i;
-                if (r.layout.interpSize > 0 && p >= i.address && p < i.address + static_cast<uint64_t>(r.layout.interpSize)) holder = &i;
-            }
-        std::string forThread;
-        for (const auto& t : target_.threads())
-            if (threadId && *threadId && *threadId == t.pthread) forThread = " for LWP " + std::to_string(t.lwp);
-        if (looksLikeFreedTcacheEntry(target_, p)) {
-            look = {Look::Kind::Freed, "its first 16 bytes look like a glibc tcache free-list entry: it was likely freed"};
-            if (owner) look.words += " (the rest still reads as a thread state of interpreter " + hexAddress(owner->address) + forThread + ")";
-        } else if (looksLikeFreedBinChunk(target_, p)) {
-            look = {Look::Kind::Freed, "its malloc chunk is free (the next chunk's PREV_INUSE bit is clear and its prev_size repeats this chunk's size): it was freed"};
-        } else if (interp && !*interp && prev && !*prev && next && !*next && threadId && !*threadId) {
-            look = {Look::Kind::Reset, "its memory is reset to empty (interp, prev, next and thread_id are zero)"};
-            if (holder) {
-                look.kind = Look::Kind::ResetInitial;
-                look.words += "; it lies inside the state of interpreter " + hexAddress(holder->address) +
-                              ": that interpreter's built-in initial thread state, which CPython resets in place rather than frees when it is deleted";
-            }
-        } else if (owner) {
-            look = {Look::Kind::StillValid, "its memory still reads as a thread state of interpreter " + hexAddress(owner->address) +
-                                                forThread + ", unlinked from the list, its memory not overwritten"};
-        } else {
-            auto type = readPlausibleTypeName(target_, l, p);
-            look = {Look::Kind::Reused, type ? "its memory now holds a Python '" + *type + "' object: it was likely freed and reused"
-                                               : "its memory no longer reads as a thread state of any interpreter: it was likely freed and reused"};
-        }
-        return look;
-    }
-
-    // Whether the memory at p is still a whole thread state of `interp` for the thread whose
-    // struct pthread is `pthread`: its own fields agree, its neighbours are NULL or thread states
-    // of the same interpreter, and it is not on a malloc free list.
-    bool stillAThreadState(uint64_t p, const CPythonLayout& l, uint64_t interp, uint64_t pthread) const {
-        auto owner = target_.readPointer(p + l.tstateInterp);
-        auto threadId = target_.readPointer(p + l.tstateThreadId);
-        if (!owner || *owner != interp || !threadId || *threadId != pthread) return false;
-        if (looksLikeFreedTcacheEntry(target_, p)) return false;
-        for (int64_t link : {l.tstatePrev, l.tstateNext}) {
-            auto neighbour = target_.readPointer(p + link);
-            if (!neighbour) return false;
-            if (*neighbour && target_.readPointer(*neighbour + l.tstateInterp).value_or(0) != interp) return false;
-        }
-        return true;
-    }
+    TstateMemory secondLook(uint64_t p, size_t runtime) const { return lookAtTstateMemory(target_, r_.runtimes, runtime, p); }
 
     // A thread ending deletes its own thread state while it still holds the GIL with it:
     // CPython unlinks the state first and clears the current pointer, its TLS slot and the GIL
@@ -177,11 +99,9 @@ private:
             for (const auto& interp : rt.interpreters) {
                 uint64_t p = interp.gilKnown ? interp.gilHolder : 0;
                 if (!p || known_.count(p)) continue;
-                auto threadId = target_.readPointer(p + rt.layout.tstateThreadId);
-                for (const auto& t : target_.threads()) {
-                    if (!threadId || t.pthread != *threadId || !stillAThreadState(p, rt.layout, interp.address, t.pthread)) continue;
-                    deleting_[p] = t.lwp;
-                    r_.warnings.push_back("LWP " + std::to_string(t.lwp) + " is deleting its own thread state " + hexAddress(p) +
+                for (int lwp : threadsDeletingTstate(target_, rt.layout, p, interp.address)) {
+                    deleting_[p] = lwp;
+                    r_.warnings.push_back("LWP " + std::to_string(lwp) + " is deleting its own thread state " + hexAddress(p) +
                                           " (unlinked, not yet freed, still holding the GIL with it): a thread ending, not an error");
                 }
             }
@@ -211,26 +131,9 @@ private:
                 auto rank = [](Pointer::Kind k) { return k == Pointer::Kind::Pybind11 ? 0 : k == Pointer::Kind::AutoTss ? 1 : 2; };
                 return rank(a->kind) < rank(b->kind);
             });
-            Look look = secondLook(key.second, ptrs.front()->runtime);
-            // The memory's own evidence names the cause when it can: a built-in initial thread
-            // state reset in place was deleted as its interpreter's creation thread state.
-            std::string cause = ptrs.front()->cause;
-            if (look.kind == Look::Kind::ResetInitial)
-                cause = ptrs.front()->kind == Pointer::Kind::Pybind11
-                            ? "the interpreter's built-in initial thread state was deleted while this record's key still names it; it is the "
-                              "thread state an interpreter is created with, and pybind11 3.0.0-3.0.1's subinterpreter::create() caches it in "
-                              "the record it makes there and then deletes it (Python 3.13+)"
-                            : "the interpreter's built-in initial thread state was deleted while this pointer still names it";
-            std::vector<std::string> sources;
-            std::string named;
-            for (size_t i = 0; i < ptrs.size(); ++i) {
-                sources.push_back(ptrs[i]->source);
-                named += (i == 0 ? "" : i + 1 == ptrs.size() ? " and " : ", ") + ptrs[i]->source;
-            }
-            std::string message = "LWP " + std::to_string(key.first) + ": " + named;
-            message += (ptrs.size() == 1 ? " names " : " name ") + hexAddress(key.second);
-            message += ", which is in no interpreter's thread list; " + look.words + ". Likely cause: " + cause + ".";
-            add("stale-tstate", "error", key.first, key.second, message, sources);
+            std::vector<FindingSource> sources;
+            for (const auto* p : ptrs) sources.push_back(p->source);
+            add(FindingCode::StaleTstate, key.first, key.second, std::move(sources)).memory = secondLook(key.second, ptrs.front()->runtime);
         }
         // <= 3.11: the process-wide current pointer, when no thread claimed it.
         for (size_t i = 0; i < r_.runtimes.size(); ++i) {
@@ -239,15 +142,13 @@ private:
             bool claimed = false;
             for (const auto& row : r_.threads) claimed = claimed || row.currentTstate == rt.tstateCurrent;
             if (!claimed)
-                add("stale-tstate", "error", std::nullopt, rt.tstateCurrent,
-                    "CPython " + rt.version + "'s gilstate.tstate_current names " + hexAddress(rt.tstateCurrent) +
-                        ", which is in no interpreter's thread list; " + secondLook(rt.tstateCurrent, i).words + ".",
-                    {"CPython " + rt.version + "'s gilstate.tstate_current"});
+                add(FindingCode::StaleTstate, std::nullopt, rt.tstateCurrent, {source::RuntimeCurrent{rt.version}}).memory =
+                    secondLook(rt.tstateCurrent, i);
         }
     }
 
     void checkForeignAndShared() {
-        std::map<uint64_t, std::map<int, std::vector<std::string>>> holders;  // tstate -> thread -> sources naming it
+        std::map<uint64_t, std::map<int, std::vector<FindingSource>>> holders;  // tstate -> thread -> sources naming it
         for (const auto& p : pointers_) {
             auto it = known_.find(p.tstate);
             if (it == known_.end() || collidingKeyOfOtherRuntime(p)) continue;
@@ -259,29 +160,18 @@ private:
                 // Only a state another thread runs now is foreign: a parked one may be handed
                 // to this thread next (uWSGI swaps states made on its main thread into workers).
                 if (!known.lwp || *known.lwp == lwp) continue;
-                std::string named;
-                for (size_t i = 0; i < sources.size(); ++i)
-                    named += (i == 0 ? "" : i + 1 == sources.size() ? " and " : ", ") + sources[i];
-                std::vector<std::string> all = sources;
-                all.push_back("the stack of LWP " + std::to_string(*known.lwp) + " (" + runnerEvidenceWords(r_.places.at(tstate).evidence) + ")");
-                add("foreign-tstate", "error", lwp, tstate,
-                    "LWP " + std::to_string(lwp) + ": " + named + (sources.size() == 1 ? " names " : " name ") + hexAddress(tstate) +
-                        ", the thread state LWP " + std::to_string(*known.lwp) + " runs (interpreter " + std::to_string(known.interpId) +
-                        "; " + runnerEvidenceWords(r_.places.at(tstate).evidence) +
-                        "). Likely cause: a thread state handed between threads (a pool of thread states that whichever thread serves the next request takes, as mod_python's; a coroutine or fiber resumed on another thread) or a pointer cached across threads.",
-                    all);
+                const std::string& evidence = r_.places.at(tstate).evidence;
+                std::vector<FindingSource> all = sources;
+                all.emplace_back(source::RunnerStack{*known.lwp, evidence});
+                Finding& f = add(FindingCode::ForeignTstate, lwp, tstate, std::move(all));
+                f.runner = known.lwp;
+                f.evidence = evidence;
+                f.interpId = known.interpId;
             }
             if (byThread.size() < 2) continue;
-            std::string list;
-            std::vector<std::string> sources;
-            for (const auto& [lwp, named] : byThread) {
-                list += (list.empty() ? "" : ", ") + std::to_string(lwp);
-                for (const auto& n : named) sources.push_back("LWP " + std::to_string(lwp) + ": " + n);
-            }
-            add("shared-tstate", "error", std::nullopt, tstate,
-                "thread state " + hexAddress(tstate) + " is named by the TLS of LWPs " + list +
-                    ": two threads would run Python on one thread state. Likely cause: a pthread key value copied to another thread, or a pointer cached in thread-local storage across threads.",
-                sources);
+            std::vector<FindingSource> sources;
+            for (const auto& [lwp, named] : byThread) sources.insert(sources.end(), named.begin(), named.end());
+            add(FindingCode::SharedTstate, std::nullopt, tstate, std::move(sources));
         }
     }
 
@@ -293,8 +183,8 @@ private:
         for (const auto& p : pointers_)
             if (known_.count(p.tstate) && !collidingKeyOfOtherRuntime(p)) byThread[p.lwp].push_back(&p);
         for (const auto& [lwp, ptrs] : byThread) {
-            std::string running = runsPython(lwp);
-            if (running.empty()) continue;
+            RunsPython running = runsPython(lwp);
+            if (running == RunsPython::No) continue;
             const Pointer* mismatchA = nullptr;
             const Pointer* mismatchB = nullptr;
             const Pointer* otherInterp = nullptr;  // PyGILState's slot naming a state of another interpreter
@@ -316,39 +206,29 @@ private:
                     break;
                 }
             if (mismatchA) {
-                const KnownTstate& k = known_.at(mismatchA->tstate);
-                add("tls-mismatch", "error", lwp, mismatchB->tstate,
-                    "LWP " + std::to_string(lwp) + " " + running + " but " + mismatchA->source + " names " + hexAddress(mismatchA->tstate) +
-                        " while " + mismatchB->source + " names " + hexAddress(mismatchB->tstate) + ", two thread states of interpreter " +
-                        std::to_string(k.interpId) +
-                        ". Likely cause: a thread-state swap (PyThreadState_Swap, a coroutine switch) that did not update every cache.",
-                    {mismatchA->source, mismatchB->source});
+                Finding& f = add(FindingCode::TlsMismatch, lwp, mismatchB->tstate, {mismatchA->source, mismatchB->source});
+                f.running = running;
+                f.interpId = known_.at(mismatchA->tstate).interpId;
             } else if (otherInterp && current) {
-                const KnownTstate& cur = known_.at(current->tstate);
-                const KnownTstate& gil = known_.at(otherInterp->tstate);
-                add("gilstate-other-interpreter", "info", lwp, otherInterp->tstate,
-                    "LWP " + std::to_string(lwp) + " " + running + " with thread state " + hexAddress(current->tstate) + " of interpreter " +
-                        std::to_string(cur.interpId) + " while " + otherInterp->source + " names " + hexAddress(otherInterp->tstate) +
-                        ", a thread state of interpreter " + std::to_string(gil.interpId) +
-                        ": PyGILState keeps one thread state per thread, and a state of another interpreter swapped in "
-                        "(PyEval_AcquireThread, PyThreadState_Swap) leaves it as it was. Not an error; PyGILState_Ensure on this thread "
-                        "now would use interpreter " + std::to_string(gil.interpId) + ".",
-                    {current->source, otherInterp->source});
+                Finding& f = add(FindingCode::GilstateOtherInterpreter, lwp, otherInterp->tstate, {current->source, otherInterp->source});
+                f.running = running;
+                f.currentInterpId = known_.at(current->tstate).interpId;
+                f.interpId = known_.at(otherInterp->tstate).interpId;
             }
         }
     }
 
-    // How a thread is running Python right now, in words ("" when it is not): it holds its
-    // interpreter's GIL, or, without a GIL (free-threaded), one of its thread states is attached.
-    std::string runsPython(int lwp) const {
+    // How a thread is running Python right now: it holds its interpreter's GIL, or, without a GIL
+    // (free-threaded), one of its thread states is attached.
+    RunsPython runsPython(int lwp) const {
         for (const auto& rt : r_.runtimes)
             for (const auto& interp : rt.interpreters) {
-                if (r_.gilHolderLwp(interp) == lwp) return "holds the GIL";
+                if (r_.gilHolderLwp(interp) == lwp) return RunsPython::HoldsGil;
                 if (!interp.gilDisabled) continue;
                 for (const auto& ts : interp.tstates)
-                    if (ts.attached() && r_.lwpFor(ts.address) == lwp) return "is attached (free-threaded, no GIL)";
+                    if (ts.attached() && r_.lwpFor(ts.address) == lwp) return RunsPython::Attached;
             }
-        return "";
+        return RunsPython::No;
     }
 
 
@@ -363,18 +243,13 @@ private:
                 if (!interp.gilKnown || !interp.gilHolder) continue;
                 auto it = known_.find(interp.gilHolder);
                 if (it == known_.end() && deleting_.count(interp.gilHolder)) continue;
-                std::vector<std::string> sources = {"the GIL of interpreter " + std::to_string(interp.id)};
-                if (it == known_.end())
-                    add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
-                        "interpreter " + std::to_string(interp.id) + "'s GIL is held by " + hexAddress(interp.gilHolder) +
-                            ", which is in no thread list; " + secondLook(interp.gilHolder, i).words +
-                            ". Likely cause: the GIL was taken with a deleted thread state (PyEval_AcquireThread/RestoreThread on a stale pointer).",
-                        sources);
-                else if (!it->second.lwp && !it->second.madeBy && !runnerUnknown(interp.gilHolder))
-                    add("invalid-gil-holder", "error", std::nullopt, interp.gilHolder,
-                        "interpreter " + std::to_string(interp.id) + "'s GIL is held by thread state " + hexAddress(interp.gilHolder) +
-                            " which runs on no thread and whose thread no longer exists: every other thread waiting for the GIL will wait forever. Likely cause: a thread exited while holding the GIL.",
-                        sources);
+                if (it == known_.end()) {
+                    Finding& f = add(FindingCode::InvalidGilHolder, std::nullopt, interp.gilHolder, {source::Gil{interp.id}});
+                    f.interpId = interp.id;
+                    f.memory = secondLook(interp.gilHolder, i);
+                } else if (!it->second.lwp && !it->second.madeBy && !runnerUnknown(interp.gilHolder)) {
+                    add(FindingCode::InvalidGilHolder, std::nullopt, interp.gilHolder, {source::Gil{interp.id}}).interpId = interp.id;
+                }
             }
     }
 
@@ -394,15 +269,10 @@ private:
                     // before a fork was the parent's to keep; the child may hand it out.
                     const TstatePlace& place = r_.places.at(ts.address);
                     if (place.lwp || place.madeBy || place.madeBeforeFork || place.runnerUnknown || &ts == newestUnbound) continue;
-                    std::string msg = "thread state " + hexAddress(ts.address) + " (" + (ts.id ? "id " + std::to_string(*ts.id) + ", " : "") +
-                                      "interpreter " + std::to_string(interp.id) + ") ";
-                    if (!ts.threadId)
-                        msg += "is bound to no thread (created with PyThreadState_New and never used).";
-                    else
-                        msg += "belongs to pthread " + hexAddress(ts.threadId) +
-                               ", which no longer exists: the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a new thread that reuses the address gets it back through stale TLS.";
-                    add("orphan-tstate", "warning", std::nullopt, ts.address, msg,
-                        {"the thread list of interpreter " + std::to_string(interp.id)});
+                    Finding& f = add(FindingCode::OrphanTstate, std::nullopt, ts.address, {source::ThreadList{interp.id}});
+                    f.tstateId = ts.id;
+                    f.interpId = interp.id;
+                    f.pthread = ts.threadId;
                 }
             }
     }
@@ -414,32 +284,32 @@ private:
                 if (g.state != "suspended") continue;
                 std::optional<int> lwp;
                 if (g.lwp) lwp = g.lwp;
-                std::string who = std::string("suspended ") + (g.main ? "main " : "") + "greenlet " + hexAddress(g.address) + " (" + lwpWords(lwp) + ")";
-                std::string source = "greenlet " + hexAddress(g.address) + "'s saved Python state";
-                const std::string likely = " Likely cause: the frame was released while the greenlet still held it (a reference-count bug in C code around a switch), or memory corruption.";
-                if (!g.savedFrameProblem.empty()) {
-                    std::string msg = who + ": ";
-                    msg += g.savedFrameProblem;
-                    msg += ". Switching back to it makes that pointer its thread state's current frame.";
-                    add("greenlet-bad-frame", "error", lwp, 0, msg + likely, {source});
-                }
-                if (!g.savedFrameObjectProblem.empty()) {
-                    std::string msg = who + ": ";
-                    msg += g.savedFrameObjectProblem;
-                    msg += ". greenlet keeps it as the frame object of the frame it will resume.";
-                    add("greenlet-bad-frame", "error", lwp, 0, msg + likely, {source});
+                GreenletFacts facts;
+                facts.address = g.address;
+                facts.main = g.main;
+                facts.savedFrame = g.savedFrame;
+                if (!g.frames.empty()) facts.function = g.frames.front().function;
+                source::GreenletState saved{g.address};
+                for (const std::string* problem : {&g.savedFrameProblem, &g.savedFrameObjectProblem}) {
+                    if (problem->empty()) continue;
+                    Finding& f = add(FindingCode::GreenletBadFrame, lwp, 0, {saved});
+                    f.greenlet = facts;
+                    f.greenlet->problem = *problem;
+                    f.greenlet->frameObject = problem == &g.savedFrameObjectProblem;
                 }
                 if (g.savedFrameOnTstate) {
-                    auto owner = r_.lwpFor(g.savedFrameOnTstate);
-                    std::string msg = who + " will resume in frame " + hexAddress(g.savedFrame);
-                    if (!g.frames.empty()) msg += " (" + g.frames.front().function + ")";
-                    msg += ", which is also on the live frame stack of thread state " + hexAddress(g.savedFrameOnTstate);
-                    msg += " (" + (owner ? "run by LWP " + std::to_string(*owner) : std::string("parked: run by no thread")) + "): one frame on two stacks. Likely cause: a switch that did not save or restore the thread "
-                           "state's frame pointer (C code switching stacks behind greenlet's back), or a greenlet resumed on another thread.";
-                    add("greenlet-frame-on-thread", "error", lwp, g.savedFrameOnTstate, msg,
-                        {source, "thread state " + hexAddress(g.savedFrameOnTstate) + "'s current frame stack"});
+                    Finding& f = add(FindingCode::GreenletFrameOnThread, lwp, g.savedFrameOnTstate,
+                                     {saved, source::FrameStack{g.savedFrameOnTstate}});
+                    f.greenlet = facts;
+                    f.runner = r_.lwpFor(g.savedFrameOnTstate);
                 }
             }
+    }
+
+    static RecordFacts recordFacts(const InternalsRecord& rec) {
+        RecordFacts facts{rec.id, rec.address, rec.dictName, rec.interpreter, rec.istate, rec.tlsKey, {}};
+        for (const auto& m : rec.modules) facts.modules.push_back(m.path);
+        return facts;
     }
 
     void checkInternals() {
@@ -449,62 +319,17 @@ private:
             if (rec.id.moduleLocal) continue;
             byInterp[rec.interpreter].push_back(&view);
             if (rec.address && rec.istate && rec.istate != rec.interpreter)
-                add("internals-istate-mismatch", "error", std::nullopt, 0,
-                    "pybind11 internals " + rec.id.raw + " at " + hexAddress(rec.address) + " lives in the " + rec.dictName +
-                        " of interpreter " + hexAddress(rec.interpreter) + " but its istate is " + hexAddress(rec.istate) +
-                        ". Likely cause: the record was created under another interpreter (a sub-interpreter sharing builtins, or a stale record after re-initialisation).",
-                    {"pybind11 internals " + rec.id.raw + " at " + hexAddress(rec.address)});
+                add(FindingCode::InternalsIstateMismatch, std::nullopt, 0, {source::InternalsRecord{rec.id.raw, rec.address}})
+                    .records.push_back(recordFacts(rec));
         }
         for (const auto& [interp, views] : byInterp)
             if (views.size() >= 2) {
-                std::vector<std::string> sources;
-                for (const auto* v : views) sources.push_back("pybind11 internals " + v->record.id.raw);
-                add("internals-split", "warning", std::nullopt, 0, splitMessage(interp, views), sources);
+                std::vector<FindingSource> sources;
+                for (const auto* v : views) sources.emplace_back(source::InternalsRecord{v->record.id.raw, 0});
+                Finding& f = add(FindingCode::InternalsSplit, std::nullopt, 0, std::move(sources));
+                f.interp = interp;
+                for (const auto* v : views) f.records.push_back(recordFacts(v->record));
             }
-    }
-
-    // Every record with its key and users, then what separates each pair and what would merge
-    // them: the same release with another compiler ABI or stdlib needs one build setting; records
-    // of different internals versions come from different pybind11 releases, which no compiler
-    // flag merges.
-    static std::string splitMessage(uint64_t interp, const std::vector<const InternalsView*>& views) {
-        std::string msg = "interpreter " + hexAddress(interp) + " holds " + std::to_string(views.size()) + " pybind11 internals records:";
-        for (const auto* v : views) {
-            const auto& rec = v->record;
-            msg += " " + rec.id.raw + " (" + releasesOfInternalsVersion(rec.id.version) + ", key " +
-                   (rec.tlsKey ? std::to_string(*rec.tlsKey) : "?") + ", used by ";
-            std::string mods;
-            for (const auto& m : rec.modules) mods += (mods.empty() ? "" : ", ") + m.path;
-            msg += (mods.empty() ? "unknown modules" : mods) + ");";
-        }
-        bool otherRelease = false, otherAbi = false;
-        for (size_t i = 0; i < views.size(); ++i)
-            for (size_t j = i + 1; j < views.size(); ++j) {
-                const auto& a = views[i]->record.id;
-                const auto& b = views[j]->record.id;
-                if (a.version != b.version) {
-                    otherRelease = true;
-                    msg += " " + a.raw + " and " + b.raw + " come from different pybind11 releases (internals v" +
-                           std::to_string(a.version) + " and v" + std::to_string(b.version) + ");";
-                } else {
-                    otherAbi = true;
-                    msg += " " + a.raw + " and " + b.raw + " are the same pybind11 internals built differently: " +
-                           describeIdDifference(a, b) + ";";
-                }
-            }
-        msg += " each record keeps its own thread-state cache, so their gil_scoped_acquire can delete each other's thread states. Fix:";
-        if (otherRelease)
-            msg += " build every module against one pybind11 release (only identical IDs share a record)";
-        if (otherAbi)
-            msg += std::string(otherRelease ? ";" : "") + " build the modules of one release with the same compiler ABI and standard library (same compiler, same -fabi-version)";
-        msg += "; or define PYBIND11_SIMPLE_GIL_MANAGEMENT in every module (pybind11 2.10.1 and later, 3.x included: gil_scoped_acquire is then PyGILState_Ensure/Release and reads no thread-state cache)";
-        // Before 3.0.2 (internals <= v11) a record made on a worker thread seeds its key with that
-        // thread's thread state, which another record may delete (pybind11 #2888, fixed by #5870).
-        bool seeds = false;
-        for (const auto* v : views) seeds = seeds || v->record.id.version <= 11;
-        if (seeds)
-            msg += "; or import the modules of records made by pybind11 before 3.0.2 once on the main thread before worker threads use them (such a record made on a worker thread caches that thread's thread state)";
-        return msg + ".";
     }
 
     const Target& target_;
@@ -519,22 +344,11 @@ private:
 void addRuntimeFindings(Report& report) {
     if (report.runtimes.size() < 2) return;
     Finding f;
-    f.code = "multiple-runtimes";
-    f.severity = "info";
-    f.message = std::to_string(report.runtimes.size()) + " initialised copies of CPython are loaded:";
+    f.code = FindingCode::MultipleRuntimes;
     for (const auto& rt : report.runtimes) {
-        f.message += " " + rt.modulePath + " (" + rt.version + ", _PyRuntime " + hexAddress(rt.address);
-        if (rt.autoTssKey) f.message += ", autoTSSkey pthread key " + std::to_string(*rt.autoTssKey);
-        f.message += ")";
-        f.sources.push_back("_PyRuntime " + hexAddress(rt.address) + " in " + rt.modulePath);
+        f.runtimes.push_back({rt.modulePath, rt.version, rt.address, rt.autoTssKey});
+        f.sources.emplace_back(source::RuntimeCopy{rt.address, rt.modulePath});
     }
-    std::map<uint32_t, int> keyUse;
-    for (const auto& rt : report.runtimes)
-        if (rt.autoTssKey) ++keyUse[*rt.autoTssKey];
-    for (const auto& [key, n] : keyUse)
-        if (n > 1)
-            f.message += ". Their autoTSSkey use the same pthread key " + std::to_string(key) +
-                         " from different libc copies (dlmopen namespaces): every thread's slot holds whichever copy wrote last, which is a key collision, not memory corruption";
     report.findings.push_back(f);
 }
 

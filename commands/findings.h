@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The checks of CONTRACT.md ("Finding codes"): every per-thread pointer held against the
-// thread-state lists, the GIL, and the pybind11 records.
+// thread-state lists, the GIL, and the pybind11 records. They fill each finding's facts;
+// commands/finding_words words them.
 #pragma once
 
 #include "commands/report.h"

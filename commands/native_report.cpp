@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "commands/finding_words.h"
 #include "symbols/cpython/frames.h"
 #include "symbols/text/hex_address.h"
 
@@ -108,9 +109,9 @@ std::string holderWords(const NativeFrame& frame, size_t index, const FrameValue
 }
 
 std::string sourcesWords(const Finding& f) {
+    auto lines = findingSourceLines(f);
     std::string out;
-    for (size_t i = 0; i < f.sources.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == f.sources.size() ? " and " : ", ") + f.sources[i];
+    for (size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i];
     return out;
 }
 
@@ -155,7 +156,7 @@ void explainCrash(const Target& target, Report& report) {
                 if (v.kind != kind || !v.value) continue;
                 for (size_t i = 0; i < report.findings.size(); ++i) {
                     const Finding& f = report.findings[i];
-                    if (f.tstate == v.value && f.severity == "error" && (!f.lwp || *f.lwp == crash.signal.lwp))
+                    if (f.tstate == v.value && findingInfo(f.code).crashValue && (!f.lwp || *f.lwp == crash.signal.lwp))
                         crash.explainedBy.push_back(i);
                 }
                 if (crash.explainedBy.empty()) continue;
@@ -166,7 +167,7 @@ void explainCrash(const Target& target, Report& report) {
                         break;
                     }
                 std::set<std::string> codes;
-                for (size_t i : crash.explainedBy) codes.insert(report.findings[i].code);
+                for (size_t i : crash.explainedBy) codes.insert(findingName(report.findings[i].code));
                 std::string which;
                 for (const auto& c : codes) which += (which.empty() ? "" : " and ") + c;
                 crash.explanation = std::string(kind == FrameValue::Kind::Parameter ? "the crash is most likely the " : "the crash is likely the ") +

@@ -3,6 +3,7 @@
 // here in ascending byte order, the order the output has always had (nlohmann's sorted objects).
 #include <map>
 
+#include "commands/finding_words.h"
 #include "commands/json_writer.h"
 #include "commands/render.h"
 #include "symbols/core/signal_names.h"
@@ -199,7 +200,8 @@ void typesJson(JsonWriter& w, const std::vector<RegisteredType>& types) {
 
 void findingJson(JsonWriter& w, const Finding& f) {
     w.beginObject();
-    w.field("code", f.code);
+    const FindingCodeInfo& info = findingInfo(f.code);
+    w.field("code", info.name);
     if (!f.cycle.empty()) {
         w.key("cycle");
         w.beginArray();
@@ -214,16 +216,16 @@ void findingJson(JsonWriter& w, const Finding& f) {
         }
         w.endArray();
     }
-    bool gilHeld = f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked";
+    bool gilHeld = info.subject == FindingSubject::Waiters;
     if (gilHeld) w.field("function", f.function);
     if (!f.history.empty()) {
         w.key("history");
         historyJson(w, f);
     }
     w.field("lwp", f.lwp);
-    w.field("message", f.message);
-    w.field("severity", f.severity);
-    w.field("sources", f.sources);
+    w.field("message", findingMessage(f));
+    w.field("severity", severityName(info.severity));
+    w.field("sources", findingSourceLines(f));
     addressOrNull(w, "tstate", f.tstate);
     if (gilHeld) w.field("waiters", f.waiters);
     w.endObject();

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "commands/render.h"
-#include "commands/wait_findings.h"
+#include "commands/finding_words.h"
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
@@ -188,7 +188,9 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
             if (auto lwp = report.gilHolderLwp(interp)) gilHolders.insert(*lwp);
     bool any = false;
     for (const auto& f : report.findings) {
-        if (f.code == "deadlock") {
+        const FindingCodeInfo& info = findingInfo(f.code);
+        if (!info.hang) continue;
+        if (info.subject == FindingSubject::Cycle) {
             any = true;
             out << "HANG  deadlock: " << (f.cycle.size() == 1 ? std::string("1 thread waits for itself") : std::to_string(f.cycle.size()) + " threads wait for each other") << "\n";
             for (size_t i = 0; i < f.cycle.size(); ++i) {
@@ -202,10 +204,10 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 if (!at.empty()) out << "         " << at << "\n";
             }
             out << "  -> back to LWP " << f.cycle.front().lwp << "\n";
-        } else if ((f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked") && f.lwp && rows.count(*f.lwp)) {
+        } else if (info.subject == FindingSubject::Waiters && f.lwp && rows.count(*f.lwp)) {
             // One blocked thread, and the threads that wait for it: for the GIL, or to stop the world.
             any = true;
-            bool gil = f.code == "gil-held-while-blocked";
+            bool gil = f.code == FindingCode::GilHeldWhileBlocked;
             const BlockedOn& b = *rows[*f.lwp]->blockedOn;
             if (gil)
                 out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
@@ -248,17 +250,17 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
         return;
     }
     size_t errors = 0;
-    for (const auto& f : report.findings) errors += f.severity == "error";
+    for (const auto& f : report.findings) errors += findingSeverity(f.code) == Severity::Error;
     out << "FINDINGS (" << report.findings.size() << ", " << errors << " error" << (errors == 1 ? "" : "s") << ")\n";
     for (const auto& f : report.findings) {
-        out << "  " << pad(f.severity, 8) << pad(f.code, 26);
+        out << "  " << pad(severityName(findingSeverity(f.code)), 8) << pad(findingName(f.code), 26);
         if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
-        out << "\n" << wrap(shown(f.message), 96, "      ");
+        out << "\n" << wrap(shown(findingMessage(f)), 96, "      ");
         for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
         // A hang's evidence is spread over threads: say where each fact was read.
-        if (f.code == "deadlock" || f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked")
-            for (const auto& s : f.sources) out << wrap("from " + shown(s), 96, "      ");
+        if (findingInfo(f.code).hang)
+            for (const auto& s : findingSourceLines(f)) out << wrap("from " + shown(s), 96, "      ");
     }
     out << "\n";
 }

@@ -13,6 +13,7 @@
 #include "commands/wait_findings.h"
 #include "commands/waits.h"
 #include "commands/tstate_runners.h"
+#include "symbols/cpython/tstate_memory.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/glibc/thread_local.h"
@@ -49,12 +50,11 @@ void fillThreadRows(const Target& target, const std::vector<GlibcKeys>& glibc, R
         for (const auto& rt : report.runtimes) {
             const GlibcKeys* keys = glibcFor(glibc, target, rt.moduleIndex);
             if (!row.currentTstate && row.currentStatus.empty()) {
-                if (rt.layout.runtimeTstateCurrent != kAbsent) {
+                if (hasProcessWideCurrent(rt.layout)) {
                     // <= 3.11: one process-wide pointer; it is this thread's when the tstate it
                     // names (live or freed) records this thread as its owner.
                     row.currentSource = "gilstate.tstate_current";
-                    if (rt.tstateCurrent &&
-                        target.readValue<uint64_t>(rt.tstateCurrent + rt.layout.tstateThreadId).value_or(0) == t.pthread)
+                    if (rt.tstateCurrent && tstateRecordsThread(target, rt.layout, rt.tstateCurrent, t.pthread))
                         row.currentTstate = rt.tstateCurrent;
                 } else if (rt.tssTstate && keys && rt.moduleIndex < target.modules().size()) {
                     row.currentSource = "_Py_tss_tstate";

@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "commands/finding_codes.h"
+#include "commands/finding_facts.h"
 #include "commands/history/history_log.h"
 #include "symbols/cpython/runtimes.h"
+#include "symbols/cpython/tstate_memory.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/greenlet/greenlets.h"
 #include "symbols/nanobind/nb_internals.h"
@@ -108,6 +111,9 @@ struct CycleStep {
     std::optional<int> heldBy;
     NativeFrame at;                   // where it waits
     std::optional<PyFrame> pythonAt;
+    std::string call;                 // BlockedOn::call
+    bool ownerReadLate = false;       // BlockedOn::ownerReadLate
+    bool holdsGil = false;            // it holds its interpreter's GIL
 };
 
 // Which OS thread runs a listed thread state now, on what evidence, and which thread made it.
@@ -123,13 +129,29 @@ struct TstatePlace {
     bool runnerUnknown = false;   // it runs (the GIL holder's state), on a thread no evidence names: not parked
 };
 
+// What an analysis found, as facts: its message and its sources' lines are worded from them by
+// commands/finding_words (findingMessage, findingSourceLines).
 struct Finding {
-    std::string code;
-    std::string severity;  // error | warning | info
+    FindingCode code = FindingCode::StaleTstate;  // its severity and name: findingInfo(code)
     std::optional<int> lwp;
     uint64_t tstate = 0;
-    std::string message;
-    std::vector<std::string> sources;  // every per-thread pointer or record that names `tstate`
+    std::vector<FindingSource> sources;  // every per-thread pointer, record or piece of evidence that names what it is about
+    // The facts each code's words need, set by the codes that use them:
+    std::optional<TstateMemory> memory;  // stale-tstate, invalid-gil-holder: what the memory at `tstate` (in no list) shows
+    RunsPython running = RunsPython::No; // tls-mismatch, gilstate-other-interpreter: how `lwp` runs Python
+    int64_t interpId = 0;                // the interpreter of `tstate` (foreign, tls-mismatch, gilstate-other-interpreter,
+                                         // orphan) or of the GIL (invalid-gil-holder)
+    int64_t currentInterpId = 0;         // gilstate-other-interpreter: the interpreter of the thread's current state
+    std::optional<int> runner;           // foreign-tstate, greenlet-frame-on-thread: the thread that runs `tstate`
+    std::string evidence;                // foreign-tstate: how `runner` was found (TstatePlace::evidence)
+    std::optional<uint64_t> tstateId;    // orphan-tstate: PyThreadState.id
+    uint64_t pthread = 0;                // orphan-tstate: the thread it belongs to (thread_id); 0: none
+    std::optional<GreenletFacts> greenlet;  // greenlet-*
+    uint64_t interp = 0;                 // internals-split: the interpreter holding the records
+    std::vector<RecordFacts> records;    // internals-split, internals-istate-mismatch
+    std::vector<RuntimeFacts> runtimes;  // multiple-runtimes
+    std::optional<BlockedOn> blocked;    // gil-held-while-blocked, stop-the-world-blocked: what `lwp` is blocked in
+    std::string stopFor;                 // stop-the-world-blocked: what the first stopper stops the world for
     std::vector<CycleStep> cycle;      // deadlock: every thread of the cycle, from `lwp` round
     std::string function;              // gil-held-while-blocked, stop-the-world-blocked: the call the thread is blocked in
     std::vector<int> waiters;          // the threads waiting for it: for the GIL, or stopping the world
@@ -249,7 +271,7 @@ struct Report {
     }
     bool hasError() const {
         for (const auto& f : findings)
-            if (f.severity == "error") return true;
+            if (findingSeverity(f.code) == Severity::Error) return true;
         return false;
     }
 };

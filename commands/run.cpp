@@ -5,6 +5,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "commands/finding_codes.h"
 #include "commands/history/history_words.h"
 #include "commands/report.h"
 #include "commands/text_encoding.h"
@@ -123,8 +124,11 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
 }
 
 std::string historyNotHere(Command command) {
+    std::string codes;
+    for (const auto& info : findingCodes())
+        if (info.history) codes += (codes.empty() ? "" : ", ") + std::string(info.name);
     return std::string("--history is check's: ") + (command == Command::Internals ? "internals" : "tstates") +
-           " gives none of the findings a history is told in (stale-tstate, foreign-tstate, shared-tstate, invalid-gil-holder)";
+           " gives none of the findings a history is told in (" + codes + ")";
 }
 
 std::string commandHelp(Command command) { return std::string(PYTSTATES_VERSION_STRING) + ". " + commandHelpText(command); }

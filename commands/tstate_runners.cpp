@@ -16,8 +16,6 @@ constexpr uint64_t kMaxStackScan = 1 << 20;         // bytes of one thread's liv
 constexpr uint64_t kUnwoundFallback = uint64_t{256} * 1024;  // the stack's extent when it cannot be unwound
 constexpr uint64_t kMaxStackTop = uint64_t{64} << 20;        // farther above sp, struct pthread is not the stack's top
 constexpr uint64_t kUnknownTop = uint64_t{8} << 20;          // the extent when nothing bounds it (the main thread)
-constexpr size_t kMaxFrameWalk = 4096;
-constexpr uint64_t kInsideState = 0x4000;           // root_cframe and the like lie within the state itself
 
 // One thread's stack. Two extents: `top`, from the registers alone (glibc puts struct pthread,
 // and the thread pointer, just above a thread's stack), where the running structures of a state
@@ -95,46 +93,26 @@ struct Claim {
 
 // The thread whose stack holds the state's running structures: its cframe (3.10-3.12) or one of
 // its interpreter frames (3.12+: the entry frame is a local of the eval loop).
-std::optional<Claim> structuralClaim(const Target& target, const CPythonLayout& l, uint64_t tstate,
-                                     const std::vector<StackRange>& ranges) {
-    if (l.tstateCframe != kAbsent) {
-        uint64_t cframe = target.readPointer(tstate + l.tstateCframe).value_or(0);
-        bool inside = cframe >= tstate && cframe < tstate + kInsideState;
-        if (cframe && !inside)
-            if (const auto* r = rangeHolding(ranges, cframe)) return Claim{r->lwp, "cframe", cframe - r->low, 1};
-    }
-    if (l.minor < 12 || l.framePrevious == kAbsent) return std::nullopt;
-    uint64_t frame = 0;
-    if (l.tstateCurrentFrame != kAbsent) {
-        frame = target.readPointer(tstate + l.tstateCurrentFrame).value_or(0);
-    } else if (l.tstateCframe != kAbsent && l.cframeCurrentFrame != kAbsent) {
-        uint64_t cframe = target.readPointer(tstate + l.tstateCframe).value_or(0);
-        if (cframe) frame = target.readPointer(cframe + l.cframeCurrentFrame).value_or(0);
-    }
-    std::set<uint64_t> seen;
-    for (size_t i = 0; frame && i < kMaxFrameWalk && seen.insert(frame).second; ++i) {
-        if (const auto* r = rangeHolding(ranges, frame)) return Claim{r->lwp, "entry_frame", frame - r->low, 2};
-        frame = target.readPointer(frame + l.framePrevious).value_or(0);
-    }
-    return std::nullopt;
+std::optional<Claim> structuralClaim(const FrameReader& frames, uint64_t tstate, const std::vector<StackRange>& ranges) {
+    if (uint64_t cframe = frames.runningCframe(tstate))
+        if (const auto* r = rangeHolding(ranges, cframe)) return Claim{r->lwp, "cframe", cframe - r->low, 1};
+    if (!frames.entryFramesOnStack()) return std::nullopt;
+    std::optional<Claim> found;
+    frames.chain(tstate, [&](uint64_t frame) {
+        if (const auto* r = rangeHolding(ranges, frame)) found = Claim{r->lwp, "entry_frame", frame - r->low, 2};
+        return !found;
+    });
+    return found;
 }
 
 // The frames of a state's Python stack (PyFrameObjects <= 3.10, interpreter frames 3.11+), from
 // its innermost through previous/f_back.
-std::set<uint64_t> frameChain(const Target& target, const CPythonLayout& l, uint64_t tstate) {
+std::set<uint64_t> frameChain(const FrameReader& frames, uint64_t tstate) {
     std::set<uint64_t> out;
-    if (l.framePrevious == kAbsent) return out;
-    uint64_t frame = 0;
-    if (l.tstateFrame != kAbsent) {
-        frame = target.readPointer(tstate + l.tstateFrame).value_or(0);
-    } else if (l.tstateCurrentFrame != kAbsent) {
-        frame = target.readPointer(tstate + l.tstateCurrentFrame).value_or(0);
-    } else if (l.tstateCframe != kAbsent && l.cframeCurrentFrame != kAbsent) {
-        uint64_t cframe = target.readPointer(tstate + l.tstateCframe).value_or(0);
-        if (cframe) frame = target.readPointer(cframe + l.cframeCurrentFrame).value_or(0);
-    }
-    for (size_t i = 0; frame && i < kMaxFrameWalk && out.insert(frame).second; ++i)
-        frame = target.readPointer(frame + l.framePrevious).value_or(0);
+    frames.chain(tstate, [&](uint64_t frame) {
+        out.insert(frame);
+        return true;
+    });
     return out;
 }
 
@@ -166,13 +144,16 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         lwpOfPthread[t.pthread] = t.lwp;
         lwpOfOwnTid[t.namespaceLwp ? t.namespaceLwp : t.lwp] = t.lwp;
     }
-    // Who made each state.
-    std::map<uint64_t, const CPythonLayout*> layoutOf;
-    for (const auto& rt : report.runtimes)
+    // Who made each state; the frame reader of its runtime.
+    std::vector<FrameReader> readers;
+    readers.reserve(report.runtimes.size());  // readerOf points into it
+    std::map<uint64_t, const FrameReader*> readerOf;
+    for (const auto& rt : report.runtimes) {
+        readers.emplace_back(target, rt.layout);
         for (const auto& interp : rt.interpreters)
             for (const auto& ts : interp.tstates) {
                 report.listedTstates.insert(ts.address);
-                layoutOf[ts.address] = &rt.layout;
+                readerOf[ts.address] = &readers.back();
                 TstatePlace& place = report.places[ts.address];
                 auto it = ts.threadId ? lwpOfPthread.find(ts.threadId) : lwpOfPthread.end();
                 auto native = ts.nativeThreadId ? lwpOfOwnTid.find(*ts.nativeThreadId) : lwpOfOwnTid.end();
@@ -189,6 +170,7 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
                     place.madeBy = native->second;
                 }
             }
+    }
 
     std::map<uint64_t, Claim> best;
     auto claim = [&](uint64_t tstate, const Claim& c) {
@@ -201,8 +183,8 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             claim(row.currentTstate, {row.lwp, "current", 0, 0});
 
     auto ranges = stackRanges(target);
-    for (const auto& [tstate, layout] : layoutOf)
-        if (auto c = structuralClaim(target, *layout, tstate, ranges)) claim(tstate, *c);
+    for (const auto& [tstate, frames] : readerOf)
+        if (auto c = structuralClaim(*frames, tstate, ranges)) claim(tstate, *c);
 
     // What follows needs the threads' frames: only the threads no evidence above placed a state
     // on are unwound and searched, and only while a state is left to place (the cost of a check of
@@ -210,7 +192,7 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
     std::set<int> placed;  // threads stronger evidence placed a state on
     for (const auto& [tstate, c] : best) placed.insert(c.lwp);
     bool statesLeft = false;
-    for (const auto& [tstate, layout] : layoutOf) statesLeft = statesLeft || !best.count(tstate);
+    for (const auto& [tstate, frames] : readerOf) statesLeft = statesLeft || !best.count(tstate);
     std::vector<StackRange*> open;  // the threads left, when a state is left
     if (statesLeft)
         for (auto& r : ranges)
@@ -234,7 +216,7 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
     std::map<uint64_t, std::set<uint64_t>> chains;  // listed state -> its Python frames, read on first need
     auto chainOf = [&](uint64_t tstate) -> const std::set<uint64_t>& {
         auto it = chains.find(tstate);
-        if (it == chains.end()) it = chains.emplace(tstate, frameChain(target, *layoutOf.at(tstate), tstate)).first;
+        if (it == chains.end()) it = chains.emplace(tstate, frameChain(*readerOf.at(tstate), tstate)).first;
         return it->second;
     };
     for (StackRange* r : open) {
@@ -244,7 +226,7 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             if (!a.frame) continue;
             std::optional<uint64_t> state;
             bool twice = false;  // two states' stacks hold it: neither is told
-            for (const auto& [t, layout] : layoutOf)
+            for (const auto& [t, frames] : readerOf)
                 if (chainOf(t).count(*a.frame)) {
                     twice = twice || state.has_value();
                     state = t;
@@ -364,7 +346,7 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
     std::set<int> unreadable;
     for (const auto& t : target.threads())
         if (!t.sp) unreadable.insert(t.lwp);
-    for (const auto& [tstate, layout] : layoutOf) {
+    for (const auto& [tstate, frames] : readerOf) {
         auto maker = report.places[tstate].madeBy;
         if (!best.count(tstate) && maker && unreadable.count(*maker)) best[tstate] = {*maker, "maker_unverified", 1 << 30, 6};
     }

@@ -11,10 +11,4 @@ namespace pytstates {
 
 void addWaitFindings(Report& report);
 
-// "waits for the GIL", "waits for mutex 0x...": the words for one step of a wait.
-std::string waitWords(WaitKind kind, uint64_t object, const std::string& call);
-
-// " held by LWP 12", or for a stop of the world ", waiting for LWP 12 to detach"; "" for nobody.
-std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy);
-
 }  // namespace pytstates

@@ -546,7 +546,7 @@ private:
             RLockLayout layout = rlockLayout(target_, *rt, options_.useDwarf);
             b.layoutSource = layout.source;
             auto owner = rlockOwner(target_, *self, layout);
-            b.ownerReadLate = layout.owner >= 0 && target_.readLate(*self + static_cast<uint64_t>(layout.owner), sizeof(uint64_t));
+            b.ownerReadLate = rlockOwnerReadLate(target_, *self, layout);
             if (!owner) {
                 b.note = "the RLock's owner is unreadable (" + layout.source + ")";
                 return;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "commands/finding_words.h"
+
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"
 
@@ -11,19 +13,49 @@ namespace pytstates {
 
 namespace {
 
+// The TLS slot a pthread key is: a pybind11 record's thread-state cache, PyGILState's autoTSSkey,
+// or neither.
+struct Slot {
+    enum class Kind { None, Pybind11, AutoTss, Key } kind = Kind::None;
+    uint32_t key = 0;
+    std::string record;  // Pybind11: the record's ID
+
+    // As the findings name it: "pybind11 key 2 (__pybind11_internals_v4_...)"; "" for none.
+    std::string words() const {
+        switch (kind) {
+            case Kind::Pybind11: return sourceWords(source::Pybind11Key{0, 0, key, record, false});
+            case Kind::AutoTss: return sourceWords(source::AutoTss{0, 0, key, false});
+            case Kind::Key: return "pthread key " + std::to_string(key);
+            case Kind::None: break;
+        }
+        return "";
+    }
+    // Without the record's ID: "pybind11 key 2", "PyGILState's autoTSSkey slot", "pthread key 5".
+    std::string shortWords() const {
+        std::string all = words();
+        return all.substr(0, all.find(" ("));
+    }
+    // Whether a finding's source is this slot: the same key of the same record, or PyGILState's key.
+    bool names(const FindingSource& s) const {
+        if (const auto* p = std::get_if<source::Pybind11Key>(&s)) return kind == Kind::Pybind11 && p->key == key && p->record == record;
+        if (const auto* a = std::get_if<source::AutoTss>(&s)) return kind == Kind::AutoTss && !a->threadLocal && a->key == key;
+        return false;
+    }
+};
+
 class Words {
 public:
     explicit Words(const Report& report) : r_(report) {}
 
-    // The TLS slot a pthread key is, as the findings name it.
-    std::string slotOf(std::optional<uint32_t> key) const {
-        if (!key) return "";
+    // The TLS slot a pthread key is.
+    Slot slotOf(std::optional<uint32_t> key) const {
+        if (!key) return {};
         for (const auto& view : r_.internals)
             if (view.record.tlsKey && *view.record.tlsKey == *key && !view.record.id.moduleLocal)
-                return "pybind11 key " + std::to_string(*key) + " (" + view.record.id.raw + ")";
+                return {Slot::Kind::Pybind11, *key, view.record.id.raw};
         for (const auto& rt : r_.runtimes)
-            if (rt.autoTssKey && *rt.autoTssKey == *key) return "PyGILState's autoTSSkey slot (pthread key " + std::to_string(*key) + ")";
-        return "pthread key " + std::to_string(*key);
+            if (rt.autoTssKey && *rt.autoTssKey == *key) return {Slot::Kind::AutoTss, *key, ""};
+        return {Slot::Kind::Key, *key, ""};
     }
 
     // Who did it: the first frame outside the CPython the breakpoint is in, with the pybind11
@@ -85,7 +117,7 @@ public:
                 cleared = &e;
                 continue;
             }
-            f.history.push_back({e, e.event == LifecycleEvent::Cached ? slotOf(e.key) : ""});
+            f.history.push_back({e, e.event == LifecycleEvent::Cached ? slotOf(e.key).words() : ""});
         }
         for (const auto& h : f.history) {
             const HistoryEvent& e = h.event;
@@ -101,11 +133,11 @@ public:
         std::set<std::pair<int, std::string>> told;
         std::string cachedWords;
         for (const auto* e : cached) {
-            std::string slot = slotOf(e->key);
+            Slot slot = slotOf(e->key);
             bool source = false;
-            for (const auto& s : f.sources) source = source || s == slot || (s.size() > slot.size() && s.compare(s.size() - slot.size(), slot.size(), slot) == 0);
-            if (!source || !told.insert({e->lwp, slot}).second) continue;
-            cachedWords += std::string(cachedWords.empty() ? "" : ", ") + "in " + slot.substr(0, slot.find(" (")) + " by " + who(*e);
+            for (const auto& s : f.sources) source = source || slot.names(s);
+            if (!source || !told.insert({e->lwp, slot.words()}).second) continue;
+            cachedWords += std::string(cachedWords.empty() ? "" : ", ") + "in " + slot.shortWords() + " by " + who(*e);
             if (!f.lwp || e->lwp != *f.lwp) cachedWords += " on LWP " + std::to_string(e->lwp);
         }
         if (!cachedWords.empty()) line1 += "; cached " + cachedWords;
@@ -132,7 +164,7 @@ private:
 namespace {
 
 bool toldWithHistory(const Finding& f) {
-    return f.tstate && (f.code == "stale-tstate" || f.code == "foreign-tstate" || f.code == "shared-tstate" || f.code == "invalid-gil-holder");
+    return f.tstate && findingInfo(f.code).history;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ namespace pytstates {
 namespace {
 constexpr size_t kMaxFramesWalked = 4096;  // a longer chain is corrupt or cyclic
 constexpr int kFirstShimOwner = 3;  // 3.12+: CSTACK (3.12, 3.13) / INTERPRETER and CSTACK (3.14)
+constexpr uint64_t kInsideState = 0x4000;  // root_cframe and the like lie within the state itself
 
 // The frames a walk has been through: most walks are a few frames long, searched in place; a long
 // one goes to a hash set.
@@ -72,6 +73,25 @@ uint64_t FrameReader::topFrame(uint64_t tstate) const {
     }
     return 0;
 }
+
+void FrameReader::chain(uint64_t tstate, const std::function<bool(uint64_t frame)>& visit) const {
+    if (layout_.framePrevious == kAbsent) return;
+    SeenAddresses seen;
+    uint64_t frame = topFrame(tstate);
+    for (size_t i = 0; frame && i < kMaxFramesWalked && seen.insert(frame); ++i) {
+        if (!visit(frame)) return;
+        frame = memory_.readPointer(frame + layout_.framePrevious).value_or(0);
+    }
+}
+
+uint64_t FrameReader::runningCframe(uint64_t tstate) const {
+    if (layout_.tstateCframe == kAbsent) return 0;
+    uint64_t cframe = memory_.readPointer(tstate + layout_.tstateCframe).value_or(0);
+    bool inside = cframe >= tstate && cframe < tstate + kInsideState;
+    return inside ? 0 : cframe;
+}
+
+bool FrameReader::entryFramesOnStack() const { return layout_.minor >= 12 && layout_.framePrevious != kAbsent; }
 
 bool FrameReader::isCodeObject(uint64_t code) {
     auto type = memory_.readPointer(code + layout_.objectType);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,16 @@ public:
     bool looksLikeFrame(uint64_t frame);
     // The thread state's innermost frame (0 when none or unreadable).
     uint64_t topFrame(uint64_t tstate) const;
+    // Every frame of the thread state's Python stack (PyFrameObjects <= 3.10, interpreter frames
+    // 3.11+, shims included), from its innermost through previous/f_back, until the chain ends,
+    // repeats or runs past its bound, or visit(frame) returns false.
+    void chain(uint64_t tstate, const std::function<bool(uint64_t frame)>& visit) const;
+    // The thread state's cframe while it runs (3.10-3.12: the eval loop's local CFrame, on the
+    // running thread's stack); 0 when it has none or it is root_cframe, inside the state itself.
+    uint64_t runningCframe(uint64_t tstate) const;
+    // 3.12+: the entry frame of each eval-loop call is a local of that call, on the stack of the
+    // thread that runs the state.
+    bool entryFramesOnStack() const;
 
 private:
     // The fields a walk reads of one frame, read in one go (a thousand threads' stacks are read

@@ -39,4 +39,8 @@ std::optional<uint64_t> rlockOwner(const Memory& memory, uint64_t rlock, const R
     return memory.readValue<uint64_t>(rlock + static_cast<uint64_t>(layout.owner));
 }
 
+bool rlockOwnerReadLate(const Target& target, uint64_t rlock, const RLockLayout& layout) {
+    return layout.owner >= 0 && target.readLate(rlock + static_cast<uint64_t>(layout.owner), sizeof(uint64_t));
+}
+
 }  // namespace pytstates

@@ -23,4 +23,7 @@ RLockLayout rlockLayout(const Target& target, const Runtime& runtime, bool useDw
 // The owner's thread ident (pthread_t), 0 when free; nullopt when unreadable or the layout unknown.
 std::optional<uint64_t> rlockOwner(const Memory& memory, uint64_t rlock, const RLockLayout& layout);
 
+// Whether a live target gave the owner's field from the running process, after the stop ended.
+bool rlockOwnerReadLate(const Target& target, uint64_t rlock, const RLockLayout& layout);
+
 }  // namespace pytstates

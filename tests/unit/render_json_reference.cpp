@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "commands/finding_words.h"
 #include "commands/render.h"
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
@@ -363,12 +364,12 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
     }
     json findings = json::array();
     for (const auto& f : report.findings) {
-        json finding = {{"code", f.code},
-                        {"severity", f.severity},
+        json finding = {{"code", findingName(f.code)},
+                        {"severity", severityName(findingSeverity(f.code))},
                         {"lwp", f.lwp ? json(*f.lwp) : json(nullptr)},
                         {"tstate", addressOrNull(f.tstate)},
-                        {"message", f.message},
-                        {"sources", f.sources}};
+                        {"message", findingMessage(f)},
+                        {"sources", findingSourceLines(f)}};
         if (!f.cycle.empty()) {
             json cycle = json::array();
             for (const auto& step : f.cycle) {
@@ -381,7 +382,7 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
             }
             finding["cycle"] = cycle;
         }
-        if (f.code == "gil-held-while-blocked" || f.code == "stop-the-world-blocked") {
+        if (f.code == FindingCode::GilHeldWhileBlocked || f.code == FindingCode::StopTheWorldBlocked) {
             finding["function"] = f.function;
             finding["waiters"] = f.waiters;
         }

@@ -32,16 +32,25 @@ NativeFrame nativeFrame(const std::string& function, int n) {
     return f;
 }
 
-Finding finding(const char* code, const char* severity, std::optional<int> lwp, uint64_t tstate, const std::string& message,
-                std::vector<std::string> sources) {
+Finding finding(FindingCode code, std::optional<int> lwp, uint64_t tstate, std::vector<FindingSource> sources) {
     Finding f;
     f.code = code;
-    f.severity = severity;
     f.lwp = lwp;
     f.tstate = tstate;
-    f.message = message;
     f.sources = std::move(sources);
     return f;
+}
+
+// A wait whose words hold strings read from the target.
+BlockedOn blockedOn(WaitKind kind, const std::string& function) {
+    BlockedOn b;
+    b.kind = kind;
+    b.object = 0x99000;
+    b.function = function;
+    b.call = function;
+    b.frame = 2;
+    b.at = nativeFrame(function, 3);
+    return b;
 }
 
 Report richReport(TargetKind kind) {
@@ -202,7 +211,10 @@ Report richReport(TargetKind kind) {
     nb.problem = kBad;
     r.nanobind.push_back(nb);
 
-    Finding stale = finding("stale-tstate", "error", 100, 0x99999, kBad, {kBad, "pybind11 key 3"});
+    // Sources and words that carry strings from the target (a record's ID, a Python type's name).
+    Finding stale = finding(FindingCode::StaleTstate, 100, 0x99999,
+                            {source::Pybind11Key{100, 0x99999, 3, kBad, true}, source::Current{100, 0x99999, "_Py_tss_tstate"}});
+    stale.memory = TstateMemory{TstateMemory::Kind::Reused, 0, std::nullopt, 0, kBad};
     Finding::HistoryEntry h;
     h.event.seq = 7;
     h.event.function = "PyThreadState_Delete";
@@ -218,21 +230,25 @@ Report richReport(TargetKind kind) {
     h.event.ms = 20;
     stale.history.push_back(h);
     r.findings.push_back(stale);
-    Finding deadlock = finding("deadlock", "error", 100, 0, "a cycle", {});
-    deadlock.cycle.push_back({100, WaitKind::Mutex, 0x99000, 101, nativeFrame(kBad, 2), PyFrame{0xd000, "wait", kBad, 4, false}});
-    deadlock.cycle.push_back({101, WaitKind::Gil, 0, std::nullopt, NativeFrame{}, std::nullopt});
+    Finding deadlock = finding(FindingCode::Deadlock, 100, 0,
+                               {source::NativeStack{100, 2, kBad, false}, source::LockOwner{WaitKind::Mutex, 0x99000, "dwarf", true}});
+    deadlock.cycle.push_back({100, WaitKind::Mutex, 0x99000, 101, nativeFrame(kBad, 2), PyFrame{0xd000, "wait", kBad, 4, false}, kBad, true, true});
+    deadlock.cycle.push_back({101, WaitKind::Gil, 0, std::nullopt, NativeFrame{}, std::nullopt, "", false, false});
     r.findings.push_back(deadlock);
-    Finding gil = finding("gil-held-while-blocked", "warning", std::nullopt, 0x20000, "holds the GIL", {});
+    Finding gil = finding(FindingCode::GilHeldWhileBlocked, std::nullopt, 0x20000, {source::NativeStack{101, std::nullopt, kBad, true}});
+    gil.blocked = blockedOn(WaitKind::Syscall, kBad);
     gil.function = kBad;
     gil.waiters = {101, 102};
     r.findings.push_back(gil);
-    Finding stop = finding("stop-the-world-blocked", "warning", 102, 0, "attached and blocked", {});
+    Finding stop = finding(FindingCode::StopTheWorldBlocked, 102, 0, {source::AttachedState{0x30000, 102, "table"}});
+    stop.blocked = blockedOn(WaitKind::Condition, "pthread_cond_wait");
+    stop.stopFor = kBad;
     stop.function = "pthread_cond_wait";
     stop.waiters = {100};
     r.findings.push_back(stop);
-    Finding stopCycle = finding("deadlock", "error", 100, 0, "a cycle through a stop of the world", {});
-    stopCycle.cycle.push_back({100, WaitKind::StopTheWorld, 0x30000, 102, NativeFrame{}, std::nullopt});
-    stopCycle.cycle.push_back({102, WaitKind::Mutex, 0x99000, 100, NativeFrame{}, std::nullopt});
+    Finding stopCycle = finding(FindingCode::Deadlock, 100, 0, {});
+    stopCycle.cycle.push_back({100, WaitKind::StopTheWorld, 0x30000, 102, NativeFrame{}, std::nullopt, "gc", false, false});
+    stopCycle.cycle.push_back({102, WaitKind::Mutex, 0x99000, 100, NativeFrame{}, std::nullopt, "", false, true});
     r.findings.push_back(stopCycle);
     r.waitNotes = {kBad};
     r.warnings = {"w", kBad};
