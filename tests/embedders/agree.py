@@ -152,13 +152,27 @@ def check_gdb_walk(exe, core, report, where):
 
 
 def gdb_gil(exe, core, where):
-    """What gdb reads of the GIL and of PyGILState's slots in the core (tests/embedders/gdb_gil.py)."""
-    cmd = ["gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "core-file " + core,
-           "-x", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gdb_gil.py"), exe]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
-    m = re.search(r"^GDB-GIL (.*)$", out, re.M)
-    expect(m is not None, "%s: gdb read no GIL:\n%s" % (where, out[-2000:]))
-    return json.loads(m.group(1))
+    """What gdb reads of the main interpreter's GIL and of PyGILState's slots in the core, through
+    the shared oracle (tests/lib/gdb_oracle.py): locked, last_holder, current (<= 3.11 the
+    process-wide gilstate.tstate_current; 3.12+ {lwp: _Py_tss_tstate}), slots {lwp: the thread's
+    PyGILState slot, None when empty}, autotss_key."""
+    import gdb_oracle
+    said = gdb_oracle.read(exe, core)
+    expect(said["runtimes"], "%s: gdb read no CPython runtime" % where)
+    rt = said["runtimes"][0]
+    main = min(rt["interpreters"], key=lambda i: i["id"])
+    gil = main["gil"]
+    expect("unreadable" not in gil, "%s: gdb could not read the GIL: %s" % (where, gil))
+    mem = {"locked": int(gil["locked"]), "last_holder": gil["last_holder"], "autotss_key": rt["autotss_key"]}
+    if "tstate_current" in rt:
+        mem["current"] = rt["tstate_current"] or "0x0"
+    else:
+        mem["current"] = {str(t["lwp"]): (t.get("current") or [None])[0] for t in said["threads"]}
+    mem["slots"] = {str(t["lwp"]): (t.get("autotss") or [None])[0] for t in said["threads"]}
+    for what, values in (("current", mem["current"] if isinstance(mem["current"], dict) else {}), ("slots", mem["slots"])):
+        bad = {lwp: v for lwp, v in values.items() if isinstance(v, dict)}
+        expect(not bad, "%s: gdb could not read %s: %s" % (where, what, bad))
+    return mem
 
 
 def check_waiters(report, waiters, holder, where, named=True):
