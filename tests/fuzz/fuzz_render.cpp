@@ -52,7 +52,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rt.interpreters.push_back(interp);
     rt.notes.push_back(s[5]);
     report.runtimes.push_back(rt);
-    report.findings.push_back({"stale-tstate", "error", 1, 0x1000, s[6], {s[7]}});
+    // A finding's words come from its facts: the target's bytes reach them through a record's ID.
+    Finding stale;
+    stale.code = FindingCode::StaleTstate;
+    stale.lwp = 1;
+    stale.tstate = 0x1000;
+    stale.sources.emplace_back(source::Pybind11Key{1, 0x1000, 2, s[6], false});
+    report.findings.push_back(stale);
     report.warnings.push_back(s[7]);
     RenderOptions options;
     options.command = Command::Check;
@@ -62,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& frame = j["runtimes"][0]["interpreters"][0]["tstates"][0]["frames"][0];
     checkBytes(frame, "function", s[3]);
     checkBytes(frame, "file", s[4]);
-    checkBytes(j["findings"][0], "message", s[6]);
+    if (j["findings"][0]["message"].get<std::string>().empty()) std::abort();
     std::string text = renderText(report, options);
     for (unsigned char c : text)
         if ((c < 0x20 && c != '\n') || c == 0x7f) std::abort();
