@@ -57,7 +57,7 @@ ProcessIdentity processIdentity(int pid) {
     return id;
 }
 
-ProcessLife processLife(int pid, const ProcessIdentity& before) {
+static ProcessLife lookAtProcess(int pid, const ProcessIdentity& before) {
     std::string dir = "/proc/" + std::to_string(pid);
     for (int look = 0;; ++look) {
         TaskStat leader = taskStat(dir + "/stat");
@@ -84,6 +84,16 @@ ProcessLife processLife(int pid, const ProcessIdentity& before) {
     std::string auxv = readProcText(dir + "/auxv");
     if (!before.auxv.empty() && !auxv.empty() && auxv != before.auxv) return ProcessLife::Replaced;
     return ProcessLife::Running;
+}
+
+ProcessLife processLife(int pid, const ProcessIdentity& before) {
+    // An end is told only when a second look, 10 ms on, sees it too: a process that ended stays
+    // ended, and one look at /proc may catch a moment no end explains (live.chaos once said a
+    // process taking a stream of signals had exited, on a loaded machine).
+    ProcessLife life = lookAtProcess(pid, before);
+    if (life != ProcessLife::Gone && life != ProcessLife::Exiting) return life;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return lookAtProcess(pid, before);
 }
 
 bool threadEnding(int pid, int tid) {

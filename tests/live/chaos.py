@@ -263,7 +263,8 @@ class Chaos:
             for i in range(attaches):
                 started = time.monotonic()
                 status, out, err = self.returned(self.attach(proc.pid, in_process=i % 3 == 2), started, "signals attach %d" % i, proc.pid)
-                expect(status in (0, 1), "signals attach %d: pytstates exited %d: %s" % (i, status, err))
+                expect(status in (0, 1), "signals attach %d: pytstates exited %d: %s; the target now (alive: %s):\n%s" % (
+                    i, status, err, proc.poll() is None, describe_processes([proc.pid])))
                 self.counts.reports += 1
         finally:
             done.set()
