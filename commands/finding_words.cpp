@@ -177,10 +177,10 @@ std::string invalidGilHolderMessage(const Finding& f) {
 std::string orphanMessage(const Finding& f) {
     std::string msg = "thread state " + hexAddress(f.tstate) + " (" + (f.tstateId ? "id " + std::to_string(*f.tstateId) + ", " : "") +
                       "interpreter " + std::to_string(f.interpId) + ") ";
-    if (!f.pthread) return msg + "is bound to no thread (created with PyThreadState_New and never used).";
+    if (!f.pthread) return msg + "is bound to no thread (most likely made with PyThreadState_New and not used since).";
     return msg + "belongs to pthread " + hexAddress(f.pthread) +
-           ", which no longer exists: the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a new thread "
-           "that reuses the address gets it back through stale TLS.";
+           ", which no longer exists: likely, the thread ended without PyGILState_Release/PyThreadState_Delete. It leaks, and a "
+           "new thread whose struct pthread lands at that address could get it back through stale TLS.";
 }
 
 std::string greenletWho(const Finding& f, const GreenletFacts& g) {
@@ -486,6 +486,23 @@ std::string waitWords(WaitKind kind, uint64_t object, const std::string& call) {
         case WaitKind::Syscall: return call.empty() ? "is blocked in a system call" : "is blocked in " + call + "()";
         case WaitKind::StopTheWorld: return call.empty() ? "stops the world" : "stops the world (for " + call + ")";
         case WaitKind::None: return "runs";
+    }
+    return "";
+}
+
+std::string waitWouldWords(WaitKind kind, uint64_t object, const std::string& call) {
+    std::string obj = object ? " " + hexAddress(object) : "";
+    switch (kind) {
+        case WaitKind::Gil: return "wait for the GIL";
+        case WaitKind::Mutex: return "wait for mutex" + obj;
+        case WaitKind::Rwlock: return "wait for rwlock" + obj;
+        case WaitKind::Join: return "join thread" + obj;
+        case WaitKind::PythonLock: return "wait for Python lock" + obj;
+        case WaitKind::Condition: return "wait on a condition variable";
+        case WaitKind::Futex: return "wait on a futex";
+        case WaitKind::Syscall: return call.empty() ? "block in a system call" : "block in " + call + "()";
+        case WaitKind::StopTheWorld: return call.empty() ? "stop the world" : "stop the world (for " + call + ")";
+        case WaitKind::None: return "run";
     }
     return "";
 }

@@ -23,6 +23,8 @@ std::string sourceWords(const FindingSource& s);
 
 // "waits for the GIL", "waits for mutex 0x...": the words for one step of a wait.
 std::string waitWords(WaitKind kind, uint64_t object, const std::string& call);
+// The same after "would": "wait for mutex 0x...", "block in read()".
+std::string waitWouldWords(WaitKind kind, uint64_t object, const std::string& call);
 
 // " held by LWP 12", or for a stop of the world ", waiting for LWP 12 to detach"; "" for nobody.
 std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy);

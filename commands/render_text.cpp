@@ -114,30 +114,28 @@ void renderNativeFrames(std::ostringstream& out, const std::vector<NativeFrame>&
 }
 
 // The wait the crashing thread was entering, as memory shows it: never a hang, since a thread
-// that faulted waits for nothing.
+// that faulted or aborted itself waits for nothing.
 std::string enteringWords(const Report& report, const CrashReport& c) {
     const BlockedOn& b = *c.entering;
     int lwp = c.signal.lwp;
     std::string name = bareFunctionName(b.function);
-    std::string words = "it was entering " + shown(name);
+    std::string words = "it was entering " + name;
     std::string tstate;  // the state it was handed, where the crash's frames have the parameter
     for (const auto& f : c.stack.frames)
         if (bareFunctionName(f.function) == name)
             for (const auto& v : f.values)
                 if (v.kind == FrameValue::Kind::Parameter && v.name == "tstate" && v.value) tstate = hexAddress(v.value);
     if (b.frame) words += " (frame #" + std::to_string(*b.frame) + (tstate.empty() ? "" : ", tstate=" + tstate) + ")";
+    std::string unless = "had it not taken " + signalName(c.signal.signal) + ", it would ";
     if (b.kind == WaitKind::Gil && b.heldBy == lwp) {
         uint64_t held = 0;
         for (const auto& rt : report.runtimes)
             for (const auto& interp : rt.interpreters)
                 if (report.gilHolderLwp(interp) == lwp) held = interp.gilHolder;
-        words += " while this thread holds the GIL" + (held ? " with " + hexAddress(held) : std::string()) +
-                 ": had it not faulted, it would have waited for itself";
-        return words;
+        return words + " while this thread holds the GIL" + (held ? " with " + hexAddress(held) : std::string()) + ": " + unless +
+               "have waited for itself";
     }
-    std::string wait = waitWords(b.kind, b.object, b.call);
-    if (wait.rfind("waits ", 0) == 0) wait = "to wait " + wait.substr(6);
-    return words + ", " + wait + heldByWords(b.kind, b.heldBy) + "; it faulted there and waits for nothing";
+    return words + ": " + unless + waitWouldWords(b.kind, b.object, b.call) + heldByWords(b.kind, b.heldBy);
 }
 
 void renderCrash(std::ostringstream& out, const Report& report, const RenderOptions& options) {

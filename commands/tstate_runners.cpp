@@ -258,14 +258,14 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
             if (report.listed(words[w])) mine[words[w]] = 8 + w * 8;
         for (const auto& [state, offset] : mine) holders[state].insert(r->lwp);
     }
-    // On a thread running no Python, a word counts only for a state that thread made: a pointer
-    // to another thread's state left in its frames (an argument passed on, a copy) is no sign of
-    // running it.
     // Each thread's PyGILState slot, where it was read: a thread that made a state for itself
     // (PyGILState_Ensure, or PyThreadState_New with its slot empty) has it filed there.
     std::map<int, uint64_t> slotOf;
     for (const auto& row : report.threads)
         if (!row.autotssStatus.empty()) slotOf[row.lwp] = row.autotssTstate;
+    // On a thread running no Python, a word counts only for a state that thread made: a pointer
+    // to another thread's state left in its frames (an argument passed on, a copy) is no sign of
+    // running it.
     auto owner = [&](uint64_t state) -> std::optional<int> {
         const auto& h = holders[state];
         auto maker = report.places[state].madeBy;
@@ -279,7 +279,10 @@ void attributeRunners(const Target& target, NativeStacks* stacks, Report& report
         if (lwp && !runsPython(rangeOf(*lwp)) && maker != lwp) return std::nullopt;
         // Nor for a state it made for others (a pool's owner keeps them in its locals): made by
         // it, not in its own slot, where the slot names another.
-        if (lwp && !runsPython(rangeOf(*lwp)) && slotOf.count(*lwp) && slotOf[*lwp] && slotOf[*lwp] != state) return std::nullopt;
+        if (lwp && !runsPython(rangeOf(*lwp))) {
+            auto slot = slotOf.find(*lwp);
+            if (slot != slotOf.end() && slot->second && slot->second != state) return std::nullopt;
+        }
         return lwp;
     };
     // <= 3.11: the process-wide current pointer is the GIL holder's, on the thread holding it.

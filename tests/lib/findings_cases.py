@@ -112,9 +112,15 @@ def check_seed_held(facts, check, kind):
            "the GIL is held by file 2's own state %s, on the crashing thread" % held, r)
     through = [f for f in findings(r, "deadlock") if any(step["lwp"] == lwp for step in f.get("cycle", []))]
     expect(not through, "no deadlock through the crashed thread LWP %d: %s" % (lwp, [f["message"] for f in through]), r)
+    entering = r["target"]["crash"].get("entering") or {}
+    expect(entering.get("kind") == "gil" and entering.get("held_by") == lwp,
+           "the crash says what the thread was entering: the GIL, which it holds itself: %s" % entering, r)
     status, text = check([])
     sections = [line for line in text.split("\n")[1:] if line and not line.startswith(" ")]
     expect(sections and sections[0].startswith("CRASH  LWP %d" % lwp), "the text opens with CRASH:\n" + text[:3000])
+    said = " ".join(text.split("\n\n")[1].split())
+    expect("it was entering take_gil" in said and "while this thread holds the GIL with %s" % held in said and
+           "had it not taken SIGSEGV, it would have waited for itself" in said, "CRASH tells the wait it was entering:\n" + text[:3000])
 
 
 def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
