@@ -49,16 +49,19 @@ std::string readProcText(const std::string& path) {
     return ss.str();
 }
 
-size_t processThreadCount(int pid) {
-    std::string stat = readProcText("/proc/" + std::to_string(pid) + "/stat");
-    // "PID (COMM) STATE ..." with num_threads the 20th field; COMM may hold spaces and parentheses.
+std::vector<std::string> procStatFields(const std::string& path) {
+    std::string stat = readProcText(path);
     size_t close = stat.rfind(')');
-    if (close == std::string::npos) return 0;
+    std::vector<std::string> out;
+    if (close == std::string::npos) return out;
     std::istringstream rest(stat.substr(close + 1));
-    std::string field;
-    for (int i = 3; i <= 20; ++i)
-        if (!(rest >> field)) return 0;
-    return static_cast<size_t>(std::strtoull(field.c_str(), nullptr, 10));
+    for (std::string field; rest >> field;) out.push_back(field);
+    return out;
+}
+
+size_t processThreadCount(int pid) {
+    auto fields = procStatFields("/proc/" + std::to_string(pid) + "/stat");
+    return fields.size() > 20 - 3 ? static_cast<size_t>(std::strtoull(fields[20 - 3].c_str(), nullptr, 10)) : 0;  // num_threads
 }
 
 ProcessFiles readProcessFiles(int pid) {

@@ -28,6 +28,11 @@ int namespaceTid(int pid, int tid);
 
 std::string readProcText(const std::string& path);
 
+// The fields of a /proc/.../stat file from the third (state) on, split at spaces: COMM, the
+// second, may hold spaces and parentheses, so they are read after its last ')'. Empty when the
+// file cannot be read. Field N of proc(5) is element N - 3.
+std::vector<std::string> procStatFields(const std::string& path);
+
 // How many threads the kernel counts in the process (num_threads of /proc/PID/stat); 0 if unknown.
 size_t processThreadCount(int pid);
 

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <sstream>
 #include <thread>
 
 #include "symbols/live/process_files.h"
@@ -26,20 +25,12 @@ struct TaskStat {
 
 TaskStat taskStat(const std::string& path) {
     TaskStat out;
-    std::string stat = readProcText(path);
-    // "PID (COMM) STATE PPID ..." with COMM free to hold spaces and parentheses: fields after the last ')'.
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) return out;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string field;
-    for (int i = 3; i <= 22 && rest >> field; ++i) {
-        if (i == 3) out.state = field.empty() ? '?' : field[0];
-        if (i == 9) out.flags = std::strtoul(field.c_str(), nullptr, 10);
-        if (i == 22) {
-            out.startTime = std::strtoull(field.c_str(), nullptr, 10);
-            out.read = true;
-        }
-    }
+    auto fields = procStatFields(path);  // proc(5): state is field 3, flags 9, starttime 22
+    if (fields.size() <= 22 - 3) return out;
+    out.state = fields[0].empty() ? '?' : fields[0][0];
+    out.flags = std::strtoul(fields[9 - 3].c_str(), nullptr, 10);
+    out.startTime = std::strtoull(fields[22 - 3].c_str(), nullptr, 10);
+    out.read = true;
     return out;
 }
 
