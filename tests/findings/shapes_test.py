@@ -71,7 +71,7 @@ def gdb_current(said, lwp, running):
     gilstate.tstate_current (<= 3.11) when that is the state the thread's eval loop runs."""
     row = gdb_thread(said, lwp)
     if "current" in row:
-        return gdb_oracle._one(row["current"])
+        return gdb_oracle.one_value(row["current"])
     tc = said["runtimes"][0].get("tstate_current")
     return tc if tc == running else None
 
@@ -92,7 +92,7 @@ def check_swap_hold(facts, r, said, build, label):
     gilstate = norm(facts["gilstate"])
     expect(gilstate == (w if build.minor_version <= 11 else d2), label + ": PyGILState's slot is %s (the program's words)"
            % ("W" if build.minor_version <= 11 else "D2"), facts)
-    expect(gdb_oracle._one(gdb_thread(said, lwp)["autotss"]) == gilstate, label + ": gdb: PyGILState's slot on the worker")
+    expect(gdb_oracle.one_value(gdb_thread(said, lwp)["autotss"]) == gilstate, label + ": gdb: PyGILState's slot on the worker")
     ts = where(r)
     interp, t = ts[d2]
     gil = the_gil(said, interp["address"])
@@ -142,7 +142,7 @@ def check_nested(facts, r, said, build, label):
     expect(row["tstates"] == [b, a], label + ": the main thread runs B, then A", row)
     expect(row["current_tstate"] == b, label + ": the main thread's current state is B", row)
     gilstate = norm(facts["gilstate"])
-    expect(gdb_oracle._one(gdb_thread(said, lwp)["autotss"]) == gilstate == row["autotss_tstate"],
+    expect(gdb_oracle.one_value(gdb_thread(said, lwp)["autotss"]) == gilstate == row["autotss_tstate"],
            label + ": PyGILState's slot on the main thread: the program, gdb and pytstates say %s" % gilstate, row)
     for i in (ia, ib):
         expect(i["gil_holder"] == b, label + ": interpreter %d: B holds the GIL" % i["id"], i)

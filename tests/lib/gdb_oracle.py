@@ -502,7 +502,7 @@ class Comparison:
 STATES = {0: "detached", 1: "attached", 2: "suspended"}
 
 
-def _one(values):
+def one_value(values):
     """The single value of a per-runtime list (None when all are None); unreadable when any is
     and no other names a state."""
     set_ = sorted({v for v in values if v is not None and not unreadable(v)})
@@ -527,7 +527,7 @@ def compare(said, report, where):
     current = {}
     for t in said["threads"]:
         if "current" in t:
-            current[t["lwp"]] = _one(t["current"])
+            current[t["lwp"]] = one_value(t["current"])
     for grt in said["runtimes"]:
         for gi in grt["interpreters"]:
             mine = interps.get(gi["address"], (None, None))[1]
@@ -558,7 +558,7 @@ def compare(said, report, where):
         c.eq(who + " pthread", t["pthread"], row["pthread"])
         if "current" in t:
             c.eq(who + " current_tstate (_Py_tss_tstate)", current[t["lwp"]], row["current_tstate"])
-        c.eq(who + " autotss_tstate", _one(t["autotss"]), row["autotss_tstate"])
+        c.eq(who + " autotss_tstate", one_value(t["autotss"]), row["autotss_tstate"])
         for loop in t["eval"]:
             lw = "%s eval loop at frame #%d" % (who, loop["level"])
             if "unreadable" in loop:
