@@ -98,7 +98,8 @@ public:
     // CPython's _PyGen_yf finds it: <= 3.10 the stack top when the next instruction is
     // YIELD_FROM; 3.11, 3.12 the stack top when the next instruction is a RESUME after a yield
     // from/await (oparg >= 2); 3.13+ the stack top when gi_frame_state is
-    // FRAME_SUSPENDED_YIELD_FROM. 0 when none.
+    // FRAME_SUSPENDED_YIELD_FROM (3.15: the entry under the top, as its GET_ITER leaves a
+    // null_or_index above the iterator). 0 when none.
     uint64_t yieldFrom(uint64_t genOrCoro);
 
 private:

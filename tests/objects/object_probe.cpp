@@ -142,6 +142,12 @@ int main(int argc, char** argv) try {
                     g["locals"] = locals;
                 }
             }
+            if (frame) {
+                json stack = json::array();
+                for (uint64_t v : frames.valueStack(frame, 16)) stack.push_back(v ? json(hexAddress(v)) : json(nullptr));
+                g["value_stack"] = stack;
+                g["state"] = layout.genFrameState != kAbsent ? json(target.readValue<int8_t>(a + layout.genFrameState).value_or(-99)) : json(nullptr);
+            }
             uint64_t yf = frames.yieldFrom(a);
             g["yield_from"] = yf ? json(hexAddress(yf)) : json(nullptr);
             gens[hexAddress(a)] = g;

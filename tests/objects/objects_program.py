@@ -59,15 +59,18 @@ def make():
     return objs
 
 
+def r(v):
+    """The value as pytstates --locals shows it."""
+    if isinstance(v, (str, bytes)) and len(v) > 80:
+        return repr(v[:80]) + "..."
+    if isinstance(v, int) and not isinstance(v, Big) and not -(2**63) <= v < 2**63:
+        return "<int at %#x>" % id(v)  # no short repr past int64
+    if isinstance(v, (int, float, str, bytes, type(None))) and not isinstance(v, Big):
+        return repr(v)
+    return "<%s at %#x>" % (type(v).__name__, id(v))
+
+
 def expected(objs):
-    def r(v):
-        if isinstance(v, (str, bytes)) and len(v) > 80:
-            return repr(v[:80]) + "..."
-        if isinstance(v, int) and not isinstance(v, Big) and not -(2**63) <= v < 2**63:
-            return "<int at %#x>" % id(v)  # no short repr past int64
-        if isinstance(v, (int, float, str, bytes, type(None))) and not isinstance(v, Big):
-            return repr(v)
-        return "<%s at %#x>" % (type(v).__name__, id(v))
     facts = {"version": "%d.%d" % sys.version_info[:2], "objects": {}, "scalars": []}
     for key in ("plain", "many", "mixed", "dict_first", "big"):
         o = objs[key]
@@ -118,7 +121,8 @@ def waiter(arg_text, arg_number, *rest, flag=True, **extra):
         return captured
 
     waiting_line = 1  # the frame waits below
-    sys.stdout.write(json.dumps(FACTS) + "\n")
+    FACTS["waiter_locals"] = {k: r(v) for k, v in locals().items()}
+    sys.stdout.write("FACTS " + json.dumps(FACTS) + "\nREADY\n")
     sys.stdout.flush()
     while True:
         time.sleep(1)
