@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/report.h"
 
+#include "commands/frame_locals.h"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -195,6 +197,9 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
                                   preparation.greenletModules, options.maxFrames);
         if (scan) report.greenlets.push_back(std::move(*scan));
     }
+    // --locals: after the greenlets, so that their saved frames get theirs too.
+    target.readingFor("locals");
+    if (options.locals) readFrameLocals(target, report);
     target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     target.readingFor("findings");

@@ -28,6 +28,16 @@ struct PyFrame {
     // <= 3.9 f_lasti, 3.10 f_lasti * 2 (the last instruction started); 3.11, 3.12 prev_instr
     // (the last instruction started); 3.13+ instr_ptr (the instruction running or to run next).
     int instructionOffset = -1;
+    // --locals: the frame's arguments and locals as shown (filled by commands/frame_locals).
+    struct Local {
+        std::string name, kind;  // kind: "arg", "local", "cell", "free"
+        std::string type;        // the value's type name ("" unreadable)
+        std::optional<std::string> value;  // a short repr of str/bytes/int/float/bool/None; else none
+        std::string shown;       // what text shows: the short repr or <type at 0x...>
+        uint64_t address = 0;
+    };
+    std::vector<Local> locals;
+    bool localsRead = false;
 };
 
 // One local of a frame: its name, its value object (0 while unset; a cell's contents, not the
