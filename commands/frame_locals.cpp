@@ -25,21 +25,23 @@ void fill(FrameReader& frames, const ObjectReader& objects, PyFrame& frame) {
 }
 }  // namespace
 
-void readFrameLocals(const Target& target, Report& report) {
+void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, size_t maxFrames) {
     for (auto& runtime : report.runtimes) {
+        if (which != FrameLocalsOf::ThreadStates) break;
         FrameReader frames(target, runtime.layout);
         ObjectReader objects(target, runtime.layout);
         for (auto& interp : runtime.interpreters)
             for (auto& ts : interp.tstates)
-                for (auto& f : ts.frames) fill(frames, objects, f);
+                for (size_t i = 0; i < ts.frames.size() && i < maxFrames; ++i) fill(frames, objects, ts.frames[i]);
     }
     for (auto& scan : report.greenlets) {
+        if (which != FrameLocalsOf::Greenlets) break;
         if (scan.runtimeIndex >= report.runtimes.size()) continue;
         const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
         FrameReader frames(target, layout);
         ObjectReader objects(target, layout);
         for (auto& g : scan.greenlets)
-            for (auto& f : g.frames) fill(frames, objects, f);
+            for (size_t i = 0; i < g.frames.size() && i < maxFrames; ++i) fill(frames, objects, g.frames[i]);
     }
 }
 

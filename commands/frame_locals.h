@@ -8,9 +8,12 @@
 
 namespace pytstates {
 
-// Fills PyFrame::locals of every frame in the report (at most kMaxLocalsPerFrame per frame,
-// each value's text at most kMaxLocalText characters).
-void readFrameLocals(const Target& target, Report& report);
+// Fills PyFrame::locals of every thread state's frame, or of every greenlet's saved frame, in
+// the report (at most kMaxLocalsPerFrame per frame, each value's text at most kMaxLocalText
+// characters).
+enum class FrameLocalsOf { ThreadStates, Greenlets };
+// Only the first maxFrames frames of each stack are shown (--native reads more, cut later).
+void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, size_t maxFrames);
 
 constexpr size_t kMaxLocalsPerFrame = 64;
 constexpr size_t kMaxLocalText = 80;
