@@ -19,6 +19,11 @@ def waiter_frame(report):
     return None
 
 
+def all_frames(report):
+    """Every thread state's frame of the report, with its locals."""
+    return [f for rt in report["runtimes"] for i in rt["interpreters"] for t in i["tstates"] for f in t["frames"]]
+
+
 def json_problems(report, facts):
     """What differs between the report's waiter locals and the program's; [] when they agree.
     Every frame carries "locals"; a scalar's value is its repr, anything else has value null and
