@@ -158,7 +158,7 @@ def locals_core(args):
     facts, core = scenario.take_core([python, locals_facts.PROGRAM], "gcore")
     try:
         _, out = gdb(args.gdb_script, [python, core], marked("json", "py-tstates --locals --json") +
-                     marked("text", "py-tstates --locals") + ["py-up"] + marked("pylocals", "py-locals"))
+                     marked("text", "py-tstates --locals") + ["py-up", "py-up"] + marked("pylocals", "py-locals"))
         ours = json.loads(between(out, "json"))
         problems = locals_facts.json_problems(ours, facts) + locals_facts.text_problems(between(out, "text"), facts)
         said = locals_facts.gdb_py_locals(between(out, "pylocals"))

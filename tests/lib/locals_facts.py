@@ -97,6 +97,6 @@ def gdb_problems(report, py_locals):
 
 def gdb_py_locals_of_core(core, executable="/usr/bin/python3.11"):
     out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex", "add-auto-load-safe-path /usr",
-                          "-ex", "py-up", "-ex", "py-locals", executable, core],
+                          "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals", executable, core],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     return gdb_py_locals(out.stdout.decode(errors="replace"))

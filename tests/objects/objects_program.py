@@ -8,6 +8,7 @@ import threading
 import time
 
 GLOBAL_COUNTER = 12345
+WAIT_LOCK = threading.Lock()  # waiter waits inside `with WAIT_LOCK:` (a block <= 3.10, a handler 3.11+)
 
 
 class Plain:
@@ -122,10 +123,19 @@ def waiter(arg_text, arg_number, *rest, flag=True, **extra):
 
     waiting_line = 1  # the frame waits below
     FACTS["waiter_locals"] = {k: r(v) for k, v in locals().items()}
-    sys.stdout.write("FACTS " + json.dumps(FACTS) + "\nREADY\n")
-    sys.stdout.flush()
-    while True:
-        time.sleep(1)
+    with WAIT_LOCK:
+        while True:
+            snooze(FACTS)
+
+
+def snooze(facts):
+    """Sleeps; the first time, says where its caller (waiter) is: frame.f_lasti is, in every
+    version, the bytes from the code's first instruction to the one the frame runs (the call)."""
+    if "waiter_lasti" not in facts:
+        facts["waiter_lasti"] = sys._getframe(1).f_lasti
+        sys.stdout.write("FACTS " + json.dumps(facts) + "\nREADY\n")
+        sys.stdout.flush()
+    time.sleep(1)
 
 
 if __name__ == "__main__":

@@ -63,10 +63,10 @@ def interpreter(name, args):
 
 
 def py_locals_from_gdb(core):
-    """gdb's py-locals of waiter, the Python frame above time.sleep (Debian's python3.11: its
+    """gdb's py-locals of waiter, the Python frame above snooze (Debian's python3.11: its
     libpython gdb script is auto-loaded from python3.11-dbg)."""
     out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
-                          "-iex", "add-auto-load-safe-path /usr", "-ex", "py-up", "-ex", "py-locals",
+                          "-iex", "add-auto-load-safe-path /usr", "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals",
                           "/usr/bin/python3.11", core], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     said = out.stdout.decode(errors="replace")
     values = {}
@@ -158,7 +158,12 @@ def main():
         expect("waiter's argument kinds", ["arg"] * 5, [kinds.get(n) for n in ("arg_text", "arg_number", "rest", "flag", "extra")])
         expect("waiter's cell", "cell", kinds.get("captured"))
         expect("waiter's first locals are its arguments", ["arg"] * 5, [l["kind"] for l in frame["locals"][:5]])
-        expect("waiter's instruction offset is known", True, frame["instruction_offset"] >= 0)
+        expect("waiter's instruction offset (its f_lasti)", facts["waiter_lasti"], frame["instruction_offset"])
+        minor = int(got["version"].split(".")[1])
+        if minor <= 10:  # the with block: SETUP_FINALLY (122) at the frame's block stack
+            expect("waiter's block stack: one SETUP_FINALLY", [122], [b[0] for b in frame["blocks"]])
+        else:
+            expect("waiter's exception table is read", True, frame.get("exception_table_size", 0) > 0)
         if args.interpreter == "debian":
             said, text = py_locals_from_gdb(core)
             if not said:
