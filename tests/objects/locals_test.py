@@ -11,6 +11,7 @@ pass) when the interpreter is missing.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,13 @@ def main():
         print("NOT RUN (not a pass): %s" % e)
         return 77
     work = tempfile.mkdtemp(prefix="pytstates-locals-")
+    try:
+        return check(args, argv, env, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check(args, argv, env, work):
     proc = subprocess.Popen(argv + [locals_facts.PROGRAM], stdout=subprocess.PIPE, env=env, start_new_session=True)
     problems = []
     try:

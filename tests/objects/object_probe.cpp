@@ -3,7 +3,8 @@
 // what it read as one JSON object, for objects_test.py to compare with what the program printed
 // about itself and with gdb.
 //
-// Usage: object_probe CORE [object ADDR]... [global MODULE NAME]... [gen ADDR]...
+// Usage: object_probe [--no-dwarf] CORE [object ADDR]... [global MODULE NAME]... [gen ADDR]...
+//   --no-dwarf: the layout from _Py_DebugOffsets and the built-in tables only.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -64,6 +65,12 @@ json describeObject(const ObjectReader& objects, uint64_t object) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+    bool useDwarf = true;
+    if (argc > 1 && std::string(argv[1]) == "--no-dwarf") {
+        useDwarf = false;
+        ++argv;
+        --argc;
+    }
     if (argc < 2) {
         std::fprintf(stderr, "usage: object_probe CORE [object ADDR]... [global MODULE NAME]... [gen ADDR]...\n");
         return 2;
@@ -71,7 +78,7 @@ int main(int argc, char** argv) try {
     CoreOptions options;
     options.corePath = argv[1];
     CoreTarget target(options);
-    RuntimeSearch search = findRuntimes(target, 64);
+    RuntimeSearch search = walkRuntimes(target, findRuntimeCandidates(target, useDwarf), 64);
     if (search.runtimes.empty() || search.runtimes[0].interpreters.empty()) {
         std::fprintf(stderr, "object_probe: no CPython runtime in the core\n");
         return 2;

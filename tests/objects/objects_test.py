@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """ObjectReader and FrameReader's locals on a real core of one CPython (objects_program.py).
 
-Usage: objects_test.py --probe OBJECT_PROBE [--python314-dir D] [--python315-dir D] INTERPRETER
+Usage: objects_test.py --probe OBJECT_PROBE [--python314-dir D] [--python315-dir D] [--no-dwarf] INTERPRETER
+  --no-dwarf: the layout from _Py_DebugOffsets and the built-in tables only (as without debug packages).
   INTERPRETER: debian (/usr/bin/python3.11, also checked against gdb's py-locals from
   python3.11-dbg's libpython gdb script), a pyenv version (3.8.18 ... 3.13.0, under `pyenv root`),
   3.14 or 3.15 (Debian unstable's, scripts/debian-python).
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,6 +88,7 @@ def main():
     ap.add_argument("--probe", required=True)
     ap.add_argument("--python314-dir", default="")
     ap.add_argument("--python315-dir", default="")
+    ap.add_argument("--no-dwarf", action="store_true")
     ap.add_argument("interpreter")
     args = ap.parse_args()
     try:
@@ -94,6 +97,13 @@ def main():
         print("NOT RUN (not a pass): %s" % e)
         return 77
     work = tempfile.mkdtemp(prefix="pytstates-objects-")
+    try:
+        return check(args, argv, env, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check(args, argv, env, work):
     started = time.monotonic()
     proc = subprocess.Popen(argv + [PROGRAM], stdout=subprocess.PIPE, env=env, start_new_session=True)
     try:
@@ -102,8 +112,7 @@ def main():
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    print("core: " + core)
-    probe = [args.probe, core]
+    probe = [args.probe] + (["--no-dwarf"] if args.no_dwarf else []) + [core]
     for o in facts["objects"].values():
         probe += ["object", str(o["id"])]
     for s in facts["scalars"]:
@@ -164,7 +173,7 @@ def main():
             expect("waiter's block stack: one SETUP_FINALLY", [122], [b[0] for b in frame["blocks"]])
         else:
             expect("waiter's exception table is read", True, frame.get("exception_table_size", 0) > 0)
-        if args.interpreter == "debian":
+        if args.interpreter == "debian" and not args.no_dwarf:
             said, text = py_locals_from_gdb(core)
             if not said:
                 bad.append("gdb's py-locals printed no locals: " + text[-800:])
