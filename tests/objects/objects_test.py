@@ -6,7 +6,8 @@ Usage: objects_test.py --probe OBJECT_PROBE [--python314-dir D] [--python315-dir
   --no-dwarf: the layout from _Py_DebugOffsets and the built-in tables only (as without debug packages).
   INTERPRETER: debian (/usr/bin/python3.11, also checked against gdb's py-locals from
   python3.11-dbg's libpython gdb script), a pyenv version (3.8.18 ... 3.13.0, under `pyenv root`),
-  3.14 or 3.15 (Debian unstable's, scripts/debian-python).
+  3.14 or 3.15 (Debian unstable's, scripts/debian-python), 3.13t (free-threaded,
+  scripts/python-freethreaded).
 
 Truth: what the program printed about its own objects (id(), repr()) and, for debian, gdb. Every
 instance attribute, scalar, container item, the module global, the waiting frame's args/locals/
@@ -42,6 +43,14 @@ def interpreter(name, args):
     env.pop("PYTHONHOME", None)
     if name == "debian":
         return ["/usr/bin/python3.11"], env
+    if name in ("3.13t", "3.14t"):  # free-threaded, built once from Debian's source (a cold cache: minutes)
+        out = subprocess.run([os.path.join(SOURCE, "scripts", "python-freethreaded"), name[:-1]],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            raise Missing("a free-threaded CPython %s cannot be built here: %s"
+                          % (name, out.stderr.decode(errors="replace").strip()))
+        prefix = out.stdout.decode().strip().splitlines()[-1]
+        return [os.path.join(prefix, "bin", "python" + name)], env
     if name in ("3.14", "3.15"):
         cache = args.python314_dir if name == "3.14" else args.python315_dir
         out = subprocess.run([os.path.join(SOURCE, "scripts", "debian-python"), name, cache],
