@@ -127,7 +127,8 @@ private:
     bool isCodeObject(uint64_t code);
     bool describe(uint64_t frame, const FrameBytes& bytes, uint64_t code, PyFrame* out);
     int instructionOffsetOf(const FrameBytes& bytes, uint64_t code) const;
-    uint64_t objectAt(uint64_t slotAddress) const;  // a PyObject* or 3.14+'s _PyStackRef slot
+    uint64_t stackRefObject(uint64_t slot) const;  // a PyObject* or 3.14+'s _PyStackRef: the object (0: none)
+    bool stackExtent(uint64_t frame, uint64_t* base, size_t* depth);  // the value stack's start and depth
     uint64_t stackBase(uint64_t frame, uint64_t code);  // where the value stack starts
 
     // What a code object says (it never changes once made), read once per code object: a thousand
