@@ -150,4 +150,6 @@ if __name__ == "__main__":
     FACTS["coro_await"] = id(coro.cr_await)
     FACTS["gen_yieldfrom"] = id(gen.gi_yieldfrom)
     FACTS["thread"] = threading.get_native_id()
+    FACTS["globals"] = id(globals())
+    FACTS["waiter_exception_table"] = len(getattr(waiter.__code__, "co_exceptiontable", b""))
     waiter("text-arg", 7, "rest1", flag=False, kw="x")

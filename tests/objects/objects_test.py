@@ -181,7 +181,9 @@ def check(args, argv, env, work):
         if minor <= 10:  # the with block: SETUP_FINALLY (122) at the frame's block stack
             expect("waiter's block stack: one SETUP_FINALLY", [122], [b[0] for b in frame["blocks"]])
         else:
-            expect("waiter's exception table is read", True, frame.get("exception_table_size", 0) > 0)
+            expect("waiter's exception table (co_exceptiontable's length)", facts["waiter_exception_table"],
+                   frame.get("exception_table_size"))
+        expect("waiter's globals (id(globals()))", "%#x" % facts["globals"], frame["globals"])
         if args.interpreter == "debian" and not args.no_dwarf:
             said, text = py_locals_from_gdb(core)
             if not said:
