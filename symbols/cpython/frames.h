@@ -36,7 +36,7 @@ struct PyFrame {
         std::string shown;       // what text shows: the short repr or <type at 0x...>
         uint64_t address = 0;
     };
-    std::vector<Local> locals;
+    std::vector<Local> locals{};  // {}: aggregate initializers that stop before it need not name it
     bool localsRead = false;
 };
 
