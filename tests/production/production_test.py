@@ -40,6 +40,7 @@ import urllib.request
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "lib"))
+import json_contract  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -497,7 +498,7 @@ def progress(args):
         env = dict(scenario.offline_env(), PYTSTATES_PROGRESS_AFTER_MS="0")
         status, out, err = run_with_pty_stderr([args.pytstates, "check", "--json", "--core", core + ".zst"], env)
         expect(status == 1, "exit 1 like the plain core: %r" % err)
-        expect_same(plain, json.loads(out), "stdout holds the plain core's JSON, nothing else")
+        expect_same(plain, json_contract.loads(out), "stdout holds the plain core's JSON, nothing else")
         expect(err.startswith(b"\rpytstates: decompressing " + (core + ".zst").encode()) and err.endswith(b"\r\x1b[K"),
                "on a terminal: the progress line, then cleared: %r" % err[:300])
         print("stderr on a terminal: %r" % err[:200])
