@@ -160,7 +160,7 @@ def locals_core(args):
     try:
         _, out = gdb(args.gdb_script, [python, core], marked("json", "py-tstates --locals --json") +
                      marked("text", "py-tstates --locals") + ["py-up", "py-up"] + marked("pylocals", "py-locals"))
-        ours = json.loads(between(out, "json"))
+        ours = json_contract.loads(between(out, "json"), "py-tstates --locals --json")
         problems = locals_facts.json_problems(ours, facts) + locals_facts.text_problems(between(out, "text"), facts)
         said = locals_facts.gdb_py_locals(between(out, "pylocals"))
         problems += locals_facts.gdb_problems(ours, said)
@@ -176,7 +176,7 @@ def locals_live(args):
     """py-tstates --locals in gdb attached to a running python3.11: the program's own account."""
     with scenario.running(["/usr/bin/python3.11", locals_facts.PROGRAM]) as (proc, facts):
         _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates --locals --json"))
-        ours = json.loads(between(out, "json"))
+        ours = json_contract.loads(between(out, "json"), "py-tstates --locals --json")
         problems = locals_facts.json_problems(ours, facts)
         expect(not problems, "py-tstates --locals, live: " + "; ".join(problems))
         expect(proc.poll() is None, "the program runs on after gdb detached")

@@ -21,6 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
+import json_contract  # noqa: E402
 import locals_facts  # noqa: E402
 import scenario  # noqa: E402
 from objects_test import Missing, interpreter  # noqa: E402
@@ -77,7 +78,7 @@ def check(args, argv, env, work):
         proc.wait()
     for command in ("tstates", "check"):
         try:
-            report = json.loads(outputs[command, "json"])
+            report = json_contract.loads(outputs[command, "json"], "pytstates %s --locals --json" % command)
         except ValueError:
             problems.append("%s --json is no JSON: %r" % (command, outputs[command, "json"][:500]))
             continue
@@ -86,7 +87,7 @@ def check(args, argv, env, work):
     compared = ""
     if args.interpreter == "debian" and args.kind == "core":
         said = locals_facts.gdb_py_locals_of_core(target[1])
-        problems += locals_facts.gdb_problems(json.loads(outputs["tstates", "json"]), said)
+        problems += locals_facts.gdb_problems(json_contract.loads(outputs["tstates", "json"]), said)
         compared = ", gdb's py-locals: %d locals" % len(said)
     print("%s %s: waiter's %d locals checked in tstates and check, JSON and text (4 runs in %.1f s)%s" % (
         args.interpreter, args.kind, len(facts["waiter_locals"]), took, compared))
