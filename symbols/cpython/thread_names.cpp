@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/thread_names.h"
 
-#if __has_include("symbols/cpython/object_reader.h")  // TEMPORARY until objects is merged
 #include "symbols/cpython/object_reader.h"
 
 namespace pytstates {
@@ -59,9 +58,3 @@ PythonThreadNames readPythonThreadNames(const Target& target, const Runtime& run
 }
 
 }  // namespace pytstates
-#else
-namespace pytstates {
-std::optional<int64_t> readSmallPyLong(const Memory&, const CPythonLayout&, uint64_t) { return std::nullopt; }
-PythonThreadNames readPythonThreadNames(const Target&, const Runtime&, const Interpreter&, size_t) { return {}; }
-}  // namespace pytstates
-#endif

@@ -85,7 +85,7 @@ size_t DebuggerTarget::read(uint64_t addr, void* buf, size_t len) const {
 }
 
 std::optional<std::string> DebuggerTarget::threadComm(int lwp) const {
-    if (!procVisible_) return std::nullopt;
+    if (!procVisible_ && !(input_.live && input_.localProcess && input_.pid > 0)) return std::nullopt;
     return readThreadComm(input_.pid, lwp);
 }
 

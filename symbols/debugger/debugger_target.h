@@ -30,6 +30,9 @@ struct DebuggerInput {
     // A core's fatal signal as the debugger knows it (gdb's $_siginfo, lldb's stop reason) of
     // its first thread; kept only when the signal is one that writes a core.
     std::optional<CrashSignal> crash;
+    // A live process on this machine (lldb's host platform) even where search.processDir is not
+    // set: its threads' names are read from /proc.
+    bool localProcess = false;
 };
 
 class DebuggerTarget : public Target {
