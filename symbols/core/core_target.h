@@ -37,10 +37,6 @@ public:
     const std::vector<std::string>& warnings() const override { return warnings_; }
     const Arch& arch() const override { return core_.arch(); }
     std::optional<CrashSignal> crashSignal() const override { return core_.crashSignal(); }
-    std::optional<std::string> threadComm(int lwp) const override {
-        if (lwp != core_.pid() || core_.commandName().empty()) return std::nullopt;
-        return core_.commandName();
-    }
     std::string sysroot() const override { return search_.sysroot; }
     std::optional<uint64_t> vdsoAddress() const override;
     const CoreFile& core() const { return core_; }

@@ -82,11 +82,11 @@ InterpreterRunState readInterpreterRunState(const Memory& memory, const Runtime&
     std::optional<uint64_t> whole;
     if (interp.main && layout.runtimeFinalizing >= 0)
         whole = memory.readPointer(runtime.address + static_cast<uint64_t>(layout.runtimeFinalizing));
-    if (own && *own) {
-        state.finalizing = own;
-    } else if (whole && *whole) {
+    if (whole && *whole) {  // Py_FinalizeEx: the whole runtime (3.12+ marks the interpreter too)
         state.finalizing = whole;
         state.finalizingFromRuntime = true;
+    } else if (own && *own) {
+        state.finalizing = own;
     } else if ((layout.interpFinalizing < 0 || own) && (!interp.main || whole)) {
         // Before 3.12 a sub-interpreter records no finalizing state of its own: what its
         // runtime's says is all there is (Py_EndInterpreter is told by its native stack only).
