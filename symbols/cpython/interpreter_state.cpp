@@ -42,7 +42,8 @@ InterpreterStateLayout interpreterStateLayout(const Target& target, const Runtim
     if (useDwarf && runtime.moduleIndex < modules.size()) {
         const LoadedModule& mod = modules[runtime.moduleIndex];
         if (mod.debugElf && mod.debugElf->hasDebugInfo())
-            if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path())) {
+            // Through the per-build-id cache (type_cache.h): a cached build reads no DWARF here.
+            if (auto types = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf)) {
                 auto fin = types->memberOffset("_PyRuntimeState", "_finalizing");
                 if (!fin) fin = types->memberOffset("_PyRuntimeState", "finalizing");
                 if (fin) {
