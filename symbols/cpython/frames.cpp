@@ -311,12 +311,13 @@ std::vector<FrameLocal> FrameReader::locals(uint64_t frame, size_t maxLocals) {
         l.name = readPyUnicode(memory_, layout_, names311[i], 256).value_or("?");
         uint64_t value = values[i];
         if (layout_.minor >= 14) value = (value & 3) == 3 ? 0 : value & ~uint64_t(3);
-        bool arg = layout_.minor >= 13 ? (kind & kFastArgs) != 0 : static_cast<int64_t>(i) < nargs;
+        // A comprehension inlined into the function (3.12+) has hidden locals: shown while set.
+        if ((kind & kFastHidden) && !value) continue;
+        bool arg = layout_.minor >= 14 ? (kind & kFastArgs) != 0 : static_cast<int64_t>(i) < nargs;
         // A cell or free variable's slot holds its cell once MAKE_CELL / COPY_FREE_VARS ran.
         if (kind & (kFastCell | kFastFree)) value = throughCell(value);
         l.kind = arg ? "arg" : (kind & kFastFree) ? "free" : (kind & kFastCell) ? "cell" : "local";
         (void)kFastLocal;
-        (void)kFastHidden;
         l.value = value;
         out.push_back(std::move(l));
     }
@@ -405,9 +406,12 @@ uint64_t FrameReader::yieldFrom(uint64_t gen) {
     if (!frame) return 0;
     uint64_t code = codeOf(frame);
     if (!code) return 0;
+    // 3.15's GET_ITER / GET_AWAITABLE leave the iterator under a null_or_index slot: SEND's
+    // receiver is the second from the top (checked against gi_yieldfrom and cr_await).
+    size_t depth = layout_.minor >= 15 ? 2 : 1;
     auto top = [&]() -> uint64_t {
         auto stack = valueStack(frame, 1 << 20);
-        return stack.empty() ? 0 : stack.back();
+        return stack.size() < depth ? 0 : stack[stack.size() - depth];
     };
     if (layout_.minor <= 10) {
         // The next instruction after f_lasti is YIELD_FROM (72 in 3.8 - 3.10)
