@@ -237,6 +237,48 @@ def exit_case(args):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def exit_sid_case(args):
+    """The host on Debian unstable's 3.14 (scripts/debian-python's root): it hangs for good
+    (take_gil hangs the waiter, PyThread_hang_thread); the runtime finalizes on the main thread,
+    which joins the worker. The worker sits in pause() with a stack gdb does not unwind either."""
+    root = os.path.join(os.path.abspath(args.sid_dir), "root")
+    expect(os.path.isdir(os.path.join(root, "usr", "include", "python3.14")), "no 3.14 root with headers in " + args.sid_dir)
+    workdir = tempfile.mkdtemp(prefix="pyts", dir="/tmp")  # the loader's link must be a short path
+    try:
+        loader = os.path.join(workdir, "ld")
+        os.symlink(os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), loader)
+        exe = os.path.join(workdir, "exit_hang_host")
+        libs = [os.path.join(root, "lib", "x86_64-linux-gnu"), os.path.join(root, "usr", "lib", "x86_64-linux-gnu")]
+        # The root's own headers after the host's (its glibc headers are newer), its libpython and
+        # loader; DT_RPATH (not RUNPATH) so libpython's own libraries come from the root too.
+        subprocess.run(["cc", "-g", "-O1", "-o", exe, os.path.join(HERE, "exit_hang_host.c"),
+                        "-I" + os.path.join(root, "usr", "include", "python3.14"), "-idirafter", os.path.join(root, "usr", "include"),
+                        "-L" + libs[1], "-lpython3.14", "-lpthread", "-Wl,--allow-shlib-undefined", "-Wl,--dynamic-linker=" + loader,
+                        "-Wl,--disable-new-dtags", "-Wl,-rpath," + ":".join(libs)], check=True)
+        env = dict(os.environ, PYTHONHOME=os.path.join(root, "usr"))
+        facts, core = scenario.take_core([exe], "gcore", workdir=workdir, env=env, after_ready=lambda p, f: time.sleep(1.0))
+        debug = os.path.join(root, "usr", "lib", "debug")
+        _, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--debug-dir", debug, "--json"])
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--debug-dir", debug])
+        interp = main_interp(report)
+        expect(interp.get("state") == "finalizing" and interp.get("finalizing_lwp") == facts["main"] and
+               interp.get("finalizing_lwp_evidence") == "thread state", "the runtime finalizes on LWP %d" % facts["main"], report)
+        expect("state: finalizing (the runtime: Py_FinalizeEx on LWP %d" % facts["main"] in text, "the state line:\n" + text)
+        out = subprocess.run(["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-iex", "set debug-file-directory " + debug,
+                              "-ex", "printf \"VALUE %ld\\n\", (long)_PyRuntime._finalizing", exe, core],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
+        m = re.search(r"^VALUE (-?\d+)$", out, re.M)
+        expect(m is not None, "gdb evaluated _PyRuntime._finalizing:\n" + out[-2000:])
+        tstates = {int(t["address"], 16): t for t in interp["tstates"]}
+        expect(int(m.group(1)) in tstates and tstates[int(m.group(1))]["lwp"] == facts["main"],
+               "gdb: _PyRuntime._finalizing = %#x, the main thread's state" % int(m.group(1)), report)
+        print("3.14 host: state %s on LWP %d (gdb: _PyRuntime._finalizing = %#x); the worker LWP %d: %s" %
+              (interp["state"], facts["main"], int(m.group(1)), facts["worker"],
+               json.dumps(rows_of(report)[facts["worker"]].get("blocked_on"))))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- gdb and lldb
 
 def names(report):
@@ -313,9 +355,10 @@ def main():
     p.add_argument("--python", help="X.Y: pyenv's (the suite's own when omitted), 3.13t: scripts/python-freethreaded's")
     p.add_argument("--gdb-script")
     p.add_argument("--plugin")
-    p.add_argument("case", choices=["names", "gc", "exit-hang", "exit-ends", "debuggers"])
+    p.add_argument("--sid-dir", help="exit-hang-sid: scripts/debian-python 3.14's directory")
+    p.add_argument("case", choices=["names", "gc", "exit-hang", "exit-ends", "exit-hang-sid", "debuggers"])
     args = p.parse_args()
-    {"names": names_case, "gc": gc_case, "exit-hang": exit_case, "exit-ends": exit_case, "debuggers": debuggers_case}[args.case](args)
+    {"names": names_case, "gc": gc_case, "exit-hang": exit_case, "exit-ends": exit_case, "exit-hang-sid": exit_sid_case, "debuggers": debuggers_case}[args.case](args)
 
 
 if __name__ == "__main__":
