@@ -166,9 +166,14 @@ def gc_case(args):
         return
     facts, core = scenario.take_core(argv, args.kind, after_ready=settle)
     try:
-        _, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
-        _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core])
+        extra = ["--no-dwarf"] if args.no_dwarf else []
+        _, report, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"] + extra)
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core] + extra)
         check_gc(report, text, facts)
+        if args.no_dwarf:  # the offsets from the table measured on this version's build
+            layout = main_interp(report)["state_layout"]
+            expect(layout.startswith("table (CPython " + facts["version"]), "the table's offsets: %s" % layout, report)
+            print("--no-dwarf: " + layout)
         collecting, = gdb_values(argv[0], core, [gc_expr(facts["version"])])
         expect(collecting == 1, "gdb: %s is %d" % (gc_expr(facts["version"]), collecting))
         print("gdb: %s = %d" % (gc_expr(facts["version"]), collecting))
@@ -355,6 +360,7 @@ def main():
     p.add_argument("--python", help="X.Y: pyenv's (the suite's own when omitted), 3.13t: scripts/python-freethreaded's")
     p.add_argument("--gdb-script")
     p.add_argument("--plugin")
+    p.add_argument("--no-dwarf", action="store_true", help="gc: pytstates --no-dwarf (the built-in table)")
     p.add_argument("--sid-dir", help="exit-hang-sid: scripts/debian-python 3.14's directory")
     p.add_argument("case", choices=["names", "gc", "exit-hang", "exit-ends", "exit-hang-sid", "debuggers"])
     args = p.parse_args()
