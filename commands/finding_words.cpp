@@ -298,6 +298,22 @@ std::string blockedWords(int lwp, const std::string& state, const BlockedOn& b) 
            (at.empty() ? "" : " in " + at);
 }
 
+// A cycle through a GIL wait while the runtime finalizes (a hang at exit: cpython #87135, torch
+// #38228, pybind11 #2215). take_gil checks whether the runtime finalizes on entry and once it has
+// the GIL (3.8), and also after each timed-out wait (gh-96387: 3.9-3.13's current releases end the
+// thread there, with PyThread_exit_thread, within the switch interval); 3.14+ hang the thread
+// forever instead (PyThread_hang_thread, gh-87135). Measured: a host whose finalizer joins such a
+// thread with the GIL held hangs on 3.8.18 and exits on 3.9.18-3.13.0 (tests/state).
+std::string finalizingGilWords(const Finding& f) {
+    std::string msg = "The runtime is finalizing";
+    if (f.finalizingLwp) msg += " (LWP " + std::to_string(*f.finalizingLwp) + " runs Py_FinalizeEx)";
+    msg += ": a thread that waits for the GIL now will never get it back";
+    if (f.finalizingMinor >= 14) msg += " (CPython 3.14+ hangs it in take_gil for good)";
+    else if (f.finalizingMinor >= 9) msg += " (CPython 3.9-3.13 end it, with pthread_exit, from take_gil's wait)";
+    else if (f.finalizingMinor == 8) msg += " (CPython 3.8 ends it, with pthread_exit, once it takes the GIL, which the finalizing thread holds)";
+    return msg + ": join or stop such threads before Py_Finalize (or in an atexit callback), not after it";
+}
+
 std::string deadlockMessage(const Finding& f) {
     const auto& cycle = f.cycle;
     std::string chain;
@@ -347,6 +363,7 @@ std::string deadlockMessage(const Finding& f) {
     } else {
         msg += "The locks are taken in opposite orders: take them in one order everywhere";
     }
+    if (f.finalizingGilWait) msg += ". " + finalizingGilWords(f);
     if (!late.empty())
         msg += ". The owner of what LWP " + lwpList(late) + (late.size() == 1 ? " waits" : " wait") +
                " for was read after the process was resumed: if it changed since the stop, this cycle is not real; "

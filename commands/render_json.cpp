@@ -200,6 +200,7 @@ void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
     if (!b.note.empty()) w.field("note", b.note);
     addressOrNull(w, "object", b.object);
     if (b.ownerReadLate) w.field("owner_read_after_resume", true);
+    if (b.duringFinalization) w.field("runtime_finalizing", true);  // a GIL wait that never ends
     w.endObject();
 }
 
@@ -358,6 +359,26 @@ void tstateJson(JsonWriter& w, const Report& report, const Runtime& rt, const In
     w.endObject();
 }
 
+// The interpreter's own state (commands/python_state): its fields in this object's key order.
+void interpreterStateJson(JsonWriter& w, const Report& report, const Interpreter& interp) {
+    auto it = report.interpreterStates.find(interp.address);
+    if (it == report.interpreterStates.end()) return;
+    const InterpreterStateView& v = it->second;
+    w.fieldOrNull("state", v.finalizing.has_value(), std::string(v.finalizing.value_or(false) ? "finalizing" : "running"));
+    w.field("state_layout", v.layoutSource);
+}
+
+void interpreterGcJson(JsonWriter& w, const Report& report, const Interpreter& interp) {
+    auto it = report.interpreterStates.find(interp.address);
+    if (it == report.interpreterStates.end()) return;
+    const InterpreterStateView& v = it->second;
+    w.field("finalizing_lwp", v.finalizingLwp);
+    if (v.finalizingLwp) w.field("finalizing_lwp_evidence", v.finalizingEvidence);
+    addressOrNull(w, "finalizing_tstate", v.finalizingTstate);
+    w.field("gc_collecting", v.gcCollecting);
+    w.field("gc_lwp", v.gcLwp);
+}
+
 void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool withFrames) {
     w.beginObject();
     w.field("address", hexAddress(rt.address));
@@ -371,6 +392,7 @@ void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool wi
     for (const auto& interp : rt.interpreters) {
         w.beginObject();
         w.field("address", hexAddress(interp.address));
+        interpreterGcJson(w, report, interp);
         w.field("gil", interp.gilDisabled ? "disabled" : !interp.gilKnown ? "unknown" : interp.gilHolder ? "held" : "free");
         w.fieldOrNull("gil_holder", interp.gilKnown && interp.gilHolder, hexAddress(interp.gilHolder));
         // Where the holder was read, and the state that took the GIL where the holder swapped in another.
@@ -379,6 +401,7 @@ void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool wi
         w.field("id", interp.id);
         w.field("main", interp.main);
         if (!interp.note.empty()) w.field("note", interp.note);
+        interpreterStateJson(w, report, interp);
         w.key("tstates");
         w.beginArray();
         for (const auto& ts : interp.tstates) tstateJson(w, report, rt, interp, ts, withFrames);
@@ -409,6 +432,8 @@ void threadJson(JsonWriter& w, const std::map<int, std::vector<uint64_t>>& runsO
     addressOrNull(w, "current_tstate", t.currentTstate);
     if (t.debuggerThread) w.field("debugger_thread", t.debuggerThread);
     w.field("lwp", t.lwp);
+    w.fieldOrNull("name", t.name.has_value(), t.name.value_or(""));
+    if (t.name) w.field("name_source", t.nameSource);
     if (t.namespaceLwp) w.field("namespace_lwp", t.namespaceLwp);
     if (!t.nativeEnd.empty()) w.field("native_end", t.nativeEnd);
     w.key("native_frames");

@@ -12,6 +12,7 @@
 
 #include "commands/render.h"
 #include "commands/finding_words.h"
+#include "commands/render_python_state.h"
 #include "commands/text_encoding.h"
 #include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
@@ -454,6 +455,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             }
             out << "  " << interp.tstates.size() << " thread state" << (interp.tstates.size() == 1 ? "" : "s") << "\n";
             if (!interp.note.empty()) out << "    note: " << shown(interp.note) << "\n";
+            if (auto words = interpreterStateWords(report, interp); !words.empty()) out << "    " << words << "\n";
             for (const auto& ts : interp.tstates) {
                 auto lwp = report.lwpFor(ts.address);
                 auto place = report.places.find(ts.address);
@@ -464,7 +466,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 // Without a GIL, whether each thread state is attached is what says who runs Python.
                 if (rt.layout.freeThreaded && ts.state) out << "  " << threadStateWords(*ts.state);
                 if (interp.gilKnown && interp.gilHolder == ts.address) out << "  [holds GIL]";
-                out << "\n";
+                out << tstateNameWords(report, ts.address) << "\n";
                 if (!ts.note.empty()) out << "        note: " << shown(ts.note) << "\n";
                 if (!frames) continue;
                 if (ts.frames.empty()) out << "        (no Python frames)\n";
@@ -508,7 +510,7 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
     out << pad(autotss, 18);
     for (const auto& view : report.internals)
         if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
-    out << "NATIVE (innermost frame)\n";
+    out << "NATIVE (innermost frame), NAME (Python's Thread.name, or the kernel's comm)\n";
     auto runsOn = report.tstatesByLwp();
     static const std::vector<uint64_t> kNoRuns;
     for (const auto& t : report.threads) {
@@ -532,8 +534,9 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
         }
         out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function)));
         if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
-            out << "  [" << waitWords(t.blockedOn->kind, t.blockedOn->object, t.blockedOn->call) << heldByWords(t.blockedOn->kind, t.blockedOn->heldBy) << "]";
-        out << "\n";
+            out << "  [" << waitWords(t.blockedOn->kind, t.blockedOn->object, t.blockedOn->call) << heldByWords(t.blockedOn->kind, t.blockedOn->heldBy)
+                << finalizingWaitWords(*t.blockedOn) << "]";
+        out << threadNameWords(t) << "\n";
     }
 }
 

@@ -12,6 +12,7 @@
 #include "commands/findings.h"
 #include "commands/native_report.h"
 #include "commands/no_runtime.h"
+#include "commands/python_state.h"
 #include "commands/wait_findings.h"
 #include "commands/waits.h"
 #include "commands/tstate_runners.h"
@@ -193,6 +194,8 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     if (preparation.native) readNativeStacks(target, *preparation.native, options, report.runtimes, report);
     target.readingFor("waits");
     if (preparation.native) readWaits(target, *preparation.native, options, report);
+    target.readingFor("thread names and interpreter state");
+    readPythonState(target, preparation.native.get(), options, report);
     if (options.native) cutFrames(report.runtimes, options.maxFrames);
     target.readingFor("greenlets");
     for (size_t r = 0; options.greenlets && r < report.runtimes.size(); ++r) {
@@ -209,6 +212,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     if (options.findings) addFindings(target, report);
     else addRuntimeFindings(report);
     if (options.findings) addWaitFindings(report);
+    if (options.findings) markFinalizingDeadlocks(report);
     explainCrash(target, report);
     explainAbort(target, report);
     target.readingFor("");

@@ -81,6 +81,9 @@ struct BlockedOn {
     bool ownerReadLate = false;     // the owner's field came from the running process, after the stop
     NativeFrame at;                 // the caller that waits: the first frame outside the lock's code
     std::optional<PyFrame> pythonAt;  // the Python frame that waits, for a thread running Python
+    // kind gil: its interpreter (or runtime) is finalizing, so the wait never ends as a wait for
+    // the GIL does (commands/python_state)
+    bool duringFinalization = false;
 };
 
 struct ThreadRow {
@@ -101,6 +104,10 @@ struct ThreadRow {
     std::vector<NativeFrame> nativeFrames;
     std::string nativeEnd;       // why the stack ends early, when it does
     std::optional<BlockedOn> blockedOn;  // unset when the waits were not analysed (--no-waits)
+    // Its name (commands/python_state): Python's Thread.name where a threading.Thread runs on it,
+    // else the kernel's (comm); none: nothing names it (a core keeps only the main thread's comm).
+    std::optional<std::string> name;
+    std::string nameSource;  // "threading" or "kernel"
 };
 
 // One thread of a deadlock's cycle, as the finding tells it.
@@ -163,6 +170,23 @@ struct Finding {
     };
     std::vector<HistoryEntry> history;
     std::vector<std::string> historyWords;  // one or two lines
+    // deadlock: a thread of the cycle waits for the GIL while its runtime finalizes (the thread
+    // running Py_FinalizeEx, when known, and the version whose take_gil decides its fate)
+    bool finalizingGilWait = false;
+    std::optional<int> finalizingLwp;
+    int finalizingMinor = 0;
+};
+
+// The interpreter's own state, as pystack shows it (commands/python_state).
+struct InterpreterStateView {
+    std::optional<bool> finalizing;      // none: unknown
+    uint64_t finalizingTstate = 0;       // the state that runs Py_FinalizeEx / Py_EndInterpreter
+    bool finalizingRuntime = false;      // _PyRuntime's _finalizing says it (the whole runtime)
+    std::optional<int> finalizingLwp;    // the thread that finalizes it
+    std::string finalizingEvidence;      // "thread state" (it runs the finalizing state) or "native stack" (Py_FinalizeEx)
+    std::optional<bool> gcCollecting;    // none: unknown
+    std::optional<int> gcLwp;            // the thread whose native stack runs the collection
+    std::string layoutSource;            // where the fields' offsets came from
 };
 
 // Why the process called abort() (commands/abort_context).
@@ -205,6 +229,7 @@ struct Report {
     std::vector<std::string> waitNotes;   // what the wait analysis could not know (no GIL, no layout)
     std::map<uint64_t, TstatePlace> places;  // every listed tstate: who runs it, who made it
     std::set<uint64_t> listedTstates;        // every tstate in some interpreter's list
+    std::map<uint64_t, InterpreterStateView> interpreterStates;  // by interpreter address
 
     bool listed(uint64_t tstate) const { return listedTstates.count(tstate) != 0; }
 

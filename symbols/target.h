@@ -87,6 +87,15 @@ public:
     virtual std::optional<CrashSignal> crashSignal() const { return std::nullopt; }
     // Where the kernel mapped the vDSO (AT_SYSINFO_EHDR); nullopt when unknown.
     virtual std::optional<uint64_t> vdsoAddress() const { return std::nullopt; }
+    // The kernel's name of a thread (its comm, at most 15 bytes): /proc/PID/task/TID/comm of a
+    // live process. A core keeps none per thread; its NT_PRPSINFO's pr_fname is the main thread's
+    // (the thread group leader's comm, in the kernel's cores and gcore's alike), but gdb and lldb
+    // do not hand it over, so it is not used: the front ends name a core's threads alike.
+    // nullopt: none known.
+    virtual std::optional<std::string> threadComm(int lwp) const {
+        (void)lwp;
+        return std::nullopt;
+    }
 
     // The modules' symbols, CFI and DWARF through libdwfl, made on first use (a second call with
     // another useDwarf makes a new one).

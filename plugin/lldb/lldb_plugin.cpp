@@ -180,8 +180,10 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
     // lldb hands over no orig_rax: for a live process on this machine (the host platform, not a
     // remote lldb-server's) the kernel says which call each blocked thread is in.
     const char* platform = target.GetPlatform().GetName();
-    if (live && input.pid > 0 && platform && std::string(platform) == "host")
+    if (live && input.pid > 0 && platform && std::string(platform) == "host") {
         for (auto& t : input.threads) t.syscall = procThreadSyscall(input.pid, t.lwp);
+        input.localProcess = true;  // and their names (comm)
+    }
     return input;
 }
 

@@ -36,6 +36,7 @@ DebuggerTarget::DebuggerTarget(DebuggerInput input)
             namespacePids_ = files.namespacePids;
             if (in.mappings.empty()) in.mappings = std::move(files.mappings);
             if (!files.executable.empty()) in.executable = files.executable;
+            procVisible_ = true;
         } else {
             in.search.processDir.clear();  // not a process we can see (another machine's pid)
         }
@@ -81,6 +82,11 @@ std::optional<CrashSignal> DebuggerTarget::crashSignal() const {
 size_t DebuggerTarget::read(uint64_t addr, void* buf, size_t len) const {
     countRead(len);
     return cache_.read(addr, buf, len);
+}
+
+std::optional<std::string> DebuggerTarget::threadComm(int lwp) const {
+    if (!procVisible_ && !(input_.live && input_.localProcess && input_.pid > 0)) return std::nullopt;
+    return readThreadComm(input_.pid, lwp);
 }
 
 }  // namespace pytstates

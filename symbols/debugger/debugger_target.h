@@ -30,6 +30,9 @@ struct DebuggerInput {
     // A core's fatal signal as the debugger knows it (gdb's $_siginfo, lldb's stop reason) of
     // its first thread; kept only when the signal is one that writes a core.
     std::optional<CrashSignal> crash;
+    // A live process on this machine (lldb's host platform) even where search.processDir is not
+    // set: its threads' names are read from /proc.
+    bool localProcess = false;
 };
 
 class DebuggerTarget : public Target {
@@ -52,6 +55,9 @@ public:
     // The machine of the program the debugger has open (gdb-multiarch on an arm64 program through
     // qemu's gdb stub is not this machine): its executable's e_machine, else this machine's.
     const Arch& arch() const override { return *arch_; }
+    // A live process on this machine: its /proc; a core: the main thread's (NT_PRPSINFO is not
+    // reachable through the debugger, so none).
+    std::optional<std::string> threadComm(int lwp) const override;
 
 private:
     void fillMissingThreadPointers();
@@ -63,6 +69,7 @@ private:
     std::vector<std::string> warnings_;
     std::vector<int> namespacePids_;
     std::string root_ = "/";
+    bool procVisible_ = false;  // a live process whose /proc this machine shows
     const Arch* arch_ = &hostArch();
 };
 

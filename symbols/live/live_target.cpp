@@ -548,6 +548,8 @@ double LiveTarget::resume() {
     return stoppedMs_;
 }
 
+std::optional<std::string> LiveTarget::threadComm(int lwp) const { return readThreadComm(pid_, lwp); }
+
 size_t LiveTarget::read(uint64_t addr, void* buf, size_t len) const {
     if (len == 0) return 0;
     countRead(len);

@@ -52,6 +52,7 @@ public:
     std::vector<int> namespacePids() const override { return namespacePids_; }
     std::string rootDirectory() const override { return root_; }
     std::optional<uint64_t> vdsoAddress() const override { return vdso_; }
+    std::optional<std::string> threadComm(int lwp) const override;
 
     // Stops every thread (when options.stop), reads their registers and starts copying what the
     // analysis needs consistent and can name now (symbols/live/stop_snapshot), on a thread of its

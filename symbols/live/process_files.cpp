@@ -95,4 +95,13 @@ int namespaceTid(int pid, int tid) {
     return ids.size() > 1 ? ids.back() : 0;
 }
 
+std::optional<std::string> readThreadComm(int pid, int tid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm", std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string comm((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.eof() && in.fail()) return std::nullopt;
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    return comm;
+}
+
 }  // namespace pytstates

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ ProcessFiles readProcessFiles(int pid);
 int namespaceTid(int pid, int tid);
 
 std::string readProcText(const std::string& path);
+
+// The kernel's name of a thread, /proc/PID/task/TID/comm without its newline; nullopt when unreadable.
+std::optional<std::string> readThreadComm(int pid, int tid);
 
 // The fields of a /proc/.../stat file from the third (state) on, split at spaces: COMM, the
 // second, may hold spaces and parentheses, so they are read after its last ')'. Empty when the

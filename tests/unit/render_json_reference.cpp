@@ -163,6 +163,7 @@ json blockedOnJson(const BlockedOn& b) {
     if (!b.layoutSource.empty()) out["layout_source"] = b.layoutSource;
     if (!b.note.empty()) out["note"] = b.note;
     if (b.ownerReadLate) out["owner_read_after_resume"] = true;
+    if (b.duringFinalization) out["runtime_finalizing"] = true;
     if (b.kind != WaitKind::None) addWhere(out, b.at, b.pythonAt);
     return out;
 }
@@ -274,6 +275,16 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
             if (!interp.note.empty()) i["note"] = interp.note;
             if (interp.gilHolder) i["gil_holder_source"] = gilSourceName(interp.gilHolderSource);
             if (interp.gilTakenBy) i["gil_taken_by"] = hexAddress(interp.gilTakenBy);
+            if (auto st = report.interpreterStates.find(interp.address); st != report.interpreterStates.end()) {
+                const InterpreterStateView& v = st->second;
+                i["state"] = v.finalizing ? json(*v.finalizing ? "finalizing" : "running") : json(nullptr);
+                i["state_layout"] = v.layoutSource;
+                i["finalizing_lwp"] = v.finalizingLwp ? json(*v.finalizingLwp) : json(nullptr);
+                if (v.finalizingLwp) i["finalizing_lwp_evidence"] = v.finalizingEvidence;
+                i["finalizing_tstate"] = addressOrNull(v.finalizingTstate);
+                i["gc_collecting"] = v.gcCollecting ? json(*v.gcCollecting) : json(nullptr);
+                i["gc_lwp"] = v.gcLwp ? json(*v.gcLwp) : json(nullptr);
+            }
             interps.push_back(i);
         }
         json r = {{"address", hexAddress(rt.address)},
@@ -300,6 +311,8 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
         for (uint64_t ts : report.tstatesOn(t.lwp)) runs.push_back(hexAddress(ts));
         row["tstates"] = runs;
         if (t.namespaceLwp) row["namespace_lwp"] = t.namespaceLwp;
+        row["name"] = t.name ? json(*t.name) : json(nullptr);
+        if (t.name) row["name_source"] = t.nameSource;
         if (t.autotssKey) row["autotss_key"] = *t.autotssKey;
         if (t.autotssThreadLocal) row["autotss_source"] = "_Py_tss_gilstate";
         if (!t.currentSource.empty()) row["current_source"] = t.currentSource;

@@ -116,6 +116,26 @@ Report richReport(TargetKind kind) {
     rt.interpreters.push_back(unknown);
     r.runtimes.push_back(rt);
 
+    // The interpreters' own state: finalizing on a thread, running with the GC collecting, unknown.
+    InterpreterStateView finalizing;
+    finalizing.finalizing = true;
+    finalizing.finalizingTstate = 0x20000;
+    finalizing.finalizingRuntime = true;
+    finalizing.finalizingLwp = 100;
+    finalizing.finalizingEvidence = "thread state";
+    finalizing.gcCollecting = false;
+    finalizing.layoutSource = kBad;
+    r.interpreterStates[0x10000] = finalizing;
+    InterpreterStateView collecting;
+    collecting.finalizing = false;
+    collecting.gcCollecting = true;
+    collecting.gcLwp = 101;
+    collecting.layoutSource = "table (CPython 3.13.0)";
+    r.interpreterStates[0x30000] = collecting;
+    InterpreterStateView unknownState;
+    unknownState.layoutSource = "no DWARF and no table";
+    r.interpreterStates[0x40000] = unknownState;
+
     r.places[0x20000] = {100, "current", 0, 100, false, false};
     r.places[0x21000] = {101, "frames on its stack", 2, 100, true, false};
     r.places[0x22000] = {std::nullopt, "", 0, std::nullopt, false, true};
@@ -174,8 +194,13 @@ Report richReport(TargetKind kind) {
             b.at = nativeFrame(lwp == 100 ? kBad : "", 4);
             if (lwp == 100) b.pythonAt = PyFrame{0xd000, "wait", kBad, 4, false};
             b.ownerReadLate = lwp == 100;
+            b.duringFinalization = lwp == 101;
             t.blockedOn = b;
         }
+        // Thread names: Python's, the kernel's (a name is the target's bytes), none.
+        if (lwp == 100) t.name = "MainThread";
+        if (lwp == 101) t.name = kBad;
+        t.nameSource = lwp == 100 ? "threading" : lwp == 101 ? "kernel" : "";
         r.threads.push_back(t);
     }
 

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Python's names of its threads: threading's registry (`_active`, ident -> Thread, and `_limbo`,
+// Thread -> Thread for threads started but not yet registered) gives each threading.Thread's
+// `_name` by the OS thread it runs on (its ident: pthread_self(), and `_native_id` 3.8+).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "symbols/cpython/runtimes.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct PythonThreadNames {
+    std::map<uint64_t, std::string> byIdent;  // pthread_t -> Thread.name
+    std::map<int64_t, std::string> byNativeId;  // Thread._native_id (the LWP) -> Thread.name
+    std::string note;  // why nothing was read (no threading module, an unreadable registry)
+};
+
+// The names of one interpreter's threading.Threads; at most maxThreads of them.
+PythonThreadNames readPythonThreadNames(const Target& target, const Runtime& runtime, const Interpreter& interp,
+                                        size_t maxThreads = 4096);
+
+// A Python int that fits in 64 bits (a thread's ident, its native id); nullopt when it does not
+// read as one.
+std::optional<int64_t> readSmallPyLong(const Memory& memory, const CPythonLayout& layout, uint64_t object);
+
+}  // namespace pytstates
