@@ -48,6 +48,9 @@ constexpr std::array<FindingCodeInfo, kFindingCodeCount> kTable = {{
     {C::StopTheWorldBlocked, "stop-the-world-blocked", S::Warning, F::Waits, N::Waiters, false, false, A::None, true,
      "a thread attached to Python is blocked in something else while other threads stop the world and wait for it to detach, "
      "and no cycle explains it"},
+    {C::EventLoopBlocked, "event-loop-blocked", S::Warning, F::Asyncio, N::Task, false, false, A::None, true,
+     "a task runs a blocking call (a system call, a lock, a sleep) on the loop's thread while the loop has ready callbacks "
+     "waiting (its ready queue is not empty; a core records no clock, so due timers do not count)"},
 }};
 
 constexpr bool inOrder() {

@@ -48,6 +48,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.native = request.native;
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         options.waits = request.waits && request.command != Command::Internals;
+        options.tasks = request.tasks && request.command != Command::Internals;
         options.afterConsistentReads = request.afterConsistentReads;
         std::shared_ptr<HistoryLog> history = request.history;
         if (!request.historyFile.empty()) history = HistoryLog::fromFile(request.historyFile);  // before the target is read
@@ -91,6 +92,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->native = true;
         } else if (a == "--greenlets" || a == "-g") {
             request->greenlets = true;
+        } else if (a == "--tasks") {
+            request->tasks = true;
         } else if (a == "--no-waits") {
             request->waits = false;
         } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
@@ -115,7 +118,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             }
             request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --no-waits" +
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --no-waits" +
                      (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }

@@ -45,6 +45,7 @@ struct Arguments {
     bool greenlets = false;
     bool offline = false;
     bool noWaits = false;
+    bool tasks = false;  // --tasks: asyncio's event loops and tasks
     bool noCache = false;
     int frames = 5;
     std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
@@ -165,6 +166,7 @@ int run(pytstates::Command command, Arguments a) {
     request.native = a.native;
     request.greenlets = a.greenlets;
     request.waits = !a.noWaits;
+    request.tasks = a.tasks;
     if (!a.history.empty()) {
         if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
         request.history = HistoryLog::fromFile(a.history);
@@ -239,6 +241,7 @@ int main(int argc, char** argv) try {
     tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
+    tstates->add_flag("--tasks", args.tasks, "every asyncio event loop and task: await tree, coroutine frames, what each awaits");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
@@ -248,6 +251,7 @@ int main(int argc, char** argv) try {
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
+    check->add_flag("--tasks", args.tasks, "every asyncio event loop and task, and their findings (task deadlocks, event-loop-blocked)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
