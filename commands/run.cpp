@@ -150,7 +150,10 @@ std::string commandHelpText(Command command) {
                    "frame runs shown under it. A core of a crashed process starts with CRASH: the signal, the thread, its\n"
                    "native stack and the finding the crash is, when a frame holds that finding's pointer.\n"
                    "With greenlet loaded, each thread state says how many greenlets its thread has and which one runs;\n"
-                   "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.";
+                   "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.\n"
+                   "--tasks: every asyncio event loop (the thread running it) and task, as an await tree: each task's name,\n"
+                   "state, coroutine frames (innermost first) and what it awaits (a task, an Event, a Lock, a Queue, a sleep,\n"
+                   "a gather); CPython 3.11 so far, other versions say so.";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -162,6 +165,7 @@ std::string commandHelpText(Command command) {
                    "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
                    "source and the likely cause.\n"
                    "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets,\n"
+                   "--tasks (asyncio's loops and tasks, as py-tstates --tasks, with task deadlocks and event-loop-blocked),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
                    "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";
     }
