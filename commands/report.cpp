@@ -3,6 +3,8 @@
 #include "symbols/cpython/asyncio_layout.h"
 #include "commands/report.h"
 
+#include "commands/frame_locals.h"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -213,6 +215,9 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     }
     target.readingFor("asyncio tasks");
     if (options.tasks) readTasks(target, options, report);
+    // --locals: after the greenlets, so that their saved frames get theirs too.
+    target.readingFor("locals");
+    if (options.locals) readFrameLocals(target, report);
     target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     target.readingFor("findings");

@@ -299,6 +299,7 @@ struct ReportOptions {
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
     bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
     bool tasks = false;      // every asyncio event loop and task (--tasks)
+    bool locals = false;     // --locals: each Python frame's arguments and locals (commands/frame_locals)
     // Called once what must be one moment's has been read (threads, registers, stacks, thread
     // states and their frames, per-thread pointers): a live target resumes the process here.
     std::function<void()> afterConsistentReads;

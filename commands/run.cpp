@@ -50,6 +50,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.waits = request.waits && request.command != Command::Internals;
         options.tasks = request.tasks && request.command != Command::Internals;
         options.afterConsistentReads = request.afterConsistentReads;
+        options.locals = request.locals;
         std::shared_ptr<HistoryLog> history = request.history;
         if (!request.historyFile.empty()) history = HistoryLog::fromFile(request.historyFile);  // before the target is read
         Preparation preparation = prepareReport(target, options);
@@ -94,6 +95,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->greenlets = true;
         } else if (a == "--tasks") {
             request->tasks = true;
+        } else if (a == "--locals") {
+            request->locals = true;
         } else if (a == "--no-waits") {
             request->waits = false;
         } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
@@ -118,7 +121,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             }
             request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --no-waits" +
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits" +
                      (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }
@@ -153,7 +156,9 @@ std::string commandHelpText(Command command) {
                    "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.\n"
                    "--tasks: every asyncio event loop (the thread running it) and task, as an await tree: each task's name,\n"
                    "state, coroutine frames (innermost first) and what it awaits (a task, an Event, a Lock, a Queue, a sleep,\n"
-                   "a gather); CPython 3.11 so far, other versions say so.";
+                   "a gather); CPython 3.11 so far, other versions say so.\n"
+                   "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
+                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -166,6 +171,7 @@ std::string commandHelpText(Command command) {
                    "source and the likely cause.\n"
                    "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets,\n"
                    "--tasks (asyncio's loops and tasks, as py-tstates --tasks, with task deadlocks and event-loop-blocked),\n"
+                   "--locals (each Python frame's arguments and locals),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
                    "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";
     }

@@ -43,6 +43,7 @@ struct Arguments {
     bool noDwarf = false;
     bool native = false;
     bool greenlets = false;
+    bool locals = false;
     bool offline = false;
     bool noWaits = false;
     bool tasks = false;  // --tasks: asyncio's event loops and tasks
@@ -165,6 +166,7 @@ int run(pytstates::Command command, Arguments a) {
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
     request.greenlets = a.greenlets;
+    request.locals = a.locals;
     request.waits = !a.noWaits;
     request.tasks = a.tasks;
     if (!a.history.empty()) {
@@ -240,6 +242,7 @@ int main(int argc, char** argv) try {
     tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    tstates->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
     tstates->add_flag("--tasks", args.tasks, "every asyncio event loop and task: await tree, coroutine frames, what each awaits");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
@@ -250,6 +253,7 @@ int main(int argc, char** argv) try {
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
     check->add_flag("--tasks", args.tasks, "every asyncio event loop and task, and their findings (task deadlocks, event-loop-blocked)");
     try {
