@@ -26,14 +26,31 @@ const LoadedModule* asyncioModule(const Target& target, int minor) {
     return nullptr;
 }
 
-// CPython 3.11 with the GIL on x86_64 and arm64 (LP64), measured with Debian 12's python3.11-dbg
-// DWARF (3.11.2) and pyenv's 3.11.7: the structs did not change within the series.
-void table311(AsyncioLayout* l) {
-    l->futLoop = 16, l->futCallback0 = 24, l->futCallbacks = 40, l->futState = 88;
-    l->taskFutWaiter = 128, l->taskCoro = 136, l->taskName = 144;
-    l->genIframe = 80, l->genFrameState = 75;
-    l->frameStacktop = 64, l->frameLocalsplus = 72, l->codeNlocalsplus = 76;
-    l->tstateDict = 128, l->holderLoop = 16, l->heapTypeCachedKeys = 872, l->funcClosure = 72, l->funcName = 32;
+struct TableRow {
+    int minor;
+    int64_t futState, taskFutWaiter, taskCoro, taskName, tstateDict, funcClosure, funcName;
+};
+// CPython with the GIL on LP64, measured with each release's DWARF: Debian 12's python3.11-dbg
+// (3.11.2) and pyenv's builds (3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0). fut_loop, fut_callback0
+// and fut_callbacks are at 16, 24 and 40 in all of them; rl_loop at 16 (<= 3.11).
+const TableRow kTable[] = {
+    {9, 80, 144, 152, 160, 152, 48, 64},
+    {10, 88, 152, 160, 168, 152, 72, 32},
+    {11, 88, 128, 136, 144, 128, 72, 32},
+    {12, 88, 128, 136, 144, 112, 72, 32},
+    {13, 96, 112, 120, 128, 128, 72, 32},
+};
+
+bool table(int minor, AsyncioLayout* l) {
+    for (const auto& row : kTable) {
+        if (row.minor != minor) continue;
+        l->futLoop = 16, l->futCallback0 = 24, l->futCallbacks = 40, l->futState = row.futState;
+        l->taskFutWaiter = row.taskFutWaiter, l->taskCoro = row.taskCoro, l->taskName = row.taskName;
+        l->tstateDict = row.tstateDict, l->holderLoop = minor <= 11 ? 16 : -1;
+        l->funcClosure = row.funcClosure, l->funcName = row.funcName;
+        return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -41,31 +58,25 @@ void table311(AsyncioLayout* l) {
 AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool useDwarf) {
     AsyncioLayout l;
     const CPythonLayout& cl = runtime.layout;
-    if (cl.minor != 11 || cl.freeThreaded) {
-        l.source = "asyncio's structures are read on CPython 3.11 so far; this runtime is " + runtime.version +
+    if (cl.freeThreaded || !table(cl.minor, &l)) {
+        l.source = "asyncio's structures are read on CPython 3.9 to 3.13 with the GIL so far; this runtime is " + runtime.version +
                    (cl.freeThreaded ? " (free-threaded)" : "");
         return l;
     }
-    table311(&l);
-    l.source = "table (CPython 3.11, LP64)";
+    l.source = "table (CPython 3." + std::to_string(cl.minor) + ", LP64)";
     // DWARF where it is had: the runtime's for the interpreter structs, _asyncio's for its own.
     std::string dwarfFiles;
     const auto& modules = target.modules();
     if (runtime.moduleIndex < modules.size())
         if (auto d = dwarfOf(target, modules[runtime.moduleIndex], useDwarf)) {
+            bool any = false;
             auto set = [&](int64_t* field, const char* type, const char* member) {
-                if (auto v = d->memberOffset(type, member)) *field = *v;
+                if (auto v = d->memberOffset(type, member)) *field = *v, any = true;
             };
-            set(&l.genIframe, "PyCoroObject", "cr_iframe");
-            set(&l.genFrameState, "PyCoroObject", "cr_frame_state");
-            set(&l.frameStacktop, "_PyInterpreterFrame", "stacktop");
-            set(&l.frameLocalsplus, "_PyInterpreterFrame", "localsplus");
-            set(&l.codeNlocalsplus, "PyCodeObject", "co_nlocalsplus");
             set(&l.tstateDict, "_ts", "dict");
-            set(&l.heapTypeCachedKeys, "_heaptypeobject", "ht_cached_keys");
             set(&l.funcClosure, "PyFunctionObject", "func_closure");
             set(&l.funcName, "PyFunctionObject", "func_name");
-            if (d->hasType("PyCoroObject")) dwarfFiles = d->path();
+            if (any) dwarfFiles = d->path();
         }
     const LoadedModule* ext = asyncioModule(target, cl.minor);
     if (!ext && runtime.moduleIndex < modules.size()) ext = &modules[runtime.moduleIndex];  // built in
@@ -82,7 +93,7 @@ AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool u
                 set(&l.taskFutWaiter, "TaskObj", "task_fut_waiter");
                 set(&l.taskCoro, "TaskObj", "task_coro");
                 set(&l.taskName, "TaskObj", "task_name");
-                set(&l.holderLoop, "PyRunningLoopHolder", "rl_loop");
+                if (cl.minor <= 11) set(&l.holderLoop, "PyRunningLoopHolder", "rl_loop");
                 if (dwarfFiles != d->path()) dwarfFiles += (dwarfFiles.empty() ? "" : ", ") + d->path();
             }
         }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "symbols/cpython/gc_objects.h"
+#include "symbols/cpython/object_reader.h"
 #include "symbols/cpython/python_objects.h"
 #include "symbols/text/base_name.h"
 
@@ -26,7 +27,7 @@ enum class TypeKind { Other, Task, Future };
 class Reader {
 public:
     Reader(const Target& target, const Runtime& rt, const AsyncioLayout& layout)
-        : t_(target), rt_(rt), cl_(rt.layout), a_(layout), frames_(target, rt.layout) {}
+        : t_(target), rt_(rt), cl_(rt.layout), a_(layout), frames_(target, rt.layout), objects_(target, rt.layout) {}
 
     uint64_t ptr(uint64_t address) const { return address ? t_.readPointer(address).value_or(0) : 0; }
 
@@ -60,72 +61,48 @@ public:
 
     std::string str(uint64_t object, size_t max = 200) { return object ? readPyUnicode(t_, cl_, object, max).value_or("") : ""; }
 
-    // The object a suspended coroutine's frame awaits (_PyGen_yf): its next instruction resumes an
-    // await or yield from, and the awaited object is on top of its saved value stack.
-    uint64_t awaitedObject(uint64_t iframe, int frameState) {
-        if (frameState != a_.frameSuspended) return 0;
-        uint64_t prevInstr = ptr(iframe + cl_.frameInstr);
-        auto next = prevInstr ? t_.readValue<uint16_t>(prevInstr + 2) : std::nullopt;
-        if (!next || (*next & 0xff) != a_.resumeOpcode || (*next >> 8) < 2) return 0;
-        auto top = t_.readValue<int32_t>(iframe + a_.frameStacktop);
-        if (!top || *top <= 0 || *top > 1 << 20) return 0;
-        return ptr(iframe + a_.frameLocalsplus + 8 * (*top - 1));
-    }
-
     struct Link {
-        uint64_t coro = 0, iframe = 0;
-        int state = 0;
-        PyFrame frame;
+        uint64_t coro = 0, frame = 0;
+        PyFrame shown;
     };
-    // The coroutine chain from `coro` inward, outermost first; *awaited: what the innermost awaits
-    // that is not a coroutine (a FutureIter, a future), 0 when none.
-    std::vector<Link> chain(uint64_t coro, uint64_t* awaited) {
+    // The coroutine chain from `coro` inward, outermost first: each coroutine's frame and the
+    // coroutine (or generator) it awaits, as CPython's _PyGen_yf finds it.
+    std::vector<Link> chain(uint64_t coro) {
         std::vector<Link> links;
         std::set<uint64_t> seen;
-        *awaited = 0;
         while (coro && links.size() < kMaxChain && seen.insert(coro).second) {
             const std::string& type = typeName(coro);
-            if (type != "coroutine" && type != "generator") {
-                *awaited = coro;
-                break;
-            }
+            if (type != "coroutine" && type != "generator") break;
             Link link;
             link.coro = coro;
-            link.iframe = coro + a_.genIframe;
-            link.state = t_.readValue<int8_t>(coro + a_.genFrameState).value_or(127);
-            if (link.state > 0) break;  // completed or cleared: no frame left
-            auto read = frames_.readFrom(link.iframe, 1, nullptr);
+            link.frame = frames_.generatorFrame(coro);
+            if (!link.frame) break;  // finished: no frame left
+            auto read = frames_.readFrom(link.frame, 1, nullptr);
             if (read.empty()) break;
-            link.frame = read.front();
+            link.shown = read.front();
             links.push_back(link);
-            coro = awaitedObject(link.iframe, link.state);
+            coro = frames_.yieldFrom(coro);
         }
         return links;
-    }
-
-    // The frame's locals+stack slot i (3.11: localsplus[i]); 0 when unreadable.
-    uint64_t slot(uint64_t iframe, int64_t i) { return ptr(iframe + a_.frameLocalsplus + 8 * i); }
-    int nlocalsplus(uint64_t iframe) {
-        uint64_t code = ptr(iframe + cl_.frameCode);
-        return code ? t_.readValue<int32_t>(code + a_.codeNlocalsplus).value_or(-1) : -1;
     }
 
     // Locks whose bound __aexit__ a suspended frame keeps on its value stack: it is inside the body
     // of `async with <lock>:`. The entry just below an awaited __aenter__ coroutine is the pending
     // `async with` of the lock it waits for, not one it holds.
     void heldLocks(const Link& link, std::vector<uint64_t>* out) {
-        if (link.state != a_.frameSuspended) return;
-        int locals = nlocalsplus(link.iframe);
-        auto top = t_.readValue<int32_t>(link.iframe + a_.frameStacktop);
-        if (locals < 0 || !top || *top <= locals || *top - locals > static_cast<int>(kMaxStack)) return;
-        uint64_t awaited = awaitedObject(link.iframe, link.state);
-        bool pendingEnter = awaited && typeName(awaited) == "coroutine" &&
-                            str(ptr(awaited + 32 /* cr_name */), 32) == "__aenter__";
-        for (int i = locals; i < *top; ++i) {
-            if (pendingEnter && i == *top - 2) continue;
-            uint64_t obj = slot(link.iframe, i);
+        auto stack = frames_.valueStack(link.frame, kMaxStack);
+        uint64_t awaited = frames_.yieldFrom(link.coro);
+        bool pendingEnter = false;
+        if (awaited && typeName(awaited) == "coroutine")
+            if (uint64_t f = frames_.generatorFrame(awaited)) {
+                auto read = frames_.readFrom(f, 1, nullptr);
+                pendingEnter = !read.empty() && read.front().function == "__aenter__";
+            }
+        for (size_t i = 0; i < stack.size(); ++i) {
+            if (pendingEnter && i + 2 == stack.size()) continue;
+            uint64_t obj = stack[i];
             if (!obj || typeName(obj) != "method") continue;
-            uint64_t func = ptr(obj + 16), self = ptr(obj + 24);
+            uint64_t func = ptr(obj + 16), self = ptr(obj + 24);  // PyMethodObject: im_func, im_self
             if (str(ptr(func + a_.funcName), 32) != "__aexit__") continue;
             const std::string& kind = typeName(self);
             if (kind == "Lock" || kind == "Semaphore" || kind == "BoundedSemaphore" || kind == "Condition") out->push_back(self);
@@ -150,13 +127,14 @@ public:
         w.kind = "future";
         if (links.empty()) return w;
         const Link& inner = links.back();
-        const std::string& file = inner.frame.file;
+        const std::string& file = inner.shown.file;
         if (!isAsyncioFile(file)) return w;
-        if (baseName(file) == "tasks.py" && inner.frame.function == "sleep") {
+        if (baseName(file) == "tasks.py" && inner.shown.function == "sleep") {
             w.kind = "sleep";
             return w;
         }
-        uint64_t self = nlocalsplus(inner.iframe) > 0 ? slot(inner.iframe, 0) : 0;
+        auto locals = frames_.locals(inner.frame, 1);
+        uint64_t self = locals.empty() ? 0 : locals.front().value;
         static const std::map<std::string, std::string> kinds = {
             {"Event", "event"},         {"Lock", "lock"},          {"Condition", "condition"}, {"Semaphore", "semaphore"},
             {"BoundedSemaphore", "semaphore"}, {"Queue", "queue"}, {"LifoQueue", "queue"},     {"PriorityQueue", "queue"},
@@ -188,6 +166,9 @@ public:
         if (type == "builtin_function_or_method" || type == "method") {
             uint64_t self = ptr(callback + 24);  // PyCFunctionObject.m_self, PyMethodObject.im_self
             if (kindOf(self) == TypeKind::Task) *task = self;
+        } else if (type == "TaskWakeupMethWrapper") {
+            uint64_t self = ptr(callback + 16);  // <= 3.9: TaskWakeupMethWrapper.ww_task
+            if (kindOf(self) == TypeKind::Task) *task = self;
         } else if (type == "function" && a_.funcClosure >= 0) {
             uint64_t closure = ptr(callback + a_.funcClosure);
             auto n = closure ? t_.readValue<int64_t>(closure + 16) : std::nullopt;
@@ -198,24 +179,8 @@ public:
         }
     }
 
-    // An attribute of a plain Python object (3.11: its managed values with the type's shared keys,
-    // else its managed dict).
-    std::optional<uint64_t> attribute(uint64_t object, const std::string& name) {
-        uint64_t values = ptr(object + a_.managedValues);
-        if (values) {
-            uint64_t type = ptr(object + cl_.objectType);
-            uint64_t keys = ptr(type + a_.heapTypeCachedKeys);
-            auto n = keys ? t_.readValue<int64_t>(keys + cl_.dictKeysNentries) : std::nullopt;
-            auto log2Index = keys ? t_.readValue<uint8_t>(keys + cl_.dictKeysIndexBytes) : std::nullopt;
-            if (!n || !log2Index || *n < 0 || *n > 4096 || *log2Index > 20) return std::nullopt;
-            uint64_t entries = keys + cl_.dictKeysIndices + (uint64_t(1) << *log2Index);
-            for (int64_t i = 0; i < *n; ++i)
-                if (str(ptr(entries + 16 * i), name.size() + 1) == name) return ptr(values + 8 * i);
-            return std::nullopt;
-        }
-        uint64_t dict = ptr(object + a_.managedDict);
-        return dict ? lookupPyDict(t_, cl_, dict, name) : std::nullopt;
-    }
+    std::optional<uint64_t> attribute(uint64_t object, const std::string& name) { return objects_.attribute(object, name); }
+    std::optional<int64_t> integer(uint64_t object) { return objects_.integer(object); }
 
     FrameReader& frames() { return frames_; }
     const AsyncioLayout& layout() const { return a_; }
@@ -226,6 +191,7 @@ private:
     const CPythonLayout& cl_;
     const AsyncioLayout& a_;
     FrameReader frames_;
+    ObjectReader objects_;
     std::unordered_map<uint64_t, std::string> typeNames_;
     std::unordered_map<uint64_t, TypeKind> typeKinds_;
 };
@@ -273,9 +239,10 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
                 liveFrames.emplace(frame, ts.address);
                 return ++n < kMaxThreadFrames;
             });
+            // The running loop in the thread state's dict: <= 3.11 in a holder, 3.12+ itself.
             uint64_t dict = r.ptr(ts.address + layout.tstateDict);
-            auto holder = dict ? lookupPyDict(target, cl, dict, "__asyncio_running_event_loop__") : std::nullopt;
-            uint64_t loop = holder ? r.ptr(*holder + layout.holderLoop) : 0;
+            auto held = dict ? lookupPyDict(target, cl, dict, "__asyncio_running_event_loop__") : std::nullopt;
+            uint64_t loop = held ? (layout.holderLoop >= 0 ? r.ptr(*held + layout.holderLoop) : *held) : 0;
             if (!loop || r.typeName(loop) == "NoneType") continue;
             AsyncioLoop& l = loops[loop];
             l.address = loop;
@@ -315,13 +282,18 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
         task.coro = r.ptr(address + layout.taskCoro);
         uint64_t name = r.ptr(address + layout.taskName);
         task.name = r.str(name, 200);
-        if (task.name.empty() && name) task.name = "<" + r.typeName(name) + ">";
+        if (task.name.empty() && name) {
+            // 3.12+ names a task lazily: a counter, shown as get_name() does ("Task-3").
+            auto n = r.typeName(name) == "int" ? r.integer(name) : std::nullopt;
+            task.name = n ? "Task-" + std::to_string(*n) : "<" + r.typeName(name) + ">";
+        }
         int state = target.readValue<int32_t>(address + layout.futState).value_or(-1);
         task.state = state == layout.statePending ? "pending" : state == layout.stateCancelled ? "cancelled"
                    : state == layout.stateFinished ? "done" : "unknown";
-        if (task.state == "pending" && task.coro) {
-            auto live = liveFrames.find(task.coro + layout.genIframe);
-            if (live != liveFrames.end() && target.readValue<int8_t>(task.coro + layout.genFrameState).value_or(0) == 0) {
+        uint64_t coroFrame = task.coro ? r.frames().generatorFrame(task.coro) : 0;
+        if (task.state == "pending" && coroFrame) {
+            auto live = liveFrames.find(coroFrame);
+            if (live != liveFrames.end()) {
                 task.state = "running";
                 task.runningOn = live->second;
             }
@@ -332,13 +304,12 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             auto frames = r.frames().readFrom(r.frames().topFrame(task.runningOn), kMaxThreadFrames, &note);
             for (const auto& f : frames) {
                 if (task.frames.size() < kMaxTaskFrames) task.frames.push_back(f);
-                if (f.address == task.coro + layout.genIframe) break;
+                if (f.address == coroFrame) break;
             }
         } else if (task.state == "pending") {
-            uint64_t awaited = 0;
-            auto chain = r.chain(task.coro, &awaited);
+            auto chain = r.chain(task.coro);
             for (auto it = chain.rbegin(); it != chain.rend() && task.frames.size() < kMaxTaskFrames; ++it)
-                task.frames.push_back(it->frame);
+                task.frames.push_back(it->shown);
             for (const auto& link : chain) r.heldLocks(link, &task.holds);
             task.awaits = r.awaits(r.ptr(address + layout.taskFutWaiter), chain);
             links[address] = std::move(chain);
@@ -367,6 +338,18 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
                 for (uint64_t t : gatherWaiters[gather]) by.insert(t);
         }
         task.awaitedBy.assign(by.begin(), by.end());
+    }
+    // A loop with tasks whose thread state dict does not say it runs: BaseEventLoop._thread_id is
+    // the ident (pthread_t) of the thread running it, None when it does not run.
+    for (auto& [address, loop] : loops) {
+        if (loop.tstate) continue;
+        auto ident = r.attribute(address, "_thread_id");
+        auto value = ident && *ident && r.typeName(*ident) == "int" ? r.integer(*ident) : std::nullopt;
+        for (const auto& interp : rt.interpreters)
+            for (const auto& ts : interp.tstates)
+                if (value && ts.threadId == static_cast<uint64_t>(*value)) loop.tstate = ts.address;
+        for (size_t i : loop.tasks)
+            if (scan.tasks[i].state == "running" && scan.tasks[i].runningOn == loop.tstate) loop.runningTask = scan.tasks[i].address;
     }
     for (auto& [address, loop] : loops) {
         if (auto ready = r.attribute(address, "_ready"); ready && *ready && r.typeName(*ready) == "collections.deque")

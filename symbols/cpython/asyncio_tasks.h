@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every asyncio event loop and task of a CPython runtime, read from memory: tasks are found on the
 // collector's lists (every _asyncio.Task is tracked), the loop each thread runs from its thread
-// state (<= 3.11: the running-loop holder in the thread state's dict), each suspended task's
-// coroutine chain through the awaited object its frame keeps on its value stack, and what it waits
+// state (its dict: <= 3.11 a running-loop holder, 3.12+ the loop; else the loop's _thread_id), each suspended task's
+// coroutine chain through the awaited object its frame keeps on its value stack (FrameReader::
+// yieldFrom, 3.9-3.13), and what it waits
 // on from its fut_waiter and the asyncio frame that waits (Event.wait, Lock.acquire, Queue.get,
 // sleep, gather).
 #pragma once

@@ -8,6 +8,8 @@ about itself: its tasks' id() and names, the loop thread's native id) and `READY
   lockcycle two tasks deadlocked on two asyncio.Lock (each holds one in `async with`)
   blocked   a task calls time.sleep() on the loop's thread while callbacks are ready
   twoloops  two threads, each running its own loop with a stuck task
+  eager     3.12+: tasks made by asyncio.eager_task_factory, stuck on an Event (they started running
+            inside create_task, before the loop scheduled anything)
   many N    N pending tasks (the bench)
 """
 import asyncio
@@ -16,7 +18,7 @@ import sys
 import threading
 import time
 
-FACTS = {"tasks": {}, "loops": []}
+FACTS = {"tasks": {}, "loops": [], "python": list(sys.version_info[:2])}
 
 
 def announce():
@@ -154,6 +156,22 @@ def twoloops():
     threading.Event().wait()
 
 
+# ----------------------------------------------------------------- eager
+
+async def eager_main():
+    note_loop("main")
+    note_task(asyncio.current_task())
+    loop = asyncio.get_running_loop()
+    loop.set_task_factory(asyncio.eager_task_factory)
+    event = asyncio.Event()
+    FACTS["event"] = id(event)
+    tasks = [note_task(asyncio.create_task(wait_event(event), name="eager-%d" % i)) for i in range(3)]
+    loop.set_task_factory(None)
+    await asyncio.sleep(0.1)
+    loop.call_soon(announce)
+    await asyncio.gather(*tasks)
+
+
 # ----------------------------------------------------------------- many
 
 async def many_main(n):
@@ -176,6 +194,8 @@ def main():
         asyncio.run(blocked_main())
     elif mode == "twoloops":
         twoloops()
+    elif mode == "eager":
+        asyncio.run(eager_main())
     elif mode == "many":
         asyncio.run(many_main(int(sys.argv[2])))
     else:
