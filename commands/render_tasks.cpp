@@ -151,12 +151,15 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
     for (const auto& f : report.findings) {
         if (!f.taskCycle.empty()) {
             any = true;
+            std::map<uint64_t, std::string> names;
+            for (const auto& s : f.taskCycle) names[s.task] = "'" + shown(s.name) + "' ";
             out << "HANG  deadlock: " << f.taskCycle.size() << " asyncio tasks wait for each other\n";
             for (size_t i = 0; i < f.taskCycle.size(); ++i) {
                 const TaskCycleStep& s = f.taskCycle[i];
                 out << "  " << (i ? "-> " : "   ") << "task '" << shown(s.name) << "' " << hexAddress(s.task) << "  ";
-                if (s.waitsFor == "task") out << "awaits task " << hexAddress(s.object);
-                else out << "waits for asyncio " << s.waitsFor << " " << hexAddress(s.object) << " held by task " << hexAddress(s.heldByTask);
+                if (s.waitsFor == "task") out << "awaits task " << names[s.object] << hexAddress(s.object);
+                else out << "waits for asyncio " << s.waitsFor << " " << hexAddress(s.object) << " held by task " << names[s.heldByTask]
+                         << hexAddress(s.heldByTask);
                 out << "\n";
                 if (s.at) out << "         at " << where(*s.at) << "\n";
             }

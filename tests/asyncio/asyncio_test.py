@@ -173,11 +173,30 @@ def check_eager(facts, report, status):
         frame_is(tasks["eager-%d" % i], 1, "wait_event", line_of("await event.wait()"), "eager-%d" % i)
 
 
-CHECKS = {"eager": check_eager, "stuck": check_stuck, "lockcycle": check_lockcycle, "blocked": check_blocked, "twoloops": check_twoloops}
+def check_taskcycle(facts, report, status):
+    expect(status == 1, "exit status 1 (a deadlock): %d" % status)
+    tasks = check_loops(facts, report)
+    one, two = h(facts["tasks"]["awaits-two"]), h(facts["tasks"]["awaits-one"])
+    awaits(tasks["awaits-two"], "task", other=two)
+    awaits(tasks["awaits-one"], "task", other=one)
+    main = h(facts["tasks"]["Task-1"])
+    expect(sorted(tasks["awaits-two"]["awaited_by"]) == sorted([two, main]) and sorted(tasks["awaits-one"]["awaited_by"]) == sorted([one, main]),
+           "each is awaited by the other and by Task-1 (its gather): %s %s" % (tasks["awaits-two"]["awaited_by"], tasks["awaits-one"]["awaited_by"]))
+    cycles = [f for f in report["findings"] if f["code"] == "deadlock"]
+    expect(len(cycles) == 1 and {s["task"] for s in cycles[0]["cycle"]} == {one, two} and
+           all(s["waits_for"] == "task" for s in cycles[0]["cycle"]), "one deadlock: the two tasks awaiting each other")
+    if cycles:
+        steps = {s["task"]: s for s in cycles[0]["cycle"]}
+        expect(steps.get(one, {}).get("held_by_task") == two and steps.get(two, {}).get("held_by_task") == one,
+               "each step names the other task: %s" % json.dumps(cycles[0]["cycle"]))
+
+
+CHECKS = {"eager": check_eager, "taskcycle": check_taskcycle, "stuck": check_stuck, "lockcycle": check_lockcycle, "blocked": check_blocked, "twoloops": check_twoloops}
 TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awaits asyncio.Event", "awaits asyncio.Queue"],
         "lockcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "holds asyncio lock"],
         "blocked": ["HANG  event loop", "is blocked in %(call)s()", "event-loop-blocked"],
-        "twoloops": ["ASYNCIO (2 event loops, 4 tasks"], "eager": ["(T) 'eager-2'"]}
+        "twoloops": ["ASYNCIO (2 event loops, 4 tasks"], "eager": ["(T) 'eager-2'"],
+        "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"]}
 
 
 def gdb_oracle(core, facts, report, python):

@@ -6,6 +6,7 @@ about itself: its tasks' id() and names, the loop thread's native id) and `READY
             Queue.get on an empty queue, a long sleep, a task awaiting a future nobody completes;
             the loop idles in its selector
   lockcycle two tasks deadlocked on two asyncio.Lock (each holds one in `async with`)
+  taskcycle two tasks awaiting each other
   blocked   a task calls time.sleep() on the loop's thread while callbacks are ready
   twoloops  two threads, each running its own loop with a stuck task
   eager     3.12+: tasks made by asyncio.eager_task_factory, stuck on an Event (they started running
@@ -108,6 +109,25 @@ async def lockcycle_main():
     await asyncio.gather(one, two)
 
 
+# ----------------------------------------------------------------- taskcycle
+
+async def await_other(box):
+    await asyncio.sleep(0.05)
+    await box["other"]
+
+
+async def taskcycle_main():
+    note_loop("main")
+    note_task(asyncio.current_task())
+    box_one, box_two = {}, {}
+    one = note_task(asyncio.create_task(await_other(box_one), name="awaits-two"))
+    two = note_task(asyncio.create_task(await_other(box_two), name="awaits-one"))
+    box_one["other"], box_two["other"] = two, one
+    await asyncio.sleep(0.2)
+    asyncio.get_running_loop().call_soon(announce)
+    await asyncio.gather(one, two)
+
+
 # ----------------------------------------------------------------- blocked
 
 def never_runs():
@@ -194,6 +214,8 @@ def main():
         asyncio.run(blocked_main())
     elif mode == "twoloops":
         twoloops()
+    elif mode == "taskcycle":
+        asyncio.run(taskcycle_main())
     elif mode == "eager":
         asyncio.run(eager_main())
     elif mode == "many":
