@@ -68,7 +68,10 @@ apt_private() {
             -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache"
             -o "Dir::State::Status=$dir/status" -o Debug::NoLocking=1
             -o APT::Sandbox::User=root -o Acquire::Retries=3 -o Acquire::http::Timeout=30
-            -o Acquire::Languages=none -o "APT::Architecture=$arch" -o "APT::Architectures::=$arch")
+            -o Acquire::Languages=none -o "APT::Architecture=$arch" -o "APT::Architectures::=$arch"
+            # A mirror's unstable Release file can be past its Valid-Until for weeks; the
+            # signatures are still checked.
+            -o Acquire::Check-Valid-Until=false)
   if ! apt-get "${apt_opts[@]}" update >"$dir/update.log" 2>&1 ||
      grep -qE '^(E:|W: Failed to fetch|Err:)' "$dir/update.log"; then
     die "Debian's $suites suite is unreachable at $mirror: $(apt_why "$dir/update.log") (log: $dir/update.log)"

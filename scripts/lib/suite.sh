@@ -59,6 +59,7 @@ suite_packages=(
   gdb-multiarch g++-aarch64-linux-gnu       # tests: arm64 cores (read by gdb-multiarch; programs cross-compiled)
   lintian man-db                            # tests: the .deb checked by Debian's lintian; man -l renders the page
   file dpkg-dev                             # scripts/package: dpkg-shlibdeps
+  python3-jsonschema                        # tests: every --json report against docs/report.schema.json
   # tests/embedders: real programs that embed Python, started by the tests on 127.0.0.1
   uwsgi-core uwsgi-plugin-python3           # uWSGI, its apps mounted one per sub-interpreter
   apache2 libapache2-mod-wsgi-py3           # Apache mod_wsgi, daemon and embedded mode

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -284,6 +285,40 @@ void lz4(Decompression& d) {
     if (hint != 0 && !d.complete()) d.fail("the lz4 stream is truncated: it ends inside a frame");
 }
 
+// gzip, as `gzip core` and pystack's habit leave it: zlib's inflate with gzip headers only
+// (windowBits 16 + 15), members read one after another as gunzip does.
+void gzip(Decompression& d) {
+    z_stream strm{};
+    if (inflateInit2(&strm, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("gzip: cannot start the decoder");
+    std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&strm, inflateEnd);
+    std::vector<unsigned char> in(kChunk), out(4 * kChunk);
+    bool inMember = false;  // decoding a member that has not ended
+    bool outputFull = false;  // the last call filled the output: it may hold more without new input
+    for (;;) {
+        if (strm.avail_in == 0 && !outputFull) {
+            size_t n = d.readInput(in);
+            if (n == 0) break;
+            strm.next_in = in.data();
+            strm.avail_in = static_cast<uInt>(n);
+        }
+        strm.next_out = out.data();
+        strm.avail_out = static_cast<uInt>(out.size());
+        int r = inflate(&strm, Z_NO_FLUSH);
+        outputFull = strm.avail_out == 0;
+        d.write(out.data(), out.size() - strm.avail_out);
+        if (d.complete()) return;
+        if (r == Z_STREAM_END) {
+            inMember = false;
+            if (inflateReset(&strm) != Z_OK) throw std::runtime_error("gzip: cannot restart the decoder");
+            continue;
+        }
+        if (r == Z_MEM_ERROR) throw std::runtime_error("gzip: out of memory");
+        if (r != Z_OK && r != Z_BUF_ERROR) d.fail(std::string("corrupt gzip data: ") + (strm.msg ? strm.msg : "inflate " + std::to_string(r)));
+        inMember = true;
+    }
+    if (inMember) d.fail("the gzip stream is truncated: it ends inside a member");
+}
+
 void xz(Decompression& d) {
     lzma_stream strm = LZMA_STREAM_INIT;
     // xz -9 needs 65 MiB to decode; a header asking for more than 256 MiB is refused, not obeyed.
@@ -322,6 +357,7 @@ const char* compressionName(CoreCompression kind) {
         case CoreCompression::Zstd: return "zstd";
         case CoreCompression::Lz4: return "lz4";
         case CoreCompression::Xz: return "xz";
+        case CoreCompression::Gzip: return "gzip";
         case CoreCompression::None: break;
     }
     return "none";
@@ -331,9 +367,11 @@ CoreCompression detectCompression(const unsigned char* head, size_t size) {
     static const unsigned char zstdMagic[] = {0x28, 0xb5, 0x2f, 0xfd};
     static const unsigned char lz4Magic[] = {0x04, 0x22, 0x4d, 0x18};
     static const unsigned char xzMagic[] = {0xfd, '7', 'z', 'X', 'Z', 0x00};
+    static const unsigned char gzipMagic[] = {0x1f, 0x8b, 0x08};  // deflate, the only method gzip writes
     if (size >= sizeof zstdMagic && std::memcmp(head, zstdMagic, sizeof zstdMagic) == 0) return CoreCompression::Zstd;
     if (size >= sizeof lz4Magic && std::memcmp(head, lz4Magic, sizeof lz4Magic) == 0) return CoreCompression::Lz4;
     if (size >= sizeof xzMagic && std::memcmp(head, xzMagic, sizeof xzMagic) == 0) return CoreCompression::Xz;
+    if (size >= sizeof gzipMagic && std::memcmp(head, gzipMagic, sizeof gzipMagic) == 0) return CoreCompression::Gzip;
     return CoreCompression::None;
 }
 
@@ -369,6 +407,7 @@ DecompressedCore decompressToTemporaryFile(int in, CoreCompression kind, const s
         Decompression d(in, out, name, dir, progress, bound, startWords);
         if (kind == CoreCompression::Zstd) zstd(d);
         else if (kind == CoreCompression::Lz4) lz4(d);
+        else if (kind == CoreCompression::Gzip) gzip(d);
         else xz(d);
         d.finish();
         if (d.ignoredMore(static_cast<uint64_t>(st.st_size))) result.ignoredFrom = d.outBytes();

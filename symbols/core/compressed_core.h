@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Cores compressed as systemd-coredump writes them (zstd by default; lz4 and xz on other setups),
-// told apart by their magic numbers and decompressed with Debian's libzstd, liblz4 and liblzma.
+// Cores compressed as systemd-coredump writes them (zstd by default; lz4 and xz on other setups)
+// or as people do by hand (gzip), told apart by their magic numbers and decompressed with Debian's
+// libzstd, liblz4, liblzma and zlib.
 //
 // A core is read at random offsets and systemd's zstd cores are one frame (no seek table), so the
 // core is decompressed once, streaming, into an unlinked temporary file: memory stays at the
@@ -14,7 +15,7 @@
 
 namespace pytstates {
 
-enum class CoreCompression { None, Zstd, Lz4, Xz };
+enum class CoreCompression { None, Zstd, Lz4, Xz, Gzip };
 
 const char* compressionName(CoreCompression kind);
 

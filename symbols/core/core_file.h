@@ -29,7 +29,7 @@ struct CoreSegment {
 class CoreFile {
 public:
     // Throws std::runtime_error with a one-line reason when the file is unusable as a core.
-    // A core compressed by systemd-coredump (zstd, lz4, xz) is decompressed first into an unlinked
+    // A core compressed by systemd-coredump (zstd, lz4, xz) or by gzip is decompressed first into an unlinked
     // temporary file (compressed_core.h), telling `progress` as it goes, of at most `maxDecoded`
     // bytes (0: the space free where it goes).
     explicit CoreFile(const std::string& path, const ProgressLine& progress = {}, uint64_t maxDecoded = 0);

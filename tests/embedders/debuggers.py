@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import json_contract  # noqa: E402
 import scenario  # noqa: E402
 
 BEGIN, END = "<<<PYTSTATES-JSON", "PYTSTATES-JSON>>>"
@@ -36,6 +37,6 @@ def lldb_check(plugin, exe, core):
 
 def parse(text, out):
     try:
-        return json.loads(text)
+        return json_contract.loads(text)
     except ValueError:
         raise AssertionError("not JSON:\n" + text[:1500] + "\n...\n" + text[-1500:])

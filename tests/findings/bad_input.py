@@ -21,6 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import json_contract  # noqa: E402
 import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -72,7 +73,7 @@ def relative_exe(args, work, core):
         out = subprocess.run([args.pytstates, "check", "--core", core, "--exe", exe, "--json"], cwd=cwd,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         expect(out.returncode == 1, "--exe %s from %s: exit %d, %r" % (exe, cwd, out.returncode, out.stderr))
-        r = json.loads(out.stdout)
+        r = json_contract.loads(out.stdout)
         expect(r["target"]["executable"] == os.path.join(work, "scenario_seed_host"), "--exe %s is the file in %s" % (exe, work), r)
 
 
@@ -102,7 +103,7 @@ def started_through_loader(args):
     try:
         status, out, err = run(args, ["check", "--core", core, "--exe", scenario.PYTHON, "--json"])
         expect(status == 0, "ld.so PROGRAM with --exe PROGRAM is accepted: %d %s" % (status, err))
-        r = json.loads(out)
+        r = json_contract.loads(out)
         expect(r["target"]["executable"] == scenario.PYTHON, "the executable is PROGRAM", r)
         expect(any("started through the dynamic loader" in w for w in r.get("warnings", [])), "one line says how it was started", r)
         expect(len(r["runtimes"]) == 1 and r["runtimes"][0]["interpreters"], "its runtime is read", r)
@@ -170,7 +171,7 @@ def damaged_crash_core(args, tmp):
         shutil.copy(core, nosiginfo)
         rename_note(nosiginfo, 0x53494749, 0x7fffffff)
         status, out, err = run(args, ["check", "--core", nosiginfo, "--json"], timeout=60)
-        r = json.loads(out)
+        r = json_contract.loads(out)
         crash = r["target"]["crash"]
         expect(status == 1 and crash and crash["signal"] == 11 and crash["code"] is None and [f for f in crash["frames"] if not f.get("inlined")][0]["function"] == "take_gil",
                "without NT_SIGINFO the signal comes from pr_cursig", r)
@@ -357,7 +358,7 @@ def long_history(args, tmp, core, facts):
         json.dump(history, f, indent=1)
     status, out, err, wall, cpu = timed([args.pytstates, "check", "--core", core, "--history", saved, "--json"], scenario.offline_env(),
                                         timeout=200)
-    h = json.loads(out)
+    h = json_contract.loads(out)
     stale = [f for f in h["findings"] if f["code"] == "stale-tstate" and f["tstate"] == tstate]
     expect(status == 1 and stale and stale[0].get("history"), "the stale finding carries the history", h["findings"])
     told = stale[0]["history"]
@@ -477,7 +478,7 @@ def main():
                 expect(err.count("\n") == 1 and ("truncated" in err or "no thread" in err),
                        "truncated at %.1f%%: one line saying so: %r" % (frac * 100, err))
 
-        r = json.loads(run(args, ["tstates", "--core", core, "--json"])[1])
+        r = json_contract.loads(run(args, ["tstates", "--core", core, "--json"])[1])
         interp = r["runtimes"][0]["interpreters"][0]
         first = int(interp["tstates"][0]["address"], 16)
         # The fields' offsets from the DWARF of the suite's libpython (python3-dbg), as gdb reads them.

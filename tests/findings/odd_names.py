@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import json_contract  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -26,7 +27,7 @@ def check(pytstates, target_args, facts, what):
     out = subprocess.run([pytstates, "check", "--json"] + target_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          timeout=120)
     expect(out.returncode in (0, 1), "%s: --json exited %d: %r" % (what, out.returncode, out.stderr))
-    r = json.loads(out.stdout)  # strict UTF-8 and valid JSON, or this raises
+    r = json_contract.loads(out.stdout)  # strict UTF-8 and valid JSON, or this raises
     out.stdout.decode("utf-8")
     exe = bytes.fromhex(facts["executable"])
     expect(r["target"].get("executable_bytes") == exe.hex(), "%s: executable_bytes holds the exact path" % what, r)
@@ -75,7 +76,7 @@ def terminal_controls(pytstates):
         out = subprocess.run([pytstates, "check", "--json", "--core", core], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         raw = out.stdout.decode("utf-8")
         expect(not any(c in raw for c in HIDDEN) and "\\u009b" in raw and "\\u202e" in raw, "JSON holds them as \\u escapes")
-        r = json.loads(raw)
+        r = json_contract.loads(raw)
         names = [f["function"] for rt in r["runtimes"] for i in rt["interpreters"] for t in i["tstates"]
                  if t["lwp"] == facts["worker_lwp"] for f in t["frames"]]
         expect(facts["function"] in names, "the JSON decodes to the very name", names)

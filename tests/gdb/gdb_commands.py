@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import json_contract  # noqa: E402
 import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import between, gdb, marked  # noqa: E402
@@ -39,7 +40,7 @@ def seed_core(args):
                 marked("internals", "pybind-internals --types --json") + marked("tstates", "py-tstates --frames 2 --json") +
                 marked("sel2", "thread") + marked("fsel2", "frame"))
         _, out = gdb(args.gdb_script, [exe, core], cmds)
-        ours = json.loads(between(out, "json"))
+        ours = json_contract.loads(between(out, "json"))
         status, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
         expect(status == 1, "the CLI finds the error")
         numbers = gdb_thread_numbers(between(out, "threads"))
@@ -53,10 +54,10 @@ def seed_core(args):
         worker_thread = numbers[facts["worker_lwp"]]
         expect("LWP %d (thread %d)" % (facts["worker_lwp"], worker_thread) in text and facts["deleted_tstate"] in text,
                "the text names the pointer and the gdb thread to jump to:\n" + text)
-        internals = json.loads(between(out, "internals"))
+        internals = json_contract.loads(between(out, "internals"))
         status, cli_internals, _ = scenario.run_pytstates(args.pytstates, ["internals", "--core", core, "--json", "--types"])
         expect(without_debugger(internals)["internals"] == without_debugger(cli_internals)["internals"], "pybind-internals --types")
-        tstates = json.loads(between(out, "tstates"))
+        tstates = json_contract.loads(between(out, "tstates"))
         expect("internals" not in tstates and tstates["runtimes"] == scenario.run_pytstates(
             args.pytstates, ["tstates", "--core", core, "--json", "--frames", "2"])[1]["runtimes"], "py-tstates --frames 2")
         expect(between(out, "sel1") == between(out, "sel2") and between(out, "fsel1") == between(out, "fsel2"),
@@ -79,14 +80,14 @@ def crash_cores(args):
             cmds = marked("threads", "info threads") + marked("json", "py-tstates-check --json") + \
                 marked("text", "py-tstates-check") + marked("native", "py-tstates -n -j")
             _, out = gdb(args.gdb_script, [exe, core], cmds)
-            ours = json.loads(between(out, "json"))
+            ours = json_contract.loads(between(out, "json"))
             text = between(out, "text")
             findings_cases.check_crash(ours, text, facts["worker_lwp"], 11, top, facts[pointer], codes, "tstate")
             number = gdb_thread_numbers(between(out, "threads"))[facts["worker_lwp"]]
             expect("CRASH  LWP %d (thread %d)  SIGSEGV" % (facts["worker_lwp"], number) in text, "gdb's thread number:\n" + text)
             _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"])
             expect(without_debugger(ours) == without_debugger(cli), "gdb and the CLI report the same facts", ours)
-            native = json.loads(between(out, "native"))
+            native = json_contract.loads(between(out, "native"))
             _, cli_native, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--native", "--core", core, "--json"])
             expect(without_debugger(native)["threads"] == without_debugger(cli_native)["threads"],
                    "py-tstates -n: the same native stacks as the CLI's", native)
@@ -98,7 +99,7 @@ def live_attach(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     with scenario.running([exe, "svr2", "pause"]) as (proc, facts):
         _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates-check --json"))
-        ours = json.loads(between(out, "json"))
+        ours = json_contract.loads(between(out, "json"))
         expect(ours["target"]["kind"] == "live" and ours["target"]["pid"] == proc.pid, "a live target", ours)
         stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
         expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer, live", ours)
@@ -118,7 +119,7 @@ def through_gdbserver(args):
         server = subprocess.Popen(["gdbserver", "--attach", "127.0.0.1:%d" % port, str(proc.pid)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _, out = gdb(args.gdb_script, [exe], ["target remote 127.0.0.1:%d" % port] + marked("json", "py-tstates-check --json") + ["detach"])
-        ours = json.loads(between(out, "json"))
+        ours = json_contract.loads(between(out, "json"))
         stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
         expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer through gdbserver", ours)
         rows = {r["lwp"]: r["pthread"] for r in ours["threads"]}
@@ -139,7 +140,7 @@ def started_by_gdb(args):
     cmds = ["set pagination off", "set confirm off", "break blockHoldingTheGil", "run < /dev/null"] + \
         marked("thread", "thread") + marked("json", "py-tstates --json") + ["kill"]
     _, out = gdb(args.gdb_script, [exe], cmds)
-    ours = json.loads(between(out, "json"))
+    ours = json_contract.loads(between(out, "json"))
     lwp = int(re.search(r"\(LWP (\d+)\)", between(out, "thread")).group(1))
     interp = ours["runtimes"][0]["interpreters"][0]
     holder = [t for t in interp["tstates"] if t["lwp"] == lwp]

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 
+import json_contract
 import scenario
 from findings_cases import expect
 
@@ -71,7 +72,7 @@ def as_json(text):
     first); what follows the object is not read."""
     start = 0 if text.startswith("{") else text.find("\n{") + 1
     expect(start > 0 or text.startswith("{"), "no JSON object in:\n" + text[-3000:])
-    return json.JSONDecoder().raw_decode(text[start:])[0]
+    return json_contract.check(json.JSONDecoder().raw_decode(text[start:])[0], "a debugger's command")
 
 
 def json_after(text, marker):

@@ -17,6 +17,8 @@ import tempfile
 import threading
 import time
 
+import json_contract  # tests/lib, beside this file
+
 # The suite's own Python and lldb (Debian 12: python3.11 and lldb-14; Debian 13: python3.13 and
 # lldb-19): the drivers run under the suite's /usr/bin/python3, and the lldb plugin is built for the
 # default lldb (/usr/bin/lldb, plugin/lldb/CMakeLists.txt).
@@ -212,7 +214,7 @@ def run_pytstates(pytstates, args, expect_status=None, env=None):
         raise AssertionError("pytstates %s exited %d, expected %d\nstderr: %s\nstdout: %s" % (
             " ".join(args), out.returncode, expect_status, stderr, stdout[:4000]))
     if "--json" in args and out.returncode in (0, 1):
-        return out.returncode, json.loads(stdout), stderr
+        return out.returncode, json_contract.loads(stdout, "pytstates " + " ".join(args)), stderr
     return out.returncode, stdout, stderr
 
 

@@ -16,6 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import json_contract  # noqa: E402
 import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -83,7 +84,7 @@ def normalized(report):
 
 def json_after(text, marker):
     text = text[text.index(marker):] if marker in text else text
-    return json.loads(text[text.index("{"):text.rindex("}") + 1])
+    return json_contract.loads(text[text.index("{"):text.rindex("}") + 1])
 
 
 def main():
@@ -143,7 +144,7 @@ def main():
         facts, core = scenario.take_core(argv, "crash", workdir=workdir)
         status, cli = run(["/usr/bin/pytstates", "check", "--json", "--core", core])
         expect(status == 1, "the installed CLI: exit 1 on the seed's crash core")
-        cli = normalized(json.loads(cli))
+        cli = normalized(json_contract.loads(cli))
 
         # gdb as a user starts it: no -nx, no source line.
         status, gdb_out = run(["gdb", "-q", "-batch", "-ex", "py-tstates-check --json", argv[0], core])
