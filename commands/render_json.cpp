@@ -242,7 +242,6 @@ void findingJson(JsonWriter& w, const Finding& f) {
         w.key("history");
         historyJson(w, f);
     }
-    if (task) w.field("loop", hexAddress(f.loop));
     w.field("lwp", f.lwp);
     w.field("message", findingMessage(f));
     w.field("severity", severityName(info.severity));

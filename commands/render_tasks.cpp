@@ -88,7 +88,6 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
 
 void awaitJson(JsonWriter& w, const AsyncioAwait& a) {
     w.beginObject();
-    w.field("future", hexAddress(a.future));
     w.field("kind", a.kind);
     w.field("object", hexAddress(a.object));
     w.fieldOrNull("task", a.task != 0, hexAddress(a.task));
@@ -177,12 +176,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
     return any;
 }
 
-void renderTasksJsonNotes(JsonWriter& w, const Report& report) {
-    std::vector<std::string> notes;
-    for (const auto& scan : report.asyncio)
-        if (!scan.problem.empty()) notes.push_back(scan.problem);
-    if (report.tasksRead && !notes.empty()) w.field("asyncio_notes", notes);
-}
+void renderTasksJsonNotes(JsonWriter&, const Report&) {}  // the notes are in warnings[] (readTasks)
 
 void renderTasksJson(JsonWriter& w, const Report& report) {
     if (!report.tasksRead) return;
@@ -193,7 +187,7 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
         w.field("interpreter", hexAddress(loop.interp));
         w.field("loop", hexAddress(loop.loop));
         w.field("lwp", loop.lwp);
-        w.field("ready_callbacks", loop.ready);
+        w.field("ready", loop.ready);
         w.fieldOrNull("running_task", loop.runningTask != 0, hexAddress(loop.runningTask));
         w.key("tasks");
         w.beginArray();
@@ -207,17 +201,12 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
             w.key("awaits");
             if (t.waitsOn) awaitJson(w, *t.waitsOn);
             else w.null();
+            w.fieldOrNull("coroutine", t.coroutine != 0, hexAddress(t.coroutine));
             w.key("frames");
             w.beginArray();
             for (const auto& f : t.frames) frameJson(w, f);
             w.endArray();
-            w.key("holds");
-            w.beginArray();
-            for (uint64_t lock : t.holds) w.string(hexAddress(lock));
-            w.endArray();
-            w.field("lwp", t.lwp);
             w.field("name", t.name);
-            w.field("owner", t.owner);
             w.field("state", t.state);
             w.endObject();
         }
@@ -240,7 +229,6 @@ void renderTaskCycleJson(JsonWriter& w, const Finding& f) {
             w.endObject();
         }
         w.fieldOrNull("held_by_task", s.heldByTask != 0, hexAddress(s.heldByTask));
-        w.field("name", s.name);
         w.field("object", hexAddress(s.object));
         w.field("task", hexAddress(s.task));
         w.field("waits_for", s.waitsFor);

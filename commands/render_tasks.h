@@ -16,7 +16,7 @@ void renderTasksText(std::ostringstream& out, const Report& report);
 bool renderTaskHang(std::ostringstream& out, const Report& report);
 // True when a task is stuck (a finding about tasks): the tree is then shown above the thread list.
 bool tasksStuck(const Report& report);
-// "asyncio_notes" (when any) and "event_loops": keys in the order renderJson writes its own.
+// Nothing: what --tasks could not read is in warnings[] ("asyncio: ..."), as the schema has it.
 void renderTasksJsonNotes(JsonWriter& w, const Report& report);
 void renderTasksJson(JsonWriter& w, const Report& report);
 // A deadlock's cycle of tasks: findings[].cycle's entries.

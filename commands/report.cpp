@@ -131,7 +131,10 @@ void readTasks(const Target& target, const ReportOptions& options, Report& repor
     report.tasksRead = true;
     for (size_t r = 0; r < report.runtimes.size(); ++r) {
         AsyncioLayout layout = asyncioLayout(target, report.runtimes[r], options.useDwarf);
-        if (auto scan = scanAsyncio(target, report.runtimes[r], r, layout, options.maxFrames)) report.asyncio.push_back(std::move(*scan));
+        auto scan = scanAsyncio(target, report.runtimes[r], r, layout, options.maxFrames);
+        if (!scan) continue;
+        if (!scan->problem.empty()) report.warnings.push_back("asyncio: " + scan->problem);  // JSON warnings[], text's ASYNCIO note
+        report.asyncio.push_back(std::move(*scan));
     }
 }
 

@@ -26,6 +26,7 @@ std::vector<EventLoopView> eventLoopViews(const Report& report) {
                 const AsyncioTask& t = scan.tasks[i];
                 SuspendedStack s;
                 s.address = t.address;
+                s.coroutine = t.coro;
                 s.name = t.name;
                 s.state = t.state;
                 if (t.runningOn) s.lwp = report.lwpFor(t.runningOn);

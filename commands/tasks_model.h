@@ -17,6 +17,7 @@ namespace pytstates {
 struct SuspendedStack {
     std::string owner = "asyncio-task";  // what keeps it: "asyncio-task" ("greenlet" to come)
     uint64_t address = 0;
+    uint64_t coroutine = 0;               // the coroutine (task_coro); 0 for a greenlet
     std::string name;
     std::string state;                    // running|pending|done|cancelled
     std::optional<int> lwp;               // running: the thread it runs on
