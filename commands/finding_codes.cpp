@@ -41,13 +41,17 @@ constexpr std::array<FindingCodeInfo, kFindingCodeCount> kTable = {{
      "a suspended greenlet's saved frame is also on a thread state's live frame stack"},
     {C::Deadlock, "deadlock", S::Error, F::Waits, N::Cycle, false, false, A::None, true,
      "the wait-for graph (a thread waiting for the GIL waits for its holder; for a mutex, rwlock or RLock, for its owner; in a "
-     "join, for the joined thread; stopping the world, for an attached thread) has a cycle"},
+     "join, for the joined thread; stopping the world, for an attached thread) has a cycle; with --tasks, also a cycle of asyncio tasks "
+     "(a task awaits a task, or an asyncio lock held by a task, that awaits back)"},
     {C::GilHeldWhileBlocked, "gil-held-while-blocked", S::Warning, F::Waits, N::Waiters, false, false, A::None, true,
      "the GIL holder is blocked in something other than the GIL (a system call, a lock, a join) while other threads wait for "
      "the GIL, and no cycle explains it"},
     {C::StopTheWorldBlocked, "stop-the-world-blocked", S::Warning, F::Waits, N::Waiters, false, false, A::None, true,
      "a thread attached to Python is blocked in something else while other threads stop the world and wait for it to detach, "
      "and no cycle explains it"},
+    {C::EventLoopBlocked, "event-loop-blocked", S::Warning, F::Asyncio, N::Task, false, false, A::None, true,
+     "a task runs a blocking call (a system call, a lock, a sleep) on the loop's thread while the loop has ready callbacks "
+     "waiting (its ready queue is not empty; a core records no clock, so due timers do not count)"},
 }};
 
 constexpr bool inOrder() {

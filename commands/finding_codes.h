@@ -25,11 +25,12 @@ enum class FindingCode {
     Deadlock,
     GilHeldWhileBlocked,
     StopTheWorldBlocked,
+    EventLoopBlocked,
 };
 
 enum class Severity { Error, Warning, Info };
 
-enum class FindingFamily { ThreadState, Pybind11, Runtime, Waits, Greenlet };
+enum class FindingFamily { ThreadState, Pybind11, Runtime, Waits, Greenlet, Asyncio };
 
 // What a finding is about.
 enum class FindingSubject {
@@ -40,6 +41,7 @@ enum class FindingSubject {
     Cycle,     // the threads of a wait-for cycle (`cycle`)
     Records,   // pybind11 internals records
     Runtimes,  // copies of CPython
+    Task,      // an asyncio task on the thread that runs its loop (`lwp`, `task`)
 };
 
 // Which crashes a finding can explain.
@@ -62,7 +64,7 @@ struct FindingCodeInfo {
     const char* when;         // CONTRACT.md's one line
 };
 
-constexpr size_t kFindingCodeCount = static_cast<size_t>(FindingCode::StopTheWorldBlocked) + 1;
+constexpr size_t kFindingCodeCount = static_cast<size_t>(FindingCode::EventLoopBlocked) + 1;
 
 // The table, one entry per code in FindingCode's order.
 const std::array<FindingCodeInfo, kFindingCodeCount>& findingCodes();

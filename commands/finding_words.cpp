@@ -298,6 +298,54 @@ std::string blockedWords(int lwp, const std::string& state, const BlockedOn& b) 
            (at.empty() ? "" : " in " + at);
 }
 
+// asyncio (--tasks): a task named by its name and address, where it is in the program.
+std::string taskWords(const std::string& name, uint64_t task) {
+    return "task " + (name.empty() ? std::string() : "'" + name + "' ") + hexAddress(task);
+}
+std::string frameWords(const std::optional<PyFrame>& frame) {
+    if (!frame) return "";
+    std::string file = frame->file;
+    auto slash = file.rfind('/');
+    if (slash != std::string::npos) file = file.substr(slash + 1);
+    return " at " + frame->function + " (" + file + ":" + std::to_string(frame->line) + ")";
+}
+
+// A cycle of asyncio tasks: each awaits the next, or a lock the next holds (inside `async with`).
+std::string taskDeadlockMessage(const Finding& f) {
+    std::map<uint64_t, std::string> names;
+    for (const auto& s : f.taskCycle) names[s.task] = s.name;
+    std::string chain;
+    bool locks = false;
+    for (const auto& s : f.taskCycle) {
+        chain += (chain.empty() ? "" : "; ") + taskWords(s.name, s.task) + frameWords(s.at);
+        if (s.waitsFor == "task") {
+            chain += " awaits " + taskWords(names[s.object], s.object);
+        } else {
+            locks = true;
+            chain += " waits for asyncio " + s.waitsFor + " " + hexAddress(s.object) + " held by " + taskWords(names[s.heldByTask], s.heldByTask) +
+                     " (inside its `async with`)";
+        }
+    }
+    std::string msg = std::to_string(f.taskCycle.size()) + " asyncio tasks wait for each other in a cycle: " + chain + ". ";
+    if (locks)
+        msg += "Likely cause: tasks take the same asyncio locks in opposite orders (async with a: async with b in one, "
+               "b then a in the other): take them in one order everywhere, or use one lock";
+    else
+        msg += "Likely cause: tasks that await each other (a task awaiting a task that awaits it back): none of them can finish";
+    return msg;
+}
+
+std::string eventLoopBlockedMessage(const Finding& f) {
+    std::string call = f.function.empty() ? "a blocking call" : f.function + "()";
+    std::string msg = "LWP " + (f.lwp ? std::to_string(*f.lwp) : std::string("?")) + " runs asyncio event loop " + hexAddress(f.loop) +
+                      " and is blocked in " + call + " inside " + taskWords(f.taskName, f.task) + frameWords(f.taskFrame) + ", while " +
+                      std::to_string(f.readyCallbacks) + (f.readyCallbacks == 1 ? " callback is" : " callbacks are") +
+                      " ready to run: the loop runs nothing else (no other task, no I/O, no timer) until the call returns. "
+                      "Likely cause: a blocking call in a coroutine (time.sleep, a threading lock, blocking I/O): await its asyncio "
+                      "counterpart (asyncio.sleep, asyncio.Lock, loop I/O) or run it in an executor (asyncio.to_thread, loop.run_in_executor)";
+    return msg;
+}
+
 // A cycle through a GIL wait while the runtime finalizes (a hang at exit: cpython #87135, torch
 // #38228, pybind11 #2215). take_gil checks whether the runtime finalizes on entry and once it has
 // the GIL (3.8), and also after each timed-out wait (gh-96387: 3.9-3.13's current releases end the
@@ -315,6 +363,7 @@ std::string finalizingGilWords(const Finding& f) {
 }
 
 std::string deadlockMessage(const Finding& f) {
+    if (!f.taskCycle.empty()) return taskDeadlockMessage(f);
     const auto& cycle = f.cycle;
     std::string chain;
     std::vector<int> late;
@@ -486,6 +535,7 @@ std::string findingMessage(const Finding& f) {
         case FindingCode::Deadlock: return deadlockMessage(f);
         case FindingCode::GilHeldWhileBlocked: return gilHeldMessage(f);
         case FindingCode::StopTheWorldBlocked: return stopTheWorldMessage(f);
+        case FindingCode::EventLoopBlocked: return eventLoopBlockedMessage(f);
     }
     return "";
 }

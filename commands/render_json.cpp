@@ -5,6 +5,7 @@
 
 #include "commands/finding_words.h"
 #include "commands/json_writer.h"
+#include "commands/render_tasks.h"
 #include "commands/render.h"
 #include "symbols/core/signal_names.h"
 
@@ -220,6 +221,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
     w.beginObject();
     const FindingCodeInfo& info = findingInfo(f.code);
     w.field("code", info.name);
+    if (!f.taskCycle.empty()) renderTaskCycleJson(w, f);  // asyncio tasks (--tasks)
     if (!f.cycle.empty()) {
         w.key("cycle");
         w.beginArray();
@@ -235,7 +237,8 @@ void findingJson(JsonWriter& w, const Finding& f) {
         w.endArray();
     }
     bool gilHeld = info.subject == FindingSubject::Waiters;
-    if (gilHeld) w.field("function", f.function);
+    bool task = info.subject == FindingSubject::Task;  // event-loop-blocked
+    if (gilHeld || task) w.field("function", f.function);
     if (!f.history.empty()) {
         w.key("history");
         historyJson(w, f);
@@ -244,6 +247,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
     w.field("message", findingMessage(f));
     w.field("severity", severityName(info.severity));
     w.field("sources", findingSourceLines(f));
+    if (task) w.field("task", hexAddress(f.task));
     addressOrNull(w, "tstate", f.tstate);
     if (gilHeld) w.field("waiters", f.waiters);
     w.endObject();
@@ -500,6 +504,8 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
     JsonWriter w(text);
     bool internals = options.command != Command::Tstates;
     w.beginObject();
+    renderTasksJsonNotes(w, report);  // --tasks: "asyncio_notes", "event_loops"
+    renderTasksJson(w, report);
     w.key("findings");
     w.beginArray();
     for (const auto& f : report.findings) findingJson(w, f);

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdint>
 
+#include "commands/render_tasks.h"
 #include "commands/render.h"
 #include "commands/finding_words.h"
 #include "commands/render_python_state.h"
@@ -188,7 +189,7 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
     bool any = false;
     for (const auto& f : report.findings) {
         const FindingCodeInfo& info = findingInfo(f.code);
-        if (!info.hang) continue;
+        if (!info.hang || !f.taskCycle.empty() || info.subject == FindingSubject::Task) continue;  // tasks: renderTaskHang
         if (info.subject == FindingSubject::Cycle) {
             any = true;
             out << "HANG  deadlock: " << (f.cycle.size() == 1 ? std::string("1 thread waits for itself") : std::to_string(f.cycle.size()) + " threads wait for each other") << "\n";
@@ -602,6 +603,9 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     bool killed = report.crash && !report.crash->signal.raisedByThread(report.target.pid);
     if (report.crash && !killed) renderCrash(out, report, options);
     renderHang(out, report, options);
+    renderTaskHang(out, report);
+    bool tasksFirst = tasksStuck(report);  // a stuck task: the await tree before the thread states
+    if (tasksFirst) renderTasksText(out, report);
     if (killed) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
@@ -610,6 +614,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
         renderModuleLocals(out, report);
         renderNanobind(out, report, options);
     }
+    if (!tasksFirst) renderTasksText(out, report);
     renderThreads(out, report, options);
     if (report.nativeStacks) renderNativeStacks(out, report, options);
     if (options.command != Command::Check && !report.findings.empty()) {

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "commands/tasks.h"
+#include "symbols/cpython/asyncio_layout.h"
 #include "commands/report.h"
 
 #include "commands/frame_locals.h"
@@ -122,6 +124,23 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 
 }  // namespace
 
+namespace {
+
+// Every asyncio event loop and task of each runtime (--tasks); a runtime whose version is not read
+// yet says so in its scan's problem.
+void readTasks(const Target& target, const ReportOptions& options, Report& report) {
+    report.tasksRead = true;
+    for (size_t r = 0; r < report.runtimes.size(); ++r) {
+        AsyncioLayout layout = asyncioLayout(target, report.runtimes[r], options.useDwarf);
+        auto scan = scanAsyncio(target, report.runtimes[r], r, layout, options.maxFrames);
+        if (!scan) continue;
+        if (!scan->problem.empty()) report.warnings.push_back("asyncio: " + scan->problem);  // JSON warnings[], text's ASYNCIO note
+        report.asyncio.push_back(std::move(*scan));
+    }
+}
+
+}  // namespace
+
 Preparation prepareReport(const Target& target, const ReportOptions& options) {
     Preparation p;
     // --native symbolizes every frame of every thread with DWARF: many CUs of each debug file.
@@ -206,6 +225,8 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     // and of the greenlets' saved frames, found by the scan just done.
     target.readingFor("greenlet locals");
     if (options.locals) readFrameLocals(target, report, FrameLocalsOf::Greenlets, options.maxFrames);
+    target.readingFor("asyncio tasks");
+    if (options.tasks) readTasks(target, options, report);
     target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     target.readingFor("findings");
@@ -213,6 +234,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     else addRuntimeFindings(report);
     if (options.findings) addWaitFindings(report);
     if (options.findings) markFinalizingDeadlocks(report);
+    if (options.findings && options.tasks) addTaskFindings(report);
     explainCrash(target, report);
     explainAbort(target, report);
     target.readingFor("");

@@ -16,6 +16,8 @@
 #include "commands/finding_codes.h"
 #include "commands/finding_facts.h"
 #include "commands/history/history_log.h"
+#include "commands/tasks_model.h"
+#include "symbols/cpython/asyncio_tasks.h"
 #include "symbols/cpython/runtimes.h"
 #include "symbols/cpython/tstate_memory.h"
 #include "symbols/glibc/pthread_keys.h"
@@ -175,6 +177,14 @@ struct Finding {
     bool finalizingGilWait = false;
     std::optional<int> finalizingLwp;
     int finalizingMinor = 0;
+    // asyncio (--tasks): deadlock through tasks (taskCycle instead of cycle); event-loop-blocked:
+    // `lwp` runs `loop` and is blocked (`blocked`, `function`) inside `task` at taskFrame while
+    // readyCallbacks wait in its ready queue.
+    std::vector<TaskCycleStep> taskCycle;
+    uint64_t task = 0, loop = 0;
+    std::string taskName;
+    std::optional<PyFrame> taskFrame;
+    size_t readyCallbacks = 0;
 };
 
 // The interpreter's own state, as pystack shows it (commands/python_state).
@@ -230,6 +240,9 @@ struct Report {
     std::map<uint64_t, TstatePlace> places;  // every listed tstate: who runs it, who made it
     std::set<uint64_t> listedTstates;        // every tstate in some interpreter's list
     std::map<uint64_t, InterpreterStateView> interpreterStates;  // by interpreter address
+    // asyncio (--tasks): every event loop and task, per runtime using asyncio.
+    bool tasksRead = false;
+    std::vector<AsyncioScan> asyncio;
 
     bool listed(uint64_t tstate) const { return listedTstates.count(tstate) != 0; }
 
@@ -310,6 +323,7 @@ struct ReportOptions {
     bool native = false;     // every thread's whole native stack, Python frames merged in
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
     bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
+    bool tasks = false;      // every asyncio event loop and task (--tasks)
     bool locals = false;     // --locals: each Python frame's arguments and locals (commands/frame_locals)
     // Called once what must be one moment's has been read (threads, registers, stacks, thread
     // states and their frames, per-thread pointers): a live target resumes the process here.

@@ -48,6 +48,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.native = request.native;
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         options.waits = request.waits && request.command != Command::Internals;
+        options.tasks = request.tasks && request.command != Command::Internals;
         options.afterConsistentReads = request.afterConsistentReads;
         options.locals = request.locals;
         std::shared_ptr<HistoryLog> history = request.history;
@@ -92,6 +93,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->native = true;
         } else if (a == "--greenlets" || a == "-g") {
             request->greenlets = true;
+        } else if (a == "--tasks") {
+            request->tasks = true;
         } else if (a == "--locals") {
             request->locals = true;
         } else if (a == "--no-waits") {
@@ -118,7 +121,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             }
             request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --locals, --no-waits" +
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits" +
                      (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }
@@ -153,6 +156,9 @@ std::string commandHelpText(Command command) {
                    "native stack and the finding the crash is, when a frame holds that finding's pointer.\n"
                    "With greenlet loaded, each thread state says how many greenlets its thread has and which one runs;\n"
                    "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.\n"
+                   "--tasks: every asyncio event loop (the thread running it) and task, as an await tree: each task's name,\n"
+                   "state, coroutine frames (innermost first) and what it awaits (a task, an Event, a Lock, a Queue, a sleep,\n"
+                   "a gather); CPython 3.11 so far, other versions say so.\n"
                    "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
                    "str/bytes/int/float/bool/None, <type at 0x...> otherwise).";
         case Command::Internals:
@@ -166,6 +172,7 @@ std::string commandHelpText(Command command) {
                    "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
                    "source and the likely cause.\n"
                    "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets,\n"
+                   "--tasks (asyncio's loops and tasks, as py-tstates --tasks, with task deadlocks and event-loop-blocked),\n"
                    "--locals (each Python frame's arguments and locals),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
                    "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";

@@ -46,6 +46,7 @@ struct Arguments {
     bool locals = false;
     bool offline = false;
     bool noWaits = false;
+    bool tasks = false;  // --tasks: asyncio's event loops and tasks
     bool noCache = false;
     int frames = 5;
     std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
@@ -167,6 +168,7 @@ int run(pytstates::Command command, Arguments a) {
     request.greenlets = a.greenlets;
     request.locals = a.locals;
     request.waits = !a.noWaits;
+    request.tasks = a.tasks;
     if (!a.history.empty()) {
         if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
         request.history = HistoryLog::fromFile(a.history);
@@ -242,6 +244,7 @@ int main(int argc, char** argv) try {
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     tstates->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
+    tstates->add_flag("--tasks", args.tasks, "every asyncio event loop and task: await tree, coroutine frames, what each awaits");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
@@ -252,6 +255,7 @@ int main(int argc, char** argv) try {
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     check->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
+    check->add_flag("--tasks", args.tasks, "every asyncio event loop and task, and their findings (task deadlocks, event-loop-blocked)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -370,9 +370,9 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
         const char* syntax;
     };
     static const Entry entries[] = {
-        {"py-tstates", Command::Tstates, "py-tstates [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets]"},
+        {"py-tstates", Command::Tstates, "py-tstates [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
         {"pybind-internals", Command::Internals, "pybind-internals [-j|--json] [-t|--types]"},
-        {"py-tstates-check", Command::Check, "py-tstates-check [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets]"},
+        {"py-tstates-check", Command::Check, "py-tstates-check [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
     };
     static std::vector<std::string> helps;
     for (const auto& e : entries) helps.push_back(commandHelp(e.command));

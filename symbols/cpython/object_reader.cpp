@@ -87,9 +87,10 @@ std::optional<ObjectReader::InstanceStore> ObjectReader::instanceStore(uint64_t 
                 if (store.values) store.keys = cachedKeys();
             }
         } else if (layout_.minor == 12) {
-            // _PyDictOrValues: the values pointer tagged with its low bit, else the dict.
+            // _PyDictOrValues: the values pointer minus one (so its low bit is set: 3.12's
+            // _PyDictOrValues_SetValues stores `(char *)values - 1`), else the dict.
             if (*word & 1) {
-                store.values = (*word & ~uint64_t(1)) + std::max<int64_t>(layout_.dictValuesValues, 0);
+                store.values = (*word + 1) + std::max<int64_t>(layout_.dictValuesValues, 0);
                 store.keys = cachedKeys();
             } else {
                 store.dict = *word;

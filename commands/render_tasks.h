@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// asyncio's event loops and tasks (--tasks) as text (an await tree per loop) and as JSON
+// (event_loops[], CONTRACT.md 0.4), and the findings about tasks as the HANG section tells them.
+#pragma once
+
+#include <sstream>
+
+#include "commands/json_writer.h"
+#include "commands/report.h"
+
+namespace pytstates {
+
+// "ASYNCIO ..." with one await tree per event loop; nothing when the tasks were not read.
+void renderTasksText(std::ostringstream& out, const Report& report);
+// The HANG lines of a deadlock through tasks and of an event loop blocked by a task; true when any.
+bool renderTaskHang(std::ostringstream& out, const Report& report);
+// True when a task is stuck (a finding about tasks): the tree is then shown above the thread list.
+bool tasksStuck(const Report& report);
+// Nothing: what --tasks could not read is in warnings[] ("asyncio: ..."), as the schema has it.
+void renderTasksJsonNotes(JsonWriter& w, const Report& report);
+void renderTasksJson(JsonWriter& w, const Report& report);
+// A deadlock's cycle of tasks: findings[].cycle's entries.
+void renderTaskCycleJson(JsonWriter& w, const Finding& f);
+
+}  // namespace pytstates

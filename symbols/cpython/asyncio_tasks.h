@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every asyncio event loop and task of a CPython runtime, read from memory: tasks are found on the
+// collector's lists (every _asyncio.Task is tracked), the loop each thread runs from its thread
+// state (its dict: <= 3.11 a running-loop holder, 3.12+ the loop; else the loop's _thread_id), each suspended task's
+// coroutine chain through the awaited object its frame keeps on its value stack (FrameReader::
+// yieldFrom, 3.9-3.13), and what it waits
+// on from its fut_waiter and the asyncio frame that waits (Event.wait, Lock.acquire, Queue.get,
+// sleep, gather).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/cpython/asyncio_layout.h"
+#include "symbols/cpython/frames.h"
+#include "symbols/cpython/runtimes.h"
+#include "symbols/target.h"
+
+namespace pytstates {
+
+struct AsyncioAwait {
+    std::string kind;   // task|future|event|lock|condition|queue|semaphore|sleep|gather|other
+    uint64_t object = 0;  // the object waited on (the Event, Lock, Queue; else the future)
+    uint64_t future = 0;  // the task's fut_waiter
+    uint64_t task = 0;    // kind task: the awaited task
+};
+
+struct AsyncioTask {
+    uint64_t address = 0;
+    uint64_t interp = 0;
+    uint64_t loop = 0;
+    uint64_t coro = 0;
+    std::string name;
+    std::string state;                  // running|pending|done|cancelled
+    uint64_t runningOn = 0;             // running: the thread state whose stack runs its coroutine
+    std::vector<PyFrame> frames;        // its coroutine chain, innermost first
+    std::optional<AsyncioAwait> awaits;  // none: ready to run, running or done
+    std::vector<uint64_t> awaitedBy;    // tasks that await it (directly, or through a gather)
+    std::vector<uint64_t> holds;        // asyncio locks a frame of it is inside `async with` of
+    std::string note;
+};
+
+struct AsyncioLoop {
+    uint64_t address = 0;
+    uint64_t interp = 0;
+    uint64_t tstate = 0;  // the thread state running it; 0: not running
+    uint64_t runningTask = 0;
+    std::optional<size_t> ready;  // len(loop._ready): callbacks ready to run; none when unread
+    std::vector<size_t> tasks;    // indexes into AsyncioScan::tasks
+};
+
+struct AsyncioScan {
+    size_t runtimeIndex = 0;
+    std::string layoutSource;
+    std::string problem;  // why tasks are not (all) read; empty when none
+    std::vector<AsyncioLoop> loops;
+    std::vector<AsyncioTask> tasks;
+    size_t gcObjects = 0;
+};
+
+// A file of asyncio's own package (.../asyncio/locks.py): where a task waits inside asyncio, not
+// in the program (whose own files may sit in a directory named asyncio too).
+bool isAsyncioFile(const std::string& file);
+
+// nullopt when the runtime has no asyncio in use (no _asyncio module loaded and no task found).
+std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& runtime, size_t runtimeIndex,
+                                       const AsyncioLayout& layout, size_t maxFrames);
+
+}  // namespace pytstates

@@ -1,0 +1,339 @@
+# SPDX-License-Identifier: Apache-2.0
+"""--tasks on asyncio programs (tests/asyncio/scenarios.py) on Debian 12's python3.11: every event loop
+and task, what each awaits and who awaits it, task deadlocks and event-loop-blocked.
+
+Kinds: gcore (the CLI on gdb's core, held against gdb's own reading of the same core), live (the CLI
+on the running process, --pid), gdb and lldb (their py-tstates-check --tasks --json on a gcore core,
+against the CLI's). Truth: what the program printed of itself (id() of its tasks, loops, Event, Queue,
+future and locks; task names; threading.get_native_id() of each loop's thread), the lines of its own
+source, and gdb (TaskObj through _asyncio's DWARF, names and coroutine frames through
+python3.11-gdb.py's PyObjectPtr/PyFramePtr, py-bt of a blocked loop's thread).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import scenario  # noqa: E402
+from debugger_batch import core_json  # noqa: E402
+
+PROGRAM = os.path.join(HERE, "scenarios.py")
+PYTHON = "/usr/bin/python3.11"  # Debian 12's, with python3.11-dbg's DWARF and gdb script
+PROBLEMS = []
+
+
+def expect(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        PROBLEMS.append(what)
+
+
+def line_of(text):
+    """The line number of the program's line holding `text` (once)."""
+    with open(PROGRAM) as f:
+        lines = [i + 1 for i, line in enumerate(f) if text in line]
+    assert len(lines) == 1, (text, lines)
+    return lines[0]
+
+
+def h(n):
+    return "0x%x" % n
+
+
+def tasks_by_name(report):
+    out = {}
+    for loop in report["event_loops"]:
+        for t in loop["tasks"]:
+            out[t["name"]] = dict(t, loop=loop["loop"])
+    return out
+
+
+def check_loops(facts, report):
+    loops = {l["loop"]: l for l in report["event_loops"]}
+    expect(len(loops) == len(facts["loops"]), "%d event loops (the program ran %d)" % (len(loops), len(facts["loops"])))
+    for l in facts["loops"]:
+        mine = loops.get(h(l["loop"]))
+        expect(mine is not None, "loop %s (id() %s) is listed" % (l["name"], h(l["loop"])))
+        if mine:
+            expect(mine["lwp"] == l["lwp"], "loop %s runs on LWP %s (get_native_id: %d)" % (l["name"], mine["lwp"], l["lwp"]))
+    tasks = tasks_by_name(report)
+    expect(set(tasks) == set(facts["tasks"]), "tasks %s are the program's %s" % (sorted(tasks), sorted(facts["tasks"])))
+    for name, ident in facts["tasks"].items():
+        if name in tasks:
+            expect(tasks[name]["address"] == h(ident), "task %s at %s (id() %s)" % (name, tasks[name]["address"], h(ident)))
+    return tasks
+
+
+def frame_is(task, index, function, line, what):
+    frames = task["frames"]
+    ok = len(frames) > index and frames[index]["function"] == function and frames[index]["line"] == line
+    expect(ok, "%s: frame #%d is %s line %d (%s)" % (what, index, function, line,
+                                                     json.dumps(frames[index]) if len(frames) > index else "no frame"))
+
+
+def awaits(task, kind, obj=None, other=None):
+    a = task["awaits"] or {}
+    ok = a.get("kind") == kind and (obj is None or a.get("object") == h(obj)) and (other is None or a.get("task") == other)
+    expect(ok, "task %s awaits %s %s (%s)" % (task["name"], kind, h(obj) if obj else "", json.dumps(a)))
+
+
+def check_stuck(facts, report, status):
+    expect(status == 0, "exit status 0 (no error finding): %d" % status)
+    tasks = check_loops(facts, report)
+    t = tasks
+    awaits(t["waits-event"], "event", facts["event"])
+    frame_is(t["waits-event"], 1, "wait_event", line_of("await event.wait()"), "waits-event")
+    awaits(t["consumer"], "queue", facts["queue"])
+    frame_is(t["consumer"], 1, "consume", line_of("item = await queue.get()"), "consumer")
+    for name in ("sleeper", "child-b"):
+        awaits(t[name], "sleep")
+        frame_is(t[name], 1, "sleep_long", line_of("await asyncio.sleep(3600)"), name)
+    awaits(t["child-a-inner"], "future", facts["future"])
+    frame_is(t["child-a-inner"], 0, "grandchild", line_of("    await future"), "child-a-inner")
+    awaits(t["child-a"], "task", other=h(facts["tasks"]["child-a-inner"]))
+    awaits(t["parent"], "gather")
+    awaits(t["Task-1"], "gather")
+    by = lambda name: sorted(t[name]["awaited_by"])
+    expect(by("child-a-inner") == [h(facts["tasks"]["child-a"])], "child-a-inner is awaited by child-a: %s" % by("child-a-inner"))
+    for child in ("child-a", "child-b"):
+        expect(by(child) == [h(facts["tasks"]["parent"])], "%s is awaited by parent (through gather): %s" % (child, by(child)))
+    for child in ("waits-event", "consumer", "sleeper", "parent"):
+        expect(by(child) == [h(facts["tasks"]["Task-1"])], "%s is awaited by Task-1 (through gather): %s" % (child, by(child)))
+    loop = report["event_loops"][0]
+    expect(loop["running_task"] is None, "no task runs (the loop waits in its selector)")
+    expect(all(x["state"] == "pending" for x in t.values()), "every task is pending")
+    expect(not [f for f in report["findings"] if f["code"] in ("deadlock", "event-loop-blocked")], "no task finding")
+
+
+def check_lockcycle(facts, report, status):
+    expect(status == 1, "exit status 1 (a deadlock): %d" % status)
+    tasks = check_loops(facts, report)
+    one, two = h(facts["tasks"]["takes-a-then-b"]), h(facts["tasks"]["takes-b-then-a"])
+    lock_a, lock_b = h(facts["locks"]["lock_a"]), h(facts["locks"]["lock_b"])
+    awaits(tasks["takes-a-then-b"], "lock", facts["locks"]["lock_b"])
+    awaits(tasks["takes-b-then-a"], "lock", facts["locks"]["lock_a"])
+    frame_is(tasks["takes-a-then-b"], 2, "take_both", line_of("async with second:"), "takes-a-then-b")
+    cycles = [f for f in report["findings"] if f["code"] == "deadlock"]
+    expect(len(cycles) == 1, "one deadlock finding: %d" % len(cycles))
+    if cycles:
+        steps = {s["task"]: s for s in cycles[0]["cycle"]}
+        expect(set(steps) == {one, two}, "the cycle is the two tasks: %s" % sorted(steps))
+        if set(steps) == {one, two}:
+            expect(steps[one]["waits_for"] == "lock" and steps[one]["object"] == lock_b and steps[one]["held_by_task"] == two,
+                   "takes-a-then-b waits for lock_b held by takes-b-then-a: %s" % json.dumps(steps[one]))
+            expect(steps[two]["waits_for"] == "lock" and steps[two]["object"] == lock_a and steps[two]["held_by_task"] == one,
+                   "takes-b-then-a waits for lock_a held by takes-a-then-b: %s" % json.dumps(steps[two]))
+            expect(steps[one]["at"]["python"]["line"] == line_of("async with second:"), "the cycle says where: %s" % steps[one].get("at"))
+
+
+def text_facts(facts):
+    """What TEXT's words name: the sleep's system call, the locks' addresses."""
+    out = {"call": sleep_call(facts)}
+    out.update({k: h(v) for k, v in facts.get("locks", {}).items()})
+    return out
+
+
+def sleep_call(facts):
+    """The system call time.sleep makes: clock_nanosleep from 3.11, select before."""
+    return "clock_nanosleep" if tuple(facts["python"]) >= (3, 11) else "select"
+
+
+def check_blocked(facts, report, status):
+    expect(status == 0, "exit status 0 (a warning only): %d" % status)
+    tasks = check_loops(facts, report)
+    freezer = tasks["freezer"]
+    lwp = facts["loops"][0]["lwp"]
+    expect(freezer["state"] == "running" and report["event_loops"][0]["lwp"] == lwp,
+           "freezer runs, on its loop's LWP %d: %s %s" % (lwp, freezer["state"], report["event_loops"][0]["lwp"]))
+    frame_is(freezer, 0, "freezes", line_of("time.sleep(3600)"), "freezer")
+    loop = report["event_loops"][0]
+    expect(loop["running_task"] == h(facts["tasks"]["freezer"]), "the loop's running task is freezer")
+    expect(loop["ready"] == 1, "one ready callback (never_runs): %s" % loop["ready"])
+    blocked = [f for f in report["findings"] if f["code"] == "event-loop-blocked"]
+    expect(len(blocked) == 1, "one event-loop-blocked finding: %d" % len(blocked))
+    if blocked:
+        f = blocked[0]
+        call = sleep_call(facts)
+        expect(f["lwp"] == lwp and f["task"] == h(facts["tasks"]["freezer"]) and f["function"] == call and f["severity"] == "warning",
+               "event-loop-blocked names LWP %d, task freezer, %s: %s" % (lwp, call, json.dumps({k: f[k] for k in ("lwp", "task", "function")})))
+        expect("freezes (scenarios.py:%d)" % line_of("time.sleep(3600)") in f["message"], "its message names the frame: " + f["message"])
+
+
+def check_twoloops(facts, report, status):
+    expect(status == 0, "exit status 0: %d" % status)
+    tasks = check_loops(facts, report)
+    for l in facts["loops"]:
+        waiter = tasks[l["name"] + "-waiter"]
+        expect(waiter["loop"] == h(l["loop"]), "%s-waiter belongs to loop %s" % (l["name"], h(l["loop"])))
+        awaits(tasks[l["name"] + "-main"], "task", other=waiter["address"])
+
+
+def check_eager(facts, report, status):
+    expect(status == 0, "exit status 0: %d" % status)
+    tasks = check_loops(facts, report)
+    for i in range(3):
+        awaits(tasks["eager-%d" % i], "event", facts["event"])
+        frame_is(tasks["eager-%d" % i], 1, "wait_event", line_of("await event.wait()"), "eager-%d" % i)
+
+
+def check_taskcycle(facts, report, status):
+    expect(status == 1, "exit status 1 (a deadlock): %d" % status)
+    tasks = check_loops(facts, report)
+    one, two = h(facts["tasks"]["awaits-two"]), h(facts["tasks"]["awaits-one"])
+    awaits(tasks["awaits-two"], "task", other=two)
+    awaits(tasks["awaits-one"], "task", other=one)
+    main = h(facts["tasks"]["Task-1"])
+    expect(sorted(tasks["awaits-two"]["awaited_by"]) == sorted([two, main]) and sorted(tasks["awaits-one"]["awaited_by"]) == sorted([one, main]),
+           "each is awaited by the other and by Task-1 (its gather): %s %s" % (tasks["awaits-two"]["awaited_by"], tasks["awaits-one"]["awaited_by"]))
+    cycles = [f for f in report["findings"] if f["code"] == "deadlock"]
+    expect(len(cycles) == 1 and {s["task"] for s in cycles[0]["cycle"]} == {one, two} and
+           all(s["waits_for"] == "task" for s in cycles[0]["cycle"]), "one deadlock: the two tasks awaiting each other")
+    if cycles:
+        steps = {s["task"]: s for s in cycles[0]["cycle"]}
+        expect(steps.get(one, {}).get("held_by_task") == two and steps.get(two, {}).get("held_by_task") == one,
+               "each step names the other task: %s" % json.dumps(cycles[0]["cycle"]))
+
+
+CHECKS = {"eager": check_eager, "taskcycle": check_taskcycle, "stuck": check_stuck, "lockcycle": check_lockcycle, "blocked": check_blocked, "twoloops": check_twoloops}
+TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awaits asyncio.Event", "awaits asyncio.Queue"],
+        "lockcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "holds asyncio lock %(lock_a)s", "holds asyncio lock %(lock_b)s"],
+        "blocked": ["HANG  event loop", "is blocked in %(call)s()", "event-loop-blocked"],
+        "twoloops": ["ASYNCIO (2 event loops, 4 tasks"], "eager": ["(T) 'eager-2'"],
+        "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"]}
+
+
+def gdb_oracle(core, facts, report, python):
+    """gdb's own reading of every task (tests/asyncio/gdb_tasks.py) against the report."""
+    tasks = [t for l in report["event_loops"] for t in l["tasks"]]
+    env = scenario.offline_env()
+    env["PYTSTATES_TASKS"] = json.dumps([t["address"] for t in tasks])
+    argv = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-iex", "set auto-load safe-path /",
+            "-ex", "core-file " + core, "-x", os.path.join(HERE, "gdb_tasks.py"), "-ex", "thread apply all py-bt", python]
+    out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=200).stdout.decode(errors="replace")
+    line = [l for l in out.splitlines() if l.startswith("GDB-TASKS ")]
+    expect(len(line) == 1, "gdb read the tasks" + ("" if line else ":\n" + out[-2000:]))
+    if not line:
+        return
+    said = json.loads(line[0][len("GDB-TASKS "):])
+    states = {0: "pending", 1: "cancelled", 2: "done"}
+    for t in tasks:
+        g = said[t["address"]]
+        if "name" in g:
+            expect(g["name"] == t["name"], "gdb: task %s is named %s" % (t["address"], g["name"]))
+        else:
+            print("gdb has no python-gdb script for %s: task names and coroutine frames are not read by gdb" % python)
+        mine = "pending" if t["state"] == "running" else t["state"]
+        expect(states.get(g["state"]) == mine, "gdb: %s's fut_state is %s" % (t["name"], states.get(g["state"])))
+        a = t["awaits"] or {}
+        if a.get("kind") in ("task", "future", "gather", "sleep") or not a:
+            future = a.get("object")  # the awaited future itself
+            expect((future or "0x0") == g["fut_waiter"], "gdb: %s's fut_waiter is %s (pytstates %s)" % (t["name"], g["fut_waiter"], future))
+        else:  # an Event, Lock, Queue: its future is the one fut_waiter names
+            expect(g["fut_waiter"] != "0x0", "gdb: %s's fut_waiter %s is set (it awaits a %s's future)" % (t["name"], g["fut_waiter"], a["kind"]))
+        if t["state"] == "pending" and "coro_function" in g:
+            outer = t["frames"][-1] if t["frames"] else {}
+            expect(outer.get("function") == g["coro_function"] and outer.get("line") == g["coro_line"],
+                   "gdb (py frame of the task's coroutine): %s at %s:%s; pytstates' outermost frame %s" % (
+                       t["name"], g["coro_function"], g["coro_line"], json.dumps(outer)))
+    running = [t for t in tasks if t["state"] == "running"]
+    for t in running:
+        if 'Undefined command: "py-bt"' in out:
+            print("gdb has no py-bt for %s: the running task's frame is not read by gdb" % python)
+            break
+        want = 'line %d, in %s' % (t["frames"][0]["line"], t["frames"][0]["function"])
+        expect(want in out, "gdb's py-bt shows the running task's frame (%s)" % want)
+
+
+def unread(args):
+    """A CPython whose asyncio structures are not read yet: the report says so in a note and lists
+    no loop or task (nothing claimed)."""
+    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    versions = sorted(v for v in os.listdir(os.path.join(root, "versions")) if v.startswith(args.pyenv_version + "."))
+    expect(bool(versions), "pyenv has CPython %s" % args.pyenv_version)
+    if not versions:
+        sys.exit(1)
+    python = os.path.join(root, "versions", versions[-1], "bin", "python" + args.pyenv_version)
+    facts, core = scenario.take_core([python, PROGRAM, "stuck"])
+    try:
+        status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--core", core, "--exe", python])
+        expect(status == 0, "check --tasks on %s's core: status %d %s" % (versions[-1], status, err.strip()))
+        notes = [w for w in report.get("warnings", []) if w.startswith("asyncio: ")] if status == 0 else []
+        expect(any("read on CPython 3.9 to 3.13" in n and versions[-1] in n for n in notes), "a note says %s is not read: %s" % (versions[-1], notes))
+        expect(status == 0 and report["event_loops"] == [], "no loop or task is claimed: %s" % (report.get("event_loops") if status == 0 else None))
+        status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--core", core, "--exe", python])
+        expect("note: asyncio's structures are read on CPython 3.9 to 3.13" in text, "the text says so too")
+    finally:
+        scenario.cleanup(core)
+    if PROBLEMS:
+        sys.exit(1)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--pytstates", required=True)
+    p.add_argument("--gdb-script")
+    p.add_argument("--lldb-plugin")
+    p.add_argument("scenario", choices=sorted(CHECKS))
+    p.add_argument("--pyenv-version", help="pyenv's CPython 3.N in place of Debian's python3.11 (unread: one whose asyncio is not read)")
+    p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread"])
+    args = p.parse_args()
+    if args.kind == "unread":
+        unread(args)
+        return
+    python = PYTHON
+    if args.pyenv_version:
+        # pyenv's CPython: no python-gdb script, so gdb's reading is _asyncio's DWARF only.
+        root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+        versions = sorted(v for v in os.listdir(os.path.join(root, "versions")) if v.startswith(args.pyenv_version + "."))
+        expect(bool(versions), "pyenv has CPython %s" % args.pyenv_version)
+        if not versions:
+            sys.exit(1)
+        python = os.path.join(root, "versions", versions[-1], "bin", "python" + args.pyenv_version)
+        print("CPython %s from pyenv: %s" % (versions[-1], python))
+    argv = [python, PROGRAM, args.scenario]
+    check = CHECKS[args.scenario]
+    if args.kind == "live":
+        with scenario.running(argv) as (proc, facts):
+            status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--pid", str(proc.pid)])
+            expect(status in (0, 1), "check --tasks --pid ran: status %d %s" % (status, err.strip()))
+            if status in (0, 1):
+                check(facts, report, status)
+            status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--pid", str(proc.pid)])
+            for words in TEXT[args.scenario]:
+                words = words % text_facts(facts) if "%(" in words else words
+                expect(words in text, "text says %r" % words)
+            expect(proc.poll() is None, "the program runs on after both reads")
+    else:
+        facts, core = scenario.take_core(argv)
+        try:
+            status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--core", core, "--exe", python])
+            expect(status in (0, 1), "check --tasks --core ran: status %d %s" % (status, err.strip()))
+            if status not in (0, 1):
+                raise SystemExit(1)
+            if args.kind == "gcore":
+                check(facts, report, status)
+                status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--core", core, "--exe", python])
+                print(text)
+                for words in TEXT[args.scenario]:
+                    words = words % text_facts(facts) if "%(" in words else words
+                    expect(words in text, "text says %r" % words)
+                gdb_oracle(core, facts, report, python)
+            else:
+                loads = args.gdb_script if args.kind == "gdb" else args.lldb_plugin
+                ours = core_json(args.kind, loads, python, core, "py-tstates-check --json --tasks")
+                check(facts, ours, 1 if any(f["severity"] == "error" for f in ours["findings"]) else 0)
+                expect(ours["event_loops"] == report["event_loops"], "%s's event_loops are the CLI's" % args.kind)
+                codes = lambda r: sorted((f["code"], f["message"]) for f in r["findings"])
+                expect(codes(ours) == codes(report), "%s's findings are the CLI's" % args.kind)
+        finally:
+            scenario.cleanup(core)
+    if PROBLEMS:
+        print("%d problem(s):\n  %s" % (len(PROBLEMS), "\n  ".join(PROBLEMS)))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

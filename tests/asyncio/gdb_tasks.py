@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Inside gdb (gdb -x gdb_tasks.py, after the core): what gdb reads of each asyncio task named in
+PYTSTATES_TASKS (addresses) through _asyncio's DWARF (TaskObj) and CPython's own gdb script
+(python3.11-gdb.py: its PyObjectPtr for the name, its PyFramePtr for the coroutine's frame), with no
+help from pytstates. Prints one line `GDB-TASKS {json}`."""
+import json
+import os
+
+import gdb
+
+
+def main():
+    out = {}
+    libpython = None
+    for name in ("libpython", "__main__"):
+        import sys
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "PyFramePtr"):
+            libpython = module
+    for address in json.loads(os.environ["PYTSTATES_TASKS"]):
+        task = gdb.parse_and_eval("(TaskObj*)%s" % address).dereference()
+        facts = {"state": int(task["task_state"]), "fut_waiter": "0x%x" % int(task["task_fut_waiter"]),
+                 "loop": "0x%x" % int(task["task_loop"])}
+        if libpython is not None:
+            facts["name"] = libpython.PyObjectPtr.from_pyobject_ptr(task["task_name"]).proxyval(set())
+            coro = gdb.parse_and_eval("(PyCoroObject*)%d" % int(task["task_coro"])).dereference()
+            if int(coro["cr_frame_state"]) < 1:  # not completed: its frame is there
+                frame = libpython.PyFramePtr(gdb.parse_and_eval("(_PyInterpreterFrame*)%d" % int(coro["cr_iframe"].address)))
+                facts["coro_function"] = frame.co_name.proxyval(set())
+                facts["coro_line"] = frame.current_line_num()
+        out[address] = facts
+    print("GDB-TASKS " + json.dumps(out))
+
+
+main()
