@@ -81,6 +81,14 @@ struct BlockedOn {
     bool ownerReadLate = false;     // the owner's field came from the running process, after the stop
     NativeFrame at;                 // the caller that waits: the first frame outside the lock's code
     std::optional<PyFrame> pythonAt;  // the Python frame that waits, for a thread running Python
+    // Python's own waits (commands/python_waits): what the Python frames say is waited on.
+    std::string pythonKind;           // condition, event, queue, semaphore, join; "": the lock itself (python-lock)
+    uint64_t pythonObject = 0;        // the Condition, Event, Queue, Semaphore or Thread waited on; 0: none
+    std::string pythonName;           // how the nearest frame outside threading/queue/asyncio names it
+    std::string holderEvidence;       // owner-field | with-block | none; "": not a lock's wait
+    std::optional<PyFrame> holderAt;  // with-block: the holder's frame that executes the body
+    int holderWithLine = -1;          // with-block: the `with` statement's line; -1 unknown
+    uint64_t holderObject = 0;        // with-block: what the with-block holds (the lock, or its Condition)
 };
 
 struct ThreadRow {
@@ -114,6 +122,13 @@ struct CycleStep {
     std::string call;                 // BlockedOn::call
     bool ownerReadLate = false;       // BlockedOn::ownerReadLate
     bool holdsGil = false;            // it holds its interpreter's GIL
+    // Python's own waits: BlockedOn's fields of the same names
+    std::string pythonKind;
+    uint64_t pythonObject = 0;
+    std::string pythonName;
+    std::string holderEvidence;
+    std::optional<PyFrame> holderAt;
+    int holderWithLine = -1;
 };
 
 // Which OS thread runs a listed thread state now, on what evidence, and which thread made it.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/waits.h"
 
+#include "commands/python_waits.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -273,10 +275,12 @@ private:
         }
         auto found = reading->found;
         if (!found) return b;
-        size_t valuesFrame = reading->rlock ? reading->rlockFrame : found->frame;
+        size_t valuesFrame = reading->rlock ? reading->rlockFrame : reading->lock ? reading->lockFrame : found->frame;
         bool rlock = reading->rlock;
+        // A plain _thread.lock records no owner, but its address (lock_PyThread_acquire_lock's
+        // self) is what a holder's with-block is matched against (commands/python_waits).
         bool owned = found->wait.kind == WaitKind::Mutex || found->wait.kind == WaitKind::Rwlock ||
-                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && rlock);
+                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && (rlock || reading->lock));
         // The threads a hang is made of (an owner to find, the GIL's holder) or --native: again with
         // DWARF, for inlined calls, source lines and the wait function's parameters; the frame
         // indexes are then those of --native.
@@ -384,6 +388,8 @@ private:
         // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
         bool rlock = false;
         size_t rlockFrame = 0;
+        bool lock = false;  // a plain _thread.lock's acquire (lock_PyThread_acquire_lock): its self is the lock
+        size_t lockFrame = 0;
         std::optional<size_t> caller;  // callerFrame() past the wait function
         bool parked = false;           // a Python lock's wait in the parking lot (parksInCpython)
     };
@@ -412,6 +418,9 @@ private:
                     r.rlock = true;
                     r.rlockFrame = i;
                     break;
+                } else if (!r.lock && bareFunctionName(frames[i].function) == "lock_PyThread_acquire_lock") {
+                    r.lock = true;
+                    r.lockFrame = i;
                 }
             r.caller = callerFrame(frames, r.found->frame + 1, cpythonModules_);
             r.parked = r.found->wait.kind == WaitKind::PythonLock && parksInCpython(frames[r.found->frame].function);
@@ -557,7 +566,15 @@ private:
             else b.note = "the RLock's owner " + hexAddress(*owner) + " is not a thread of this process";
             return;
         }
-        b.note = "a Lock or PyMutex: held, its owner is not recorded";
+        // threading.Lock (and the lock under a Condition, Semaphore, Event, Queue, join):
+        // lock_PyThread_acquire_lock's self is the lock. Who holds it no field says: a holder's
+        // with-block may (commands/python_waits).
+        for (size_t i = index; i < frames.size(); ++i) {
+            if (bareFunctionName(frames[i].function) != "lock_PyThread_acquire_lock") continue;
+            if (auto self = parameter(frames[i], {"self"})) b.object = *self;
+            break;
+        }
+        b.note = b.object ? "a Lock: held, its owner is not recorded" : "a Lock or PyMutex: held, its owner is not recorded";
     }
 
     const Runtime* runtimeOf(const ThreadRow& row) const {
@@ -608,6 +625,7 @@ void readWaits(const Target& target, NativeStacks& stacks, const ReportOptions& 
             if (interp.gilDisabled)
                 report.waitNotes.push_back("CPython " + rt.version + " runs without a GIL (free-threaded): no thread waits for one");
     WaitReader(target, stacks, options, report).run();
+    readPythonWaits(target, options, report);
 }
 
 }  // namespace pytstates
