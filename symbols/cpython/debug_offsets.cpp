@@ -159,6 +159,29 @@ const Published kPublished[] = {
     {"unicode_object.asciiobject_size", &CPythonLayout::unicodeAsciiData},
 };
 
+// Published by some versions only (3.14 added set_object, gen_object and stackpointer; 3.15
+// tp_basicsize, tp_dictoffset, ht_cached_keys): used where the version's shape has them.
+const Published kPublishedSome[] = {
+    {"interpreter_frame.localsplus", &CPythonLayout::frameLocalsplus},
+    {"interpreter_frame.stackpointer", &CPythonLayout::frameStackTop},
+    {"code_object.localsplusnames", &CPythonLayout::codeLocalsplusNames},
+    {"code_object.localspluskinds", &CPythonLayout::codeLocalsplusKinds},
+    {"code_object.argcount", &CPythonLayout::codeArgcount},
+    {"type_object.tp_flags", &CPythonLayout::typeFlags},
+    {"type_object.tp_basicsize", &CPythonLayout::typeBasicsize},
+    {"type_object.tp_dictoffset", &CPythonLayout::typeDictoffset},
+    {"heap_type_object.ht_cached_keys", &CPythonLayout::heapTypeCachedKeys},
+    {"tuple_object.ob_item", &CPythonLayout::tupleItems},
+    {"list_object.ob_item", &CPythonLayout::listItems},
+    {"float_object.ob_fval", &CPythonLayout::floatValue},
+    {"long_object.lv_tag", &CPythonLayout::longTag},
+    {"long_object.ob_digit", &CPythonLayout::longDigits},
+    {"set_object.mask", &CPythonLayout::setMask},
+    {"set_object.table", &CPythonLayout::setTable},
+    {"gen_object.gi_iframe", &CPythonLayout::genIframe},
+    {"gen_object.gi_frame_state", &CPythonLayout::genFrameState},
+};
+
 // PyHeapTypeObject.ht_name follows the type and its five method tables (as_async 4 pointers,
 // as_number 36, as_mapping 3, as_sequence 10, as_buffer 2): 55 pointers.
 constexpr int64_t kMethodTables = int64_t{55} * 8;
@@ -236,12 +259,20 @@ DebugOffsetsUse applyDebugOffsets(const Memory& memory, uint64_t runtime, CPytho
     int64_t enabled = at("interpreter_state.gil_runtime_state_enabled");
     if (header->freeThreaded && enabled >= 0 && enabled < 4096)
         l->assign(&CPythonLayout::gilEnabled, enabled, "debug_offsets");
+    for (const auto& p : kPublishedSome) {
+        std::string name = p.name;
+        std::string group = name.substr(0, name.find('.'));
+        if (!shape.count(name) || !shape.count(group + ".size")) continue;
+        int64_t size = at(group + ".size"), value = at(name);
+        if (size > 0 && size <= kMaxStruct && value >= 0 && value < size) l->assign(p.field, value, "debug_offsets");
+    }
     // What follows from what is published.
     l->assign(&CPythonLayout::capsulePointer, at("pyobject.size"), "debug_offsets");
     l->assign(&CPythonLayout::heapTypeName, at("type_object.size") + kMethodTables, "debug_offsets");
     int64_t compact = at("unicode_object.compactunicodeobject_size");
     l->assign(&CPythonLayout::unicodeCompactData, compact != kAbsent ? compact : at("unicode_object.asciiobject_size") + 16,
               "debug_offsets");  // PyCompactUnicodeObject: PyASCIIObject, utf8_length, utf8
+    completeDerivedLayout(l);
     l->source = "debug_offsets";
     use.applied = true;
     return use;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "symbols/cpython/line_table.h"
+#include "symbols/cpython/object_reader.h"
 #include "symbols/cpython/python_objects.h"
 #include "symbols/text/hex_address.h"
 
@@ -117,6 +118,8 @@ const FrameReader::CodeInfo& FrameReader::codeInfo(uint64_t code) {
 
 bool FrameReader::describe(uint64_t frame, const FrameBytes& bytes, uint64_t code, PyFrame* out) {
     out->address = frame;
+    out->code = code;
+    out->instructionOffset = instructionOffsetOf(bytes, code);
     const CodeInfo& info = codeInfo(code);
     out->function = info.function;
     out->file = info.file;
@@ -195,6 +198,250 @@ std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std
         frame = *previous;
     }
     return frames;
+}
+
+int FrameReader::instructionOffsetOf(const FrameBytes& bytes, uint64_t code) const {
+    if (layout_.codeCodeAdaptive != kAbsent) {
+        uint64_t instr = bytes.at<uint64_t>(layout_.frameInstr).value_or(0);
+        uint64_t first = code + layout_.codeCodeAdaptive;
+        if (instr < first || instr - first > (1u << 30)) return -1;
+        return static_cast<int>(instr - first);
+    }
+    auto lasti = bytes.at<int32_t>(layout_.frameInstr);
+    if (!lasti || *lasti < 0) return -1;
+    return layout_.minor >= 10 ? *lasti * 2 : *lasti;
+}
+
+namespace {
+constexpr size_t kMaxLocalsplus = 1 << 16;
+constexpr int kCoVarargs = 0x4, kCoVarkeywords = 0x8;
+// co_localspluskinds (3.11+)
+constexpr uint8_t kFastArgs = 0x0e, kFastHidden = 0x10, kFastLocal = 0x20, kFastCell = 0x40, kFastFree = 0x80;
+constexpr int kMaxBlocks = 20;  // CO_MAXBLOCKS
+}  // namespace
+
+uint64_t FrameReader::codeOf(uint64_t frame) {
+    FrameBytes bytes;
+    if (!readFrameBytes(frame, &bytes)) return 0;
+    auto code = codeOf(bytes);
+    if (!code || !*code || !isCodeObject(*code)) return 0;
+    return *code;
+}
+
+uint64_t FrameReader::objectAt(uint64_t slotAddress) const {
+    uint64_t value = memory_.readPointer(slotAddress).value_or(0);
+    if (layout_.minor >= 14) {
+        if ((value & 3) == 3) return 0;  // a tagged int (Py_INT_TAG), not an object
+        value &= ~uint64_t(3);
+    }
+    return value;
+}
+
+uint64_t FrameReader::globals(uint64_t frame) {
+    if (layout_.frameGlobals == kAbsent) return 0;
+    return memory_.readPointer(frame + layout_.frameGlobals).value_or(0);
+}
+
+std::vector<FrameLocal> FrameReader::locals(uint64_t frame, size_t maxLocals) {
+    std::vector<FrameLocal> out;
+    uint64_t code = codeOf(frame);
+    if (!code || layout_.frameLocalsplus == kAbsent) return out;
+    ObjectReader objects(memory_, layout_);
+    uint64_t slots = frame + layout_.frameLocalsplus;
+    auto throughCell = [&](uint64_t value) -> uint64_t {
+        if (value && objects.typeName(value) == std::string("cell"))
+            return memory_.readPointer(value + layout_.cellRef).value_or(0);
+        return value;
+    };
+    auto names = [&](int64_t field) -> std::vector<uint64_t> {
+        if (field == kAbsent) return {};
+        auto tuple = memory_.readPointer(code + field);
+        if (!tuple) return {};
+        return objects.tupleItems(*tuple, kMaxLocalsplus).value_or(std::vector<uint64_t>{});
+    };
+    auto flags = layout_.codeFlags != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeFlags).value_or(0) : 0;
+    auto argcount = layout_.codeArgcount != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeArgcount).value_or(0) : 0;
+    auto kwonly = layout_.codeKwonlyArgcount != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeKwonlyArgcount).value_or(0) : 0;
+    int64_t nargs = int64_t(argcount) + kwonly + ((flags & kCoVarargs) ? 1 : 0) + ((flags & kCoVarkeywords) ? 1 : 0);
+    if (layout_.minor <= 10) {
+        auto varnames = names(layout_.codeVarnames), cellvars = names(layout_.codeCellvars), freevars = names(layout_.codeFreevars);
+        int32_t nlocals = layout_.codeNlocals != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeNlocals).value_or(-1) : -1;
+        if (nlocals < 0 || static_cast<size_t>(nlocals) > varnames.size()) nlocals = static_cast<int32_t>(varnames.size());
+        size_t total = nlocals + cellvars.size() + freevars.size();
+        std::vector<uint64_t> values(std::min(total, kMaxLocalsplus));
+        if (!memory_.readExact(slots, values.data(), values.size() * 8)) return out;
+        for (size_t i = 0; i < values.size() && out.size() < maxLocals; ++i) {
+            FrameLocal l;
+            uint64_t nameObject = 0;
+            if (i < static_cast<size_t>(nlocals)) {
+                nameObject = varnames[i];
+                l.kind = static_cast<int64_t>(i) < nargs ? "arg" : "local";
+                l.value = values[i];
+            } else if (i < nlocals + cellvars.size()) {
+                nameObject = cellvars[i - nlocals];
+                l.kind = "cell";
+                l.value = throughCell(values[i]);
+            } else {
+                nameObject = freevars[i - nlocals - cellvars.size()];
+                l.kind = "free";
+                l.value = throughCell(values[i]);
+            }
+            l.name = readPyUnicode(memory_, layout_, nameObject, 256).value_or("?");
+            // An argument that is also a cell (cell2arg): the cell holds it, the arg slot is null.
+            if (l.kind == "cell") {
+                auto same = std::find_if(out.begin(), out.end(), [&](const FrameLocal& o) { return o.name == l.name; });
+                if (same != out.end()) {
+                    if (!same->value) same->value = l.value;
+                    continue;
+                }
+            }
+            out.push_back(std::move(l));
+        }
+        return out;
+    }
+    auto names311 = names(layout_.codeLocalsplusNames);
+    auto kindsObject = layout_.codeLocalsplusKinds != kAbsent ? memory_.readPointer(code + layout_.codeLocalsplusKinds) : std::nullopt;
+    auto kinds = kindsObject ? readPyBytes(memory_, layout_, *kindsObject, kMaxLocalsplus) : std::nullopt;
+    if (!kinds || kinds->size() != names311.size()) return out;
+    std::vector<uint64_t> values(names311.size());
+    if (!memory_.readExact(slots, values.data(), values.size() * 8)) return out;
+    for (size_t i = 0; i < values.size() && out.size() < maxLocals; ++i) {
+        uint8_t kind = (*kinds)[i];
+        FrameLocal l;
+        l.name = readPyUnicode(memory_, layout_, names311[i], 256).value_or("?");
+        uint64_t value = values[i];
+        if (layout_.minor >= 14) value = (value & 3) == 3 ? 0 : value & ~uint64_t(3);
+        bool arg = layout_.minor >= 13 ? (kind & kFastArgs) != 0 : static_cast<int64_t>(i) < nargs;
+        // A cell or free variable's slot holds its cell once MAKE_CELL / COPY_FREE_VARS ran.
+        if (kind & (kFastCell | kFastFree)) value = throughCell(value);
+        l.kind = arg ? "arg" : (kind & kFastFree) ? "free" : (kind & kFastCell) ? "cell" : "local";
+        (void)kFastLocal;
+        (void)kFastHidden;
+        l.value = value;
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+uint64_t FrameReader::stackBase(uint64_t frame, uint64_t code) {
+    ObjectReader objects(memory_, layout_);
+    size_t count = 0;
+    if (layout_.minor <= 10) {
+        return memory_.readPointer(frame + layout_.frameValueStack).value_or(0);
+    }
+    auto tuple = memory_.readPointer(code + layout_.codeLocalsplusNames);
+    if (!tuple || !objects.tupleItems(*tuple, 0, &count)) return 0;
+    return frame + layout_.frameLocalsplus + count * 8;
+}
+
+std::vector<uint64_t> FrameReader::valueStack(uint64_t frame, size_t maxItems) {
+    std::vector<uint64_t> out;
+    uint64_t code = codeOf(frame);
+    if (!code || layout_.frameStackTop == kAbsent || layout_.frameLocalsplus == kAbsent) return out;
+    uint64_t base = stackBase(frame, code);
+    if (!base) return out;
+    int64_t depth = -1;
+    if (layout_.minor <= 9 || layout_.minor >= 14) {
+        uint64_t top = memory_.readPointer(frame + layout_.frameStackTop).value_or(0);
+        if (top >= base) depth = static_cast<int64_t>((top - base) / 8);
+    } else if (layout_.minor == 10) {
+        depth = memory_.readValue<int32_t>(frame + layout_.frameStackTop).value_or(-1);
+    } else {
+        // stacktop: an index into localsplus
+        int32_t top = memory_.readValue<int32_t>(frame + layout_.frameStackTop).value_or(-1);
+        uint64_t first = (base - frame - layout_.frameLocalsplus) / 8;
+        if (top >= 0 && static_cast<uint64_t>(top) >= first) depth = static_cast<int64_t>(top - first);
+    }
+    if (depth <= 0 || depth > (1 << 20)) return out;
+    size_t n = std::min<size_t>(static_cast<size_t>(depth), maxItems);
+    for (size_t i = 0; i < n; ++i) out.push_back(objectAt(base + i * 8));
+    return out;
+}
+
+std::vector<FrameBlock> FrameReader::blockStack(uint64_t frame) {
+    std::vector<FrameBlock> out;
+    if (layout_.frameBlockCount == kAbsent || layout_.frameBlockStack == kAbsent) return out;
+    auto count = memory_.readValue<int32_t>(frame + layout_.frameBlockCount);
+    if (!count || *count <= 0 || *count > kMaxBlocks) return out;
+    int32_t raw[kMaxBlocks * 3];
+    if (!memory_.readExact(frame + layout_.frameBlockStack, raw, static_cast<size_t>(*count) * 12)) return out;
+    for (int i = 0; i < *count; ++i) out.push_back({raw[i * 3], raw[i * 3 + 1], raw[i * 3 + 2]});
+    return out;
+}
+
+std::optional<std::vector<uint8_t>> FrameReader::exceptionTable(uint64_t code) {
+    if (layout_.codeExceptionTable == kAbsent || !code) return std::nullopt;
+    auto table = memory_.readPointer(code + layout_.codeExceptionTable);
+    if (!table) return std::nullopt;
+    return readPyBytes(memory_, layout_, *table, 1 << 20);
+}
+
+namespace {
+// gi_frame_state values (Include/internal/pycore_frame.h)
+struct FrameStates {
+    int created, suspendedYieldFrom, finished;  // finished: this and above (COMPLETED or CLEARED)
+};
+FrameStates frameStates(int minor) {
+    if (minor >= 15) return {0, 2, 5};   // 3.15: CREATED 0 ... SUSPENDED_YIELD_FROM_LOCKED 3, EXECUTING 4, CLEARED 5
+    if (minor >= 13) return {-3, -1, 1};  // 3.13, 3.14
+    return {-2, 99, 1};                   // 3.11, 3.12: no YIELD_FROM state
+}
+}  // namespace
+
+uint64_t FrameReader::generatorFrame(uint64_t gen) {
+    if (layout_.minor <= 10) {
+        if (layout_.genFrame == kAbsent) return 0;
+        return memory_.readPointer(gen + layout_.genFrame).value_or(0);
+    }
+    if (layout_.genIframe == kAbsent || layout_.genFrameState == kAbsent) return 0;
+    auto state = memory_.readValue<int8_t>(gen + layout_.genFrameState);
+    if (!state || *state >= frameStates(layout_.minor).finished) return 0;
+    if (layout_.minor >= 15 && *state == 5) return 0;
+    return gen + layout_.genIframe;
+}
+
+uint64_t FrameReader::yieldFrom(uint64_t gen) {
+    uint64_t frame = generatorFrame(gen);
+    if (!frame) return 0;
+    uint64_t code = codeOf(frame);
+    if (!code) return 0;
+    auto top = [&]() -> uint64_t {
+        auto stack = valueStack(frame, 1 << 20);
+        return stack.empty() ? 0 : stack.back();
+    };
+    if (layout_.minor <= 10) {
+        // The next instruction after f_lasti is YIELD_FROM (72 in 3.8 - 3.10)
+        constexpr uint8_t kYieldFrom = 72;
+        if (layout_.minor <= 9 && !memory_.readPointer(frame + layout_.frameStackTop).value_or(0)) return 0;
+        int32_t lasti = memory_.readValue<int32_t>(frame + layout_.frameInstr).value_or(-1);
+        if (lasti < 0 || layout_.codeCode == kAbsent) return 0;
+        int64_t next = layout_.minor >= 10 ? (int64_t(lasti) + 1) * 2 : int64_t(lasti) + 2;
+        auto co = memory_.readPointer(code + layout_.codeCode);
+        if (!co) return 0;
+        auto size = memory_.readValue<int64_t>(*co + layout_.bytesSize);
+        if (!size || next >= *size) return 0;
+        auto op = memory_.readValue<uint8_t>(*co + layout_.bytesData + next);
+        if (!op || *op != kYieldFrom) return 0;
+        return top();
+    }
+    auto state = memory_.readValue<int8_t>(gen + layout_.genFrameState);
+    if (!state) return 0;
+    FrameStates states = frameStates(layout_.minor);
+    if (layout_.minor >= 13) {
+        bool yieldingFrom = *state == states.suspendedYieldFrom || (layout_.minor >= 15 && *state == 3);
+        return yieldingFrom ? top() : 0;
+    }
+    if (*state == states.created) return 0;
+    // 3.11, 3.12: prev_instr[1] is RESUME (151; 3.11's RESUME_QUICK 150, 3.12's
+    // INSTRUMENTED_RESUME 240) with oparg >= 2 (after a yield from / await)
+    uint64_t prev = memory_.readPointer(frame + layout_.frameInstr).value_or(0);
+    if (!prev) return 0;
+    auto next = memory_.readValue<uint16_t>(prev + 2);
+    if (!next) return 0;
+    uint8_t op = *next & 0xff, arg = *next >> 8;
+    bool resume = op == 151 || (layout_.minor == 11 && op == 150) || (layout_.minor == 12 && op == 240);
+    if (!resume || arg < 2) return 0;
+    return top();
 }
 
 }  // namespace pytstates

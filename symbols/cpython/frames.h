@@ -23,6 +23,24 @@ struct PyFrame {
     // The outermost frame of those one native call of the eval loop (_PyEval_EvalFrameDefault)
     // runs: <= 3.10 every frame, 3.11 is_entry, 3.12+ the frame just inside a shim frame.
     bool entry = false;
+    uint64_t code = 0;  // the code object
+    // Bytes from the code's first instruction to the frame's instruction pointer; -1 unknown.
+    // <= 3.9 f_lasti, 3.10 f_lasti * 2 (the last instruction started); 3.11, 3.12 prev_instr
+    // (the last instruction started); 3.13+ instr_ptr (the instruction running or to run next).
+    int instructionOffset = -1;
+};
+
+// One local of a frame: its name, its value object (0 while unset; a cell's contents, not the
+// cell), and what kind of variable it is.
+struct FrameLocal {
+    std::string name;
+    uint64_t value = 0;
+    std::string kind;  // "arg", "local", "cell", "free"
+};
+
+// One entry of a <= 3.10 frame's block stack (PyTryBlock): SETUP_FINALLY's, a with's, a loop's.
+struct FrameBlock {
+    int type = 0, handler = 0, level = 0;
 };
 
 // True for the native function that runs Python frames (the eval loop), in every supported version.
@@ -52,6 +70,37 @@ public:
     // thread that runs the state.
     bool entryFramesOnStack() const;
 
+    // What a frame holds (a PyFrameObject <= 3.10, an interpreter frame 3.11+: those `read`
+    // and `readFrom` walk, PyFrame::address).
+    // Its code object (3.14's tag bits cleared); 0 when unreadable or not a code object.
+    uint64_t codeOf(uint64_t frame);
+    // Its arguments and locals, args first (co_varnames, co_cellvars, co_freevars and
+    // f_localsplus <= 3.10; co_localsplusnames/co_localspluskinds and localsplus 3.11+).
+    // Empty when the code or the frame cannot be read. At most maxLocals.
+    std::vector<FrameLocal> locals(uint64_t frame, size_t maxLocals = 256);
+    // Its f_globals (0 when unreadable).
+    uint64_t globals(uint64_t frame);
+    // The value stack as the frame's saved stack pointer says, bottom first, at most maxItems:
+    // <= 3.9 f_stacktop (null while the frame runs: empty), 3.10 f_stackdepth, 3.11-3.13
+    // stacktop, 3.14+ stackpointer. On 3.11-3.13 a frame that is running a call (every frame
+    // but a suspended generator's) has a stale saved stack pointer: the eval loop keeps the
+    // real one in a register and saves it only at some instructions.
+    std::vector<uint64_t> valueStack(uint64_t frame, size_t maxItems = 64);
+    // <= 3.10: the block stack (f_iblock entries of f_blockstack), outermost first; empty 3.11+.
+    std::vector<FrameBlock> blockStack(uint64_t frame);
+    // 3.11+: the code's co_exceptiontable bytes; nullopt when unreadable or before 3.11.
+    std::optional<std::vector<uint8_t>> exceptionTable(uint64_t code);
+    // The frame a generator, coroutine or async generator runs in: 3.11+ the interpreter frame
+    // inside the object, <= 3.10 gi_frame; 0 when it has finished (or is unreadable). Walk it with
+    // readFrom(frame, 1, ...) for its own frame.
+    uint64_t generatorFrame(uint64_t genOrCoro);
+    // What a suspended generator or coroutine awaits or delegates to (`yield from`, `await`), as
+    // CPython's _PyGen_yf finds it: <= 3.10 the stack top when the next instruction is
+    // YIELD_FROM; 3.11, 3.12 the stack top when the next instruction is a RESUME after a yield
+    // from/await (oparg >= 2); 3.13+ the stack top when gi_frame_state is
+    // FRAME_SUSPENDED_YIELD_FROM. 0 when none.
+    uint64_t yieldFrom(uint64_t genOrCoro);
+
 private:
     // The fields a walk reads of one frame, read in one go (a thousand threads' stacks are read
     // while the process is stopped): a field is there when its bytes were read.
@@ -66,6 +115,9 @@ private:
     bool isShim(const FrameBytes& frame) const;                     // 3.12+: a frame the eval loop pushes, no code
     bool isCodeObject(uint64_t code);
     bool describe(uint64_t frame, const FrameBytes& bytes, uint64_t code, PyFrame* out);
+    int instructionOffsetOf(const FrameBytes& bytes, uint64_t code) const;
+    uint64_t objectAt(uint64_t slotAddress) const;  // a PyObject* or 3.14+'s _PyStackRef slot
+    uint64_t stackBase(uint64_t frame, uint64_t code);  // where the value stack starts
 
     // What a code object says (it never changes once made), read once per code object: a thousand
     // threads in the same functions cost one read of each name and line table.

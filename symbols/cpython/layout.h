@@ -110,6 +110,51 @@ struct CPythonLayout {
 
     int64_t capsulePointer = 16;     // PyCapsule.pointer
     int64_t moduleDict = 16;         // PyModuleObject.md_dict
+
+    // Objects read by ObjectReader (symbols/cpython/object_reader.h). Defaults are the GIL builds'
+    // on LP64 (the same 3.8 - 3.15 where no table row says otherwise); the free-threaded object
+    // header is 16 bytes longer.
+    int64_t varObjectSize = 16;      // PyVarObject.ob_size
+    int64_t typeBasicsize = 32;      // PyTypeObject.tp_basicsize
+    int64_t typeItemsize = 40;       // PyTypeObject.tp_itemsize
+    int64_t typeFlags = 168;         // PyTypeObject.tp_flags (unsigned long)
+    int64_t typeDictoffset = 288;    // PyTypeObject.tp_dictoffset
+    int64_t heapTypeCachedKeys = kAbsent;  // PyHeapTypeObject.ht_cached_keys (3.11+: the keys of managed/inline values)
+    int64_t managedDict = kAbsent;   // 3.11+: where the instance dict (3.12: dict-or-values) is, from the object (negative)
+    int64_t managedValues = kAbsent; // 3.11 only: PyDictValues* before the object (negative)
+    int64_t dictValuesValues = 0;    // PyDictValues.values (3.13+: after capacity/size/embedded/valid)
+    int64_t tupleItems = 24;         // PyTupleObject.ob_item (3.14+: after ob_hash)
+    int64_t listItems = 24;          // PyListObject.ob_item (a pointer to the array)
+    int64_t floatValue = 16;         // PyFloatObject.ob_fval
+    int64_t longTag = 16;            // ob_size (<= 3.11: signed digit count) / long_value.lv_tag (3.12+)
+    int64_t longDigits = 24;         // ob_digit / long_value.ob_digit (30-bit digits in uint32)
+    int64_t setMask = 32;            // PySetObject.mask
+    int64_t setTable = 40;           // PySetObject.table (setentry {key, hash})
+    int64_t dequeLeftBlock = 24;     // dequeobject.leftblock (ob_size is the length)
+    int64_t dequeLeftIndex = 40;     // dequeobject.leftindex
+    int64_t cellRef = 16;            // PyCellObject.ob_ref
+
+    // Frame contents: locals, globals, value and block stacks.
+    int64_t frameGlobals = kAbsent;     // f_globals
+    int64_t frameLocalsplus = kAbsent;  // f_localsplus (<= 3.10) / localsplus (3.11+)
+    int64_t frameValueStack = kAbsent;  // <= 3.10: f_valuestack
+    int64_t frameStackTop = kAbsent;    // f_stacktop (<= 3.9, pointer) / f_stackdepth (3.10, int) / stacktop (3.11-3.13, int index into localsplus) / stackpointer (3.14+)
+    int64_t frameBlockCount = kAbsent;  // <= 3.10: f_iblock
+    int64_t frameBlockStack = kAbsent;  // <= 3.10: f_blockstack[CO_MAXBLOCKS] of PyTryBlock {int type, handler, level}
+    int64_t codeArgcount = kAbsent;
+    int64_t codeKwonlyArgcount = kAbsent;
+    int64_t codeFlags = kAbsent;        // CO_VARARGS 0x4, CO_VARKEYWORDS 0x8
+    int64_t codeNlocals = kAbsent;      // <= 3.10: how many of f_localsplus are co_varnames
+    int64_t codeVarnames = kAbsent;     // <= 3.10: tuples of names
+    int64_t codeCellvars = kAbsent;
+    int64_t codeFreevars = kAbsent;
+    int64_t codeLocalsplusNames = kAbsent;  // 3.11+: co_localsplusnames (tuple)
+    int64_t codeLocalsplusKinds = kAbsent;  // 3.11+: co_localspluskinds (bytes)
+    int64_t codeExceptionTable = kAbsent;   // 3.11+: co_exceptiontable (bytes)
+    // Generators and coroutines (PyGenObject's head is the same for coroutines and async generators)
+    int64_t genFrame = kAbsent;       // <= 3.10: gi_frame (PyFrameObject*)
+    int64_t genIframe = kAbsent;      // 3.11+: gi_iframe (the _PyInterpreterFrame, inline)
+    int64_t genFrameState = kAbsent;  // 3.11+: gi_frame_state (int8)
 };
 
 // Every field with the name CPython's headers give it ("PyThreadState.prev"): the labels of
@@ -126,6 +171,10 @@ const char* layoutFieldLabel(int64_t CPythonLayout::*member);
 // was not measured on. micro: 3.<minor>.<micro> when known (_Py_DebugOffsets' version), -1 if not;
 // a field that moved within a series has a row per measured release.
 bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* out, int micro = -1);
+
+// What no struct records but the version's headers fix (MANAGED_DICT_OFFSET, 3.11's values
+// pointer, PyDictValues' header): set where unknown, for a build no table row fits (a debug build).
+void completeDerivedLayout(CPythonLayout* layout);
 
 class DwarfTypes;
 // Overwrites table values with what DWARF says, recording disagreements; returns true when the

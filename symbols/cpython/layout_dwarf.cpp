@@ -140,6 +140,51 @@ bool applyDwarfLayout(DwarfTypes& dwarf, CPythonLayout* l) {
     }
     f.set(&L::capsulePointer, "PyCapsule.pointer", {{"PyCapsule", "pointer"}});
     f.set(&L::moduleDict, "PyModuleObject.md_dict", {{"PyModuleObject", "md_dict"}});
+    // What ObjectReader and FrameReader's locals read.
+    f.set(&L::varObjectSize, "PyVarObject.ob_size", {{"PyVarObject", "ob_size"}});
+    f.set(&L::typeBasicsize, "PyTypeObject.tp_basicsize", {{"_typeobject", "tp_basicsize"}});
+    f.set(&L::typeItemsize, "PyTypeObject.tp_itemsize", {{"_typeobject", "tp_itemsize"}});
+    f.set(&L::typeFlags, "PyTypeObject.tp_flags", {{"_typeobject", "tp_flags"}});
+    f.set(&L::typeDictoffset, "PyTypeObject.tp_dictoffset", {{"_typeobject", "tp_dictoffset"}});
+    f.set(&L::heapTypeCachedKeys, "PyHeapTypeObject.ht_cached_keys", {{"_heaptypeobject", "ht_cached_keys"}});
+    f.set(&L::dictValuesValues, "PyDictValues.values", {{"_dictvalues", "values"}});
+    f.set(&L::tupleItems, "PyTupleObject.ob_item", {{"PyTupleObject", "ob_item"}});
+    f.set(&L::listItems, "PyListObject.ob_item", {{"PyListObject", "ob_item"}});
+    f.set(&L::floatValue, "PyFloatObject.ob_fval", {{"PyFloatObject", "ob_fval"}});
+    f.set(&L::longTag, "PyLongObject.long_value.lv_tag", {{"_longobject", "long_value.lv_tag"}, {"_longobject", "ob_base.ob_size"}});
+    f.set(&L::longDigits, "PyLongObject.long_value.ob_digit", {{"_longobject", "long_value.ob_digit"}, {"_longobject", "ob_digit"}});
+    f.set(&L::setMask, "PySetObject.mask", {{"PySetObject", "mask"}});
+    f.set(&L::setTable, "PySetObject.table", {{"PySetObject", "table"}});
+    f.set(&L::dequeLeftBlock, "dequeobject.leftblock", {{"dequeobject", "leftblock"}});
+    f.set(&L::dequeLeftIndex, "dequeobject.leftindex", {{"dequeobject", "leftindex"}});
+    f.set(&L::cellRef, "PyCellObject.ob_ref", {{"PyCellObject", "ob_ref"}});
+    f.set(&L::codeArgcount, "PyCodeObject.co_argcount", {{"PyCodeObject", "co_argcount"}});
+    f.set(&L::codeKwonlyArgcount, "PyCodeObject.co_kwonlyargcount", {{"PyCodeObject", "co_kwonlyargcount"}});
+    f.set(&L::codeFlags, "PyCodeObject.co_flags", {{"PyCodeObject", "co_flags"}});
+    if (l->minor <= 10) {
+        f.set(&L::frameGlobals, "PyFrameObject.f_globals", {{"_frame", "f_globals"}});
+        f.set(&L::frameLocalsplus, "PyFrameObject.f_localsplus", {{"_frame", "f_localsplus"}});
+        f.set(&L::frameValueStack, "PyFrameObject.f_valuestack", {{"_frame", "f_valuestack"}});
+        f.set(&L::frameStackTop, "PyFrameObject.f_stacktop", {{"_frame", "f_stacktop"}, {"_frame", "f_stackdepth"}});
+        f.set(&L::frameBlockCount, "PyFrameObject.f_iblock", {{"_frame", "f_iblock"}});
+        f.set(&L::frameBlockStack, "PyFrameObject.f_blockstack", {{"_frame", "f_blockstack"}});
+        f.set(&L::codeNlocals, "PyCodeObject.co_nlocals", {{"PyCodeObject", "co_nlocals"}});
+        f.set(&L::codeVarnames, "PyCodeObject.co_varnames", {{"PyCodeObject", "co_varnames"}});
+        f.set(&L::codeCellvars, "PyCodeObject.co_cellvars", {{"PyCodeObject", "co_cellvars"}});
+        f.set(&L::codeFreevars, "PyCodeObject.co_freevars", {{"PyCodeObject", "co_freevars"}});
+        f.set(&L::genFrame, "PyGenObject.gi_frame", {{"PyGenObject", "gi_frame"}});
+    } else {
+        const char* fr = "_PyInterpreterFrame";
+        f.set(&L::frameGlobals, "_PyInterpreterFrame.f_globals", {{fr, "f_globals"}});
+        f.set(&L::frameLocalsplus, "_PyInterpreterFrame.localsplus", {{fr, "localsplus"}});
+        f.set(&L::frameStackTop, "_PyInterpreterFrame.stackpointer", {{fr, "stackpointer"}, {fr, "stacktop"}});
+        f.set(&L::codeLocalsplusNames, "PyCodeObject.co_localsplusnames", {{"PyCodeObject", "co_localsplusnames"}});
+        f.set(&L::codeLocalsplusKinds, "PyCodeObject.co_localspluskinds", {{"PyCodeObject", "co_localspluskinds"}});
+        f.set(&L::codeExceptionTable, "PyCodeObject.co_exceptiontable", {{"PyCodeObject", "co_exceptiontable"}});
+        f.set(&L::genIframe, "PyGenObject.gi_iframe", {{"PyGenObject", "gi_iframe"}});
+        f.set(&L::genFrameState, "PyGenObject.gi_frame_state", {{"PyGenObject", "gi_frame_state"}});
+    }
+    completeDerivedLayout(l);
     l->source = "dwarf";
     return true;
 }

@@ -69,6 +69,44 @@ const std::vector<LayoutField>& layoutFields() {
         {&L::dictKeysIndices, "PyDictKeysObject.dk_indices"},
         {&L::capsulePointer, "PyCapsule.pointer"},
         {&L::moduleDict, "PyModuleObject.md_dict"},
+        {&L::varObjectSize, "PyVarObject.ob_size"},
+        {&L::typeBasicsize, "PyTypeObject.tp_basicsize"},
+        {&L::typeItemsize, "PyTypeObject.tp_itemsize"},
+        {&L::typeFlags, "PyTypeObject.tp_flags"},
+        {&L::typeDictoffset, "PyTypeObject.tp_dictoffset"},
+        {&L::heapTypeCachedKeys, "PyHeapTypeObject.ht_cached_keys"},
+        {&L::managedDict, "MANAGED_DICT_OFFSET"},
+        {&L::managedValues, "_PyObject_ManagedValuesPointer"},
+        {&L::dictValuesValues, "PyDictValues.values"},
+        {&L::tupleItems, "PyTupleObject.ob_item"},
+        {&L::listItems, "PyListObject.ob_item"},
+        {&L::floatValue, "PyFloatObject.ob_fval"},
+        {&L::longTag, "PyLongObject.long_value.lv_tag"},
+        {&L::longDigits, "PyLongObject.long_value.ob_digit"},
+        {&L::setMask, "PySetObject.mask"},
+        {&L::setTable, "PySetObject.table"},
+        {&L::dequeLeftBlock, "dequeobject.leftblock"},
+        {&L::dequeLeftIndex, "dequeobject.leftindex"},
+        {&L::cellRef, "PyCellObject.ob_ref"},
+        {&L::frameGlobals, "_PyInterpreterFrame.f_globals"},
+        {&L::frameLocalsplus, "_PyInterpreterFrame.localsplus"},
+        {&L::frameValueStack, "PyFrameObject.f_valuestack"},
+        {&L::frameStackTop, "_PyInterpreterFrame.stackpointer"},
+        {&L::frameBlockCount, "PyFrameObject.f_iblock"},
+        {&L::frameBlockStack, "PyFrameObject.f_blockstack"},
+        {&L::codeArgcount, "PyCodeObject.co_argcount"},
+        {&L::codeKwonlyArgcount, "PyCodeObject.co_kwonlyargcount"},
+        {&L::codeFlags, "PyCodeObject.co_flags"},
+        {&L::codeNlocals, "PyCodeObject.co_nlocals"},
+        {&L::codeVarnames, "PyCodeObject.co_varnames"},
+        {&L::codeCellvars, "PyCodeObject.co_cellvars"},
+        {&L::codeFreevars, "PyCodeObject.co_freevars"},
+        {&L::codeLocalsplusNames, "PyCodeObject.co_localsplusnames"},
+        {&L::codeLocalsplusKinds, "PyCodeObject.co_localspluskinds"},
+        {&L::codeExceptionTable, "PyCodeObject.co_exceptiontable"},
+        {&L::genFrame, "PyGenObject.gi_frame"},
+        {&L::genIframe, "PyGenObject.gi_iframe"},
+        {&L::genFrameState, "PyGenObject.gi_frame_state"},
     };
     return fields;
 }
@@ -77,6 +115,13 @@ const char* layoutFieldLabel(int64_t CPythonLayout::*member) {
     for (const auto& f : layoutFields())
         if (f.member == member) return f.label;
     return "?";
+}
+
+void completeDerivedLayout(CPythonLayout* l) {
+    if (l->minor >= 11 && l->managedDict == kAbsent) l->managedDict = l->freeThreaded ? -8 : -24;
+    if (l->minor == 11 && l->managedValues == kAbsent) l->managedValues = -32;
+    if (l->dictValuesValues == kAbsent) l->dictValuesValues = l->minor >= 13 ? 8 : 0;
+    if (l->heapTypeCachedKeys == kAbsent && l->heapTypeName != kAbsent) l->heapTypeCachedKeys = l->heapTypeName + 24;
 }
 
 void CPythonLayout::assign(int64_t CPythonLayout::*field, int64_t value, const char* source, const char* label) {

@@ -291,6 +291,56 @@ bool aarch64Table(int minor, CPythonLayout* l) {
     return true;
 }
 
+
+// What ObjectReader and FrameReader's locals read (measured with ptype /o on the pyenv builds'
+// DWARF, python3.14d's and python3.15d's): the object fields that moved, the frames' locals,
+// value and block stacks, the code objects' names of locals, the generators' frames.
+// `shift` is how much longer the object header is (16 on free-threaded builds).
+void contentsTable(int minor, int64_t shift, CPythonLayout* l) {
+    for (auto field : {&CPythonLayout::varObjectSize, &CPythonLayout::typeBasicsize, &CPythonLayout::typeItemsize,
+                       &CPythonLayout::typeFlags, &CPythonLayout::typeDictoffset, &CPythonLayout::tupleItems,
+                       &CPythonLayout::listItems, &CPythonLayout::floatValue, &CPythonLayout::longTag,
+                       &CPythonLayout::longDigits, &CPythonLayout::setMask, &CPythonLayout::setTable,
+                       &CPythonLayout::dequeLeftBlock, &CPythonLayout::dequeLeftIndex, &CPythonLayout::cellRef})
+        l->*field += shift;
+    if (l->heapTypeName != kAbsent) l->heapTypeCachedKeys = l->heapTypeName + 24;  // after ht_slots, ht_qualname
+    if (minor >= 14) l->tupleItems = 32 + shift;  // ob_hash, the cached hash, before the items
+    if (minor <= 10) {
+        l->frameGlobals = 48;
+        l->frameValueStack = 64;
+        l->frameStackTop = minor <= 9 ? 72 : 80;
+        l->frameBlockCount = minor <= 9 ? 112 : 104;
+        l->frameBlockStack = minor <= 9 ? 120 : 112;
+        l->frameLocalsplus = minor <= 9 ? 360 : 352;
+        l->codeArgcount = 16;
+        l->codeKwonlyArgcount = 24;
+        l->codeNlocals = 28;
+        l->codeFlags = 36;
+        l->codeVarnames = 72;
+        l->codeFreevars = 80;
+        l->codeCellvars = 88;
+        l->genFrame = 16;
+        return;
+    }
+    l->frameGlobals = minor == 11 ? 8 : 24;
+    l->frameStackTop = 64;
+    l->frameLocalsplus = minor <= 13 ? 72 : 80;
+    l->codeExceptionTable = 40 + shift;
+    l->codeFlags = 48 + shift;
+    l->codeArgcount = (minor == 11 ? 56 : 52) + shift;
+    l->codeKwonlyArgcount = (minor == 11 ? 64 : 60) + shift;
+    l->codeLocalsplusNames = 96 + shift;
+    l->codeLocalsplusKinds = 104 + shift;
+    l->genFrameState = (minor == 11 ? 75 : 67) + shift;
+    l->genIframe = (minor == 11 ? 80 : 72) + shift;
+    // The instance dict before the object (its GC header is 16 bytes further down): 3.11 dict
+    // and values, 3.12 one tagged word, 3.13+ the dict (values inline after the object). A
+    // free-threaded build has no GC header there.
+    l->managedDict = shift ? -8 : -24;
+    if (minor == 11) l->managedValues = -32;
+    l->dictValuesValues = minor >= 13 ? 8 : 0;
+}
+
 }  // namespace
 
 bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* l, int micro) {
@@ -301,6 +351,7 @@ bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* l
     bool known = machine == Machine::AArch64 ? !freeThreaded && aarch64Table(minor, l)
                                              : freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, micro, l);
     if (!known) return false;
+    contentsTable(minor, freeThreaded ? 16 : 0, l);
     for (const auto& f : layoutFields())
         if (l->*f.member != kAbsent) l->sources[f.label] = "table";
     return true;

@@ -74,19 +74,27 @@ std::optional<uint64_t> lookupPyDict(const Memory& memory, const CPythonLayout& 
 }
 
 std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict,
-                                                 size_t maxEntries) {
+                                                 size_t maxEntries, bool truncate) {
     if (!dict) return std::nullopt;
     auto keys = memory.readPointer(dict + layout.dictKeys);
     auto values = memory.readPointer(dict + layout.dictValues);
     if (!keys || !*keys || !values) return std::nullopt;
-    if (*values) return std::nullopt;  // split table: values live elsewhere
-    auto nentries = memory.readValue<int64_t>(*keys + layout.dictKeysNentries);
-    if (!nentries || *nentries < 0 || static_cast<size_t>(*nentries) > maxEntries) return std::nullopt;
+    // A split table's values (ma_values): PyObject*[] (<= 3.10) or PyDictValues (3.11+).
+    uint64_t array = *values ? *values + std::max<int64_t>(layout.dictValuesValues, 0) : 0;
+    return readPyDictKeys(memory, layout, *keys, array, maxEntries, truncate);
+}
+
+std::optional<std::vector<DictEntry>> readPyDictKeys(const Memory& memory, const CPythonLayout& layout, uint64_t keys,
+                                                     uint64_t values, size_t maxEntries, bool truncate) {
+    if (!keys) return std::nullopt;
+    auto nentries = memory.readValue<int64_t>(keys + layout.dictKeysNentries);
+    if (!nentries || *nentries < 0 || *nentries > (int64_t(1) << 40)) return std::nullopt;
+    if (static_cast<size_t>(*nentries) > maxEntries && !truncate) return std::nullopt;
     uint64_t indexBytes = 0;
     size_t entrySize = 24, keyOffset = 8;  // PyDictKeyEntry {hash, key, value}
     if (layout.dictKeysLog2) {
-        auto log2Index = memory.readValue<uint8_t>(*keys + layout.dictKeysIndexBytes);
-        auto kind = memory.readValue<uint8_t>(*keys + layout.dictKeysKind);
+        auto log2Index = memory.readValue<uint8_t>(keys + layout.dictKeysIndexBytes);
+        auto kind = memory.readValue<uint8_t>(keys + layout.dictKeysKind);
         if (!log2Index || !kind || *log2Index > 40 || *kind > 2) return std::nullopt;
         indexBytes = uint64_t(1) << *log2Index;
         if (*kind != 0) {  // PyDictUnicodeEntry {key, value}
@@ -94,20 +102,33 @@ std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPy
             keyOffset = 0;
         }
     } else {
-        auto size = memory.readValue<int64_t>(*keys + layout.dictKeysSize);
+        auto size = memory.readValue<int64_t>(keys + layout.dictKeysSize);
         if (!size || *size <= 0 || *size > (int64_t(1) << 40)) return std::nullopt;
         uint64_t width = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : *size <= 0xffffffffLL ? 4 : 8;
         indexBytes = uint64_t(*size) * width;
     }
-    uint64_t entries = *keys + layout.dictKeysIndices + indexBytes;
-    std::vector<uint8_t> raw(static_cast<size_t>(*nentries) * entrySize);
-    if (!memory.readExact(entries, raw.data(), raw.size())) return std::nullopt;
+    uint64_t entries = keys + layout.dictKeysIndices + indexBytes;
+    // A deleted entry has a null key: a table of mostly deleted entries is read in chunks, never
+    // more than maxEntries' worth of live ones kept.
     std::vector<DictEntry> out;
-    for (int64_t i = 0; i < *nentries; ++i) {
-        DictEntry e;
-        std::memcpy(&e.key, raw.data() + i * entrySize + keyOffset, 8);
-        std::memcpy(&e.value, raw.data() + i * entrySize + keyOffset + 8, 8);
-        if (e.key && e.value) out.push_back(e);
+    constexpr size_t kChunk = 1024;
+    std::vector<uint8_t> raw;
+    std::vector<uint64_t> vals;
+    for (int64_t first = 0; first < *nentries && out.size() < maxEntries; first += kChunk) {
+        size_t n = static_cast<size_t>(std::min<int64_t>(kChunk, *nentries - first));
+        raw.resize(n * entrySize);
+        if (!memory.readExact(entries + first * entrySize, raw.data(), raw.size())) return std::nullopt;
+        if (values) {
+            vals.resize(n);
+            if (!memory.readExact(values + first * 8, vals.data(), n * 8)) return std::nullopt;
+        }
+        for (size_t i = 0; i < n && out.size() < maxEntries; ++i) {
+            DictEntry e;
+            std::memcpy(&e.key, raw.data() + i * entrySize + keyOffset, 8);
+            if (values) e.value = vals[i];
+            else std::memcpy(&e.value, raw.data() + i * entrySize + keyOffset + 8, 8);
+            if (e.key && e.value) out.push_back(e);
+        }
     }
     return out;
 }

@@ -20,9 +20,15 @@ std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPyt
 struct DictEntry {
     uint64_t key = 0, value = 0;
 };
-// The live entries of a dict (combined tables; split tables are not read). At most maxEntries.
+// The live entries of a dict, combined or split tables (a split dict's values array with the
+// keys it shares). At most maxEntries: a dict with more gives nullopt, or with truncate its
+// first maxEntries entries.
 std::optional<std::vector<DictEntry>> readPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict,
-                                                 size_t maxEntries = 1 << 16);
+                                                 size_t maxEntries = 1 << 16, bool truncate = false);
+// The entries of a PyDictKeysObject: their values from the keys themselves, or, when `values`
+// is given, from that array (a split table's values: PyObject*[], at PyDictValues.values).
+std::optional<std::vector<DictEntry>> readPyDictKeys(const Memory& memory, const CPythonLayout& layout, uint64_t keys,
+                                                     uint64_t values, size_t maxEntries, bool truncate);
 // The value under a str key in a dict (sys.modules, a module's __dict__); nullopt when absent.
 std::optional<uint64_t> lookupPyDict(const Memory& memory, const CPythonLayout& layout, uint64_t dict, const std::string& key);
 // tp_name of the object's type.
