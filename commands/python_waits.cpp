@@ -5,6 +5,8 @@
 #include <memory>
 #include <set>
 
+#include "symbols/cpython/frames.h"
+#include "symbols/cpython/object_reader.h"
 #include "symbols/cpython/with_blocks.h"
 #include "symbols/text/base_name.h"
 
@@ -88,10 +90,59 @@ private:
             b.pythonKind = kind;
             b.pythonObject = self;
         }
+        if (b.pythonKind == "join") joined(it->second.runtime, b);
         if (user >= frames.size()) return;
         uint64_t named = b.pythonObject ? b.pythonObject : b.object;
-        b.pythonName = rd->localNaming(frames[user].address, named);
-        if (b.pythonName.empty()) b.pythonName = rd->globalNaming(frames[user].address, named);
+        b.pythonName = nameIn(it->second.runtime, frames[user].address, named);
+    }
+
+    // How a frame names an object: a local or argument, an attribute of one (self._lock), a global.
+    std::string nameIn(const Runtime* rt, uint64_t frame, uint64_t object) {
+        if (!object) return "";
+        FrameReader frames(target_, rt->layout);
+        ObjectReader objects(target_, rt->layout);
+        auto locals = frames.locals(frame);
+        for (const auto& l : locals)
+            if (l.value == object) return l.name;
+        for (const auto& l : locals) {
+            if (!l.value) continue;
+            auto attributes = objects.attributes(l.value, 64);
+            if (!attributes) continue;
+            for (const auto& a : *attributes)
+                if (a.value == object)
+                    if (auto name = objects.str(a.key, 64)) return l.name + "." + *name;
+        }
+        if (uint64_t globals = frames.globals(frame))
+            if (auto entries = objects.dictItems(globals, 4096))
+                for (const auto& e : *entries)
+                    if (e.value == object)
+                        if (auto name = objects.str(e.key, 64)) return *name;
+        return "";
+    }
+
+    // A join waits for the joined thread: threading.Thread's _native_id (3.8+), else its _ident
+    // (the pthread_t) names its LWP.
+    void joined(const Runtime* rt, BlockedOn& b) {
+        ObjectReader objects(target_, rt->layout);
+        if (auto id = objects.attribute(b.pythonObject, "_native_id"))
+            if (auto lwp = objects.integer(*id))
+                for (const auto& t : target_.threads())
+                    if (t.lwp == *lwp) {
+                        b.heldBy = t.lwp;
+                        b.holderEvidence = "owner-field";
+                        b.note.clear();
+                        return;
+                    }
+        if (auto ident = objects.attribute(b.pythonObject, "_ident"))
+            if (auto pthread = objects.integer(*ident))
+                for (const auto& t : target_.threads())
+                    if (t.pthread == static_cast<uint64_t>(*pthread)) {
+                        b.heldBy = t.lwp;
+                        b.holderEvidence = "owner-field";
+                        b.note.clear();
+                        return;
+                    }
+        b.note = "the joined Thread's _native_id names no thread of this process (it ended, or it never started)";
     }
 
     // Who holds each lock no owner field names: the one other thread with a frame in the body of
@@ -142,6 +193,9 @@ private:
                 b.note = "with-blocks of several threads show it (";
                 for (auto f = found.begin(); f != found.end(); ++f) b.note += (f == found.begin() ? "LWP " : ", LWP ") + std::to_string(f->first);
                 b.note += "): no holder is claimed";
+            } else if (b.pythonKind == "condition" || b.pythonKind == "event" || b.pythonKind == "queue" || b.pythonKind == "semaphore") {
+                // Condition.wait blocks on a lock of its own, which the notify() it waits for releases.
+                b.note = "waits to be notified: the lock is the Condition's waiter lock, released by notify() (nobody holds it as an owner)";
             } else if (b.object) {
                 b.note = "a Lock: held, its owner is not recorded and no other thread's frame holds it in a with-block";
             }

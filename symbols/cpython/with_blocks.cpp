@@ -13,12 +13,11 @@ namespace pytstates {
 
 namespace {
 
-// PyCFunctionObject.m_ml / m_self, PyMethodObject.im_func / im_self, PyTupleObject.ob_size /
-// ob_item: the same from 3.8 to 3.15 on LP64.
-constexpr uint64_t kCFunctionMl = 16, kBoundSelf = 24, kTupleSize = 16, kTupleItems = 24;
+// PyCFunctionObject.m_ml / m_self and PyMethodObject.im_func / im_self: the same from 3.8 to 3.15
+// on LP64.
+constexpr uint64_t kCFunctionMl = 16, kBoundSelf = 24;
 constexpr int kMaxChain = 64;     // enclosing handlers followed from one instruction
 constexpr int kMaxBlocks = 20;    // CO_MAXBLOCKS
-constexpr int kMaxNames = 4096;   // a code object's locals read for a name
 
 // 3.14+ keeps _PyStackRef values: tag bits in the low two bits.
 uint64_t untag(uint64_t v, int minor) { return minor >= 14 ? v & ~uint64_t(3) : v; }
@@ -58,8 +57,6 @@ WithBlockLayout withBlockLayout(const Target& target, const Runtime& runtime, bo
                     l.codeNlocalsplus = get("PyCodeObject", "co_nlocalsplus");
                     l.codeStacksize = get("PyCodeObject", "co_stacksize");
                     l.codeExceptionTable = get("PyCodeObject", "co_exceptiontable");
-                    l.codeLocalsplusNames = get("PyCodeObject", "co_localsplusnames");
-                    l.frameGlobals = get("_PyInterpreterFrame", "f_globals");
                     if (l.frameLocalsplus >= 0 && l.codeNlocalsplus >= 0 && l.codeStacksize >= 0 && l.codeExceptionTable >= 0) {
                         l.source = "DWARF of " + mod.debugElf->path();
                         return l;
@@ -69,7 +66,6 @@ WithBlockLayout withBlockLayout(const Target& target, const Runtime& runtime, bo
                     l.frameValuestack = get("PyFrameObject", "f_valuestack");
                     l.frameBlockstack = get("PyFrameObject", "f_blockstack");
                     l.frameIblock = get("PyFrameObject", "f_iblock");
-                    l.frameGlobals = get("PyFrameObject", "f_globals");
                     if (l.frameLocalsplus >= 0 && l.frameValuestack >= 0 && l.frameBlockstack >= 0 && l.frameIblock >= 0) {
                         l.source = "DWARF of " + mod.debugElf->path();
                         return l;
@@ -86,16 +82,14 @@ WithBlockLayout withBlockLayout(const Target& target, const Runtime& runtime, bo
         return l;
     }
     switch (minor) {
-        case 9: t.frameValuestack = 64, t.frameIblock = 112, t.frameBlockstack = 120, t.frameLocalsplus = 360, t.frameGlobals = 48; break;
-        case 10: t.frameValuestack = 64, t.frameIblock = 104, t.frameBlockstack = 112, t.frameLocalsplus = 352, t.frameGlobals = 48; break;
+        case 9: t.frameValuestack = 64, t.frameIblock = 112, t.frameBlockstack = 120, t.frameLocalsplus = 360; break;
+        case 10: t.frameValuestack = 64, t.frameIblock = 104, t.frameBlockstack = 112, t.frameLocalsplus = 352; break;
         case 11:
-            t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 68, t.codeNlocalsplus = 76, t.codeLocalsplusNames = 96;
-            t.frameGlobals = 8;
+            t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 68, t.codeNlocalsplus = 76;
             break;
         case 12:
         case 13:
-            t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 64, t.codeNlocalsplus = 72, t.codeLocalsplusNames = 96;
-            t.frameGlobals = 24;
+            t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 64, t.codeNlocalsplus = 72;
             break;
         default: break;
     }
@@ -115,15 +109,6 @@ const WithBlockReader::Code& WithBlockReader::code(uint64_t address) {
         c.stacksize = memory_.readValue<int32_t>(address + with_.codeStacksize).value_or(-1);
         if (auto table = memory_.readPointer(address + with_.codeExceptionTable))
             if (auto bytes = readPyBytes(memory_, layout_, *table, 1 << 16)) c.entries = parseExceptionTable(*bytes);
-        if (with_.codeLocalsplusNames >= 0)
-            if (auto names = memory_.readPointer(address + with_.codeLocalsplusNames)) {
-                auto n = memory_.readValue<int64_t>(*names + kTupleSize).value_or(0);
-                if (n == c.nlocalsplus && n > 0 && n < kMaxNames)
-                    for (int64_t i = 0; i < n; ++i) {
-                        auto item = memory_.readPointer(*names + kTupleItems + 8 * static_cast<uint64_t>(i));
-                        c.names.push_back(item ? readPyUnicode(memory_, layout_, *item, 128).value_or("") : "");
-                    }
-            }
     }
     return codes_.emplace(address, std::move(c)).first->second;
 }
@@ -239,28 +224,6 @@ std::vector<HeldWith> WithBlockReader::held(uint64_t frame) {
 uint64_t WithBlockReader::firstArgument(uint64_t frame) const {
     if (!with_.known() || !frame) return 0;
     return untag(memory_.readPointer(frame + with_.frameLocalsplus).value_or(0), layout_.minor);
-}
-
-std::string WithBlockReader::localNaming(uint64_t frame, uint64_t object) {
-    if (!with_.known() || !frame || !object || layout_.minor < 11) return "";
-    auto codeField = memory_.readPointer(frame + layout_.frameCode);
-    if (!codeField) return "";
-    const Code& c = code(untag(*codeField, layout_.minor));
-    for (size_t i = 0; i < c.names.size(); ++i)
-        if (!c.names[i].empty() && slot(frame, c, int64_t(i)) == object) return c.names[i];
-    return "";
-}
-
-std::string WithBlockReader::globalNaming(uint64_t frame, uint64_t object) {
-    if (!with_.known() || with_.frameGlobals < 0 || !frame || !object) return "";
-    auto globals = memory_.readPointer(frame + with_.frameGlobals);
-    if (!globals || !*globals) return "";
-    auto entries = readPyDict(memory_, layout_, *globals, 4096);
-    if (!entries) return "";
-    for (const auto& e : *entries)
-        if (e.value == object)
-            if (auto name = readPyUnicode(memory_, layout_, e.key, 128)) return *name;
-    return "";
 }
 
 std::vector<std::string> WithBlockReader::typeNames(uint64_t object) const {

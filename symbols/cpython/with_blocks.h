@@ -30,8 +30,6 @@ struct WithBlockLayout {
     int64_t codeNlocalsplus = -1;  // PyCodeObject.co_nlocalsplus
     int64_t codeStacksize = -1;    // PyCodeObject.co_stacksize
     int64_t codeExceptionTable = -1;  // PyCodeObject.co_exceptiontable
-    int64_t codeLocalsplusNames = -1; // PyCodeObject.co_localsplusnames (a tuple of str)
-    int64_t frameGlobals = -1;     // _PyInterpreterFrame.f_globals / PyFrameObject.f_globals
     // <= 3.10
     int64_t frameValuestack = -1;  // PyFrameObject.f_valuestack
     int64_t frameBlockstack = -1;  // PyFrameObject.f_blockstack (PyTryBlock {b_type, b_handler, b_level}[])
@@ -58,10 +56,6 @@ public:
     std::vector<HeldWith> held(uint64_t frame);
     // The frame's first argument (a method's self), 0 when unreadable or unset.
     uint64_t firstArgument(uint64_t frame) const;
-    // The name of the frame's argument or local that holds `object` ("" when none does), 3.11+.
-    std::string localNaming(uint64_t frame, uint64_t object);
-    // The name of the frame's global that holds `object` ("" when none does).
-    std::string globalNaming(uint64_t frame, uint64_t object);
     // The object's type's name and its bases' (tp_base), the object's own type first.
     std::vector<std::string> typeNames(uint64_t object) const;
 
@@ -69,7 +63,6 @@ private:
     struct Code {
         std::vector<ExceptionEntry> entries;
         int32_t nlocalsplus = -1, stacksize = -1;
-        std::vector<std::string> names;  // co_localsplusnames
     };
     const Code& code(uint64_t address);
     std::optional<uint64_t> slot(uint64_t frame, const Code& c, int64_t index) const;

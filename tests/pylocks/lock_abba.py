@@ -18,7 +18,7 @@ LINES = {}
 
 def take_with(name, first, second):
     lwps[name] = threading.get_native_id()
-    with first:
+    with first:  # LINE with-first
         both.wait()  # LINE holds
         with second:  # LINE waits
             pass
