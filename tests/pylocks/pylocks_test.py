@@ -15,6 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import debugger_batch  # noqa: E402
 import gdb_oracle  # noqa: E402
 import scenario  # noqa: E402
 
@@ -141,11 +142,35 @@ def check_zoo(report, facts, where):
     return [lwps[k] for k in ("t1", "t2", "condition", "event", "queue", "semaphore") + (("join",) if joins_on_lock else ())]
 
 
+def in_debugger(args, python, core, cli):
+    """py-tstates-check in gdb (the sourced script) or lldb (the plugin) on the same core: the
+    same blocked_on and findings as the CLI, and the HANG section with the holders' with-blocks."""
+    if args.debugger == "gdb":
+        _, out = debugger_batch.gdb(args.gdb_script, [python, core], debugger_batch.marked("json", "py-tstates-check --json") +
+                                    debugger_batch.marked("text", "py-tstates-check"), timeout=240, pagination=False)
+        ours, text = debugger_batch.as_json(debugger_batch.between(out, "json")), debugger_batch.between(out, "text")
+    else:
+        _, lines = debugger_batch.lldb(args.plugin, ["--core", core, python], ["py-tstates-check --json", "py-tstates-check"], timeout=240)
+        out = debugger_batch.sections(lines)
+        expect("py-tstates-check --json" in out, "lldb did not run py-tstates-check:\n" + "\n".join(lines)[-3000:])
+        ours, text = debugger_batch.as_json(out["py-tstates-check --json"]), out.get("py-tstates-check", "")
+    strip = lambda r: [{k: v for k, v in f.items()} for f in r["findings"]]
+    expect(strip(ours) == strip(cli), "%s and the CLI find different things:\n%s\n%s" % (args.debugger, ours["findings"], cli["findings"]))
+    expect([t.get("blocked_on") for t in ours["threads"]] == [t.get("blocked_on") for t in cli["threads"]],
+           "%s and the CLI: different blocked_on" % args.debugger)
+    expect("HANG  deadlock: 2 threads wait for each other" in text and "holds it in a with-block" in text,
+           "%s's text tells no hang:\n%s" % (args.debugger, text[:3000]))
+    print("%s: py-tstates-check says what the CLI says (%d findings)" % (args.debugger, len(ours["findings"])))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
     p.add_argument("--kind", choices=["gcore", "live"], default="gcore")
     p.add_argument("--python")
+    p.add_argument("--debugger", choices=["gdb", "lldb"], help="also py-tstates-check in this debugger on the core")
+    p.add_argument("--gdb-script")
+    p.add_argument("--plugin")
     p.add_argument("program", choices=["with", "acquire", "zoo"])
     args = p.parse_args()
     python = python_for(args.python)
@@ -176,6 +201,8 @@ def main():
             report = check(core, facts, ["--core", core, "--exe", python])
             if args.program == "with":
                 gdb_oracle.check(python, core, report, where)
+            if args.debugger:
+                in_debugger(args, python, core, report)
         finally:
             scenario.cleanup(core)
     else:
