@@ -33,6 +33,12 @@ void opcodes(int minor, WithBlockLayout& l) {
     } else if (minor == 13) {
         l.pushExcInfo = 33;
         l.withExceptStart = 44;
+    } else if (minor == 14) {
+        l.pushExcInfo = 32;
+        l.withExceptStart = 43;
+    } else if (minor == 15) {
+        l.pushExcInfo = 30;
+        l.withExceptStart = 41;
     }
 }
 

@@ -87,8 +87,13 @@ def check_abba(report, text, facts, mode, where):
         w = by[lwp]
         expect(w.get("kind") == "python-lock", "%s: LWP %d kind %s" % (where, lwp, w))
         expect(hex_int(w.get("object")) == waits, "%s: LWP %d waits on %s, the program says %#x" % (where, lwp, w.get("object"), waits))
-        expect(w.get("python_name") == "second", "%s: LWP %d python_name %r, expected 'second'" % (where, lwp, w.get("python_name")))
-        if mode == "with":
+        name = "other._lock" if mode == "attr" else "second"
+        expect(w.get("python_name") == name, "%s: LWP %d python_name %r, expected %r" % (where, lwp, w.get("python_name"), name))
+        if mode == "attr":
+            expect(w.get("held_by") == holder and w.get("holder_evidence") == "with-block" and w["holder"]["function"] == "transfer" and
+                   w["holder"]["line"] == facts["lines"]["attr-waits"] and w.get("holder_with_line") == (facts["lines"]["attr-with"] if facts["version"] != "3.9" else None),
+                   "%s: LWP %d: %s; the program says LWP %d holds it in transfer()" % (where, lwp, w, holder))
+        elif mode == "with":
             expect(w.get("held_by") == holder and w.get("holder_evidence") == "with-block",
                    "%s: LWP %d held_by %s (%s), the program says LWP %d holds it" % (where, lwp, w.get("held_by"), w.get("holder_evidence"), holder))
             # 3.9 gives a with's cleanup the body's last line: the `with` line is not said there.
@@ -100,7 +105,7 @@ def check_abba(report, text, facts, mode, where):
             # lock.acquire() leaves nothing in the frames: nothing shown, nothing claimed.
             expect(w.get("held_by") is None and w.get("holder_evidence") == "none", "%s: LWP %d claims a holder: %s" % (where, lwp, w))
     dl = [f for f in report["findings"] if f["code"] == "deadlock"]
-    if mode == "with":
+    if mode in ("with", "attr"):
         expect(len(dl) == 1, "%s: one deadlock finding expected, got %s" % (where, [f["message"] for f in report["findings"]]))
         cycle = {s["lwp"]: (s["waits_for"], hex_int(s["object"]), s["held_by"], s.get("holder_evidence")) for s in dl[0]["cycle"]}
         want = {t1: ("python-lock", b, t2, "with-block"), t2: ("python-lock", a, t1, "with-block")}
@@ -171,7 +176,7 @@ def main():
     p.add_argument("--debugger", choices=["gdb", "lldb"], help="also py-tstates-check in this debugger on the core")
     p.add_argument("--gdb-script")
     p.add_argument("--plugin")
-    p.add_argument("program", choices=["with", "acquire", "zoo"])
+    p.add_argument("program", choices=["with", "attr", "acquire", "zoo"])
     args = p.parse_args()
     python = python_for(args.python)
     if python is None:
