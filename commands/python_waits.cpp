@@ -39,16 +39,21 @@ struct ThreadStack {
     const std::vector<PyFrame>* frames = nullptr;
 };
 
-class PythonWaits {
+}  // namespace
+
+struct PythonWaits::Impl {
 public:
-    PythonWaits(const Target& target, const ReportOptions& options, Report& report) : target_(target), options_(options), r_(report) {
+    Impl(const Target& target, const ReportOptions& options, Report& report) : target_(target), options_(options), r_(report) {
         for (const auto& rt : report.runtimes)
             for (const auto& interp : rt.interpreters)
                 for (const auto& ts : interp.tstates) {
                     auto lwp = report.lwpFor(ts.address);
                     if (lwp && !ts.frames.empty()) stacks_.emplace(*lwp, ThreadStack{&rt, &ts.frames});
                 }
+        readHeld();
     }
+
+    bool anyHeld() const { return !heldBy_.empty(); }
 
     void run() {
         bool unknownHolder = false;
@@ -99,31 +104,37 @@ private:
     // How a frame names an object: a local or argument, an attribute of one (self._lock), a global.
     std::string nameIn(const Runtime* rt, uint64_t frame, uint64_t object) {
         if (!object) return "";
-        FrameReader frames(target_, rt->layout);
-        ObjectReader objects(target_, rt->layout);
-        auto locals = frames.locals(frame);
+        Readers& r = readers(rt);
+        auto locals = r.frames.locals(frame);
         for (const auto& l : locals)
             if (l.value == object) return l.name;
         for (const auto& l : locals) {
             if (!l.value) continue;
-            auto attributes = objects.attributes(l.value, 64);
+            auto attributes = r.objects.attributes(l.value, 64);
             if (!attributes) continue;
             for (const auto& a : *attributes)
                 if (a.value == object)
-                    if (auto name = objects.str(a.key, 64)) return l.name + "." + *name;
+                    if (auto name = r.objects.str(a.key, 64)) return l.name + "." + *name;
         }
-        if (uint64_t globals = frames.globals(frame))
-            if (auto entries = objects.dictItems(globals, 4096))
+        // A module's globals, read once: a thousand threads of one module name their objects from one dict.
+        uint64_t globals = r.frames.globals(frame);
+        if (!globals) return "";
+        auto known = r.globalNames.find(globals);
+        if (known == r.globalNames.end()) {
+            std::map<uint64_t, std::string> names;
+            if (auto entries = r.objects.dictItems(globals, 4096))
                 for (const auto& e : *entries)
-                    if (e.value == object)
-                        if (auto name = objects.str(e.key, 64)) return *name;
-        return "";
+                    if (auto name = r.objects.str(e.key, 64)) names.emplace(e.value, *name);
+            known = r.globalNames.emplace(globals, std::move(names)).first;
+        }
+        auto name = known->second.find(object);
+        return name == known->second.end() ? "" : name->second;
     }
 
     // A join waits for the joined thread: threading.Thread's _native_id (3.8+), else its _ident
     // (the pthread_t) names its LWP.
     void joined(const Runtime* rt, BlockedOn& b) {
-        ObjectReader objects(target_, rt->layout);
+        ObjectReader& objects = readers(rt).objects;
         if (auto id = objects.attribute(b.pythonObject, "_native_id"))
             if (auto lwp = objects.integer(*id))
                 for (const auto& t : target_.threads())
@@ -148,14 +159,8 @@ private:
     // Who holds each lock no owner field names: the one other thread with a frame in the body of
     // `with <lock>:` (or `with <the Condition>:` for a Condition's lock). A frame under a
     // Condition's wait() has released that Condition: its with-block no longer holds it.
-    void holders() {
-        struct Holder {
-            int lwp;
-            const PyFrame* frame;
-            HeldWith with;
-            const WithBlockLayout* layout;
-        };
-        std::map<uint64_t, std::vector<Holder>> heldBy;
+    // What every thread's frames hold by with-blocks, by object.
+    void readHeld() {
         for (const auto& [lwp, stack] : stacks_) {
             WithBlockReader* rd = reader(stack.runtime);
             std::set<uint64_t> released;
@@ -165,16 +170,19 @@ private:
                     if (kindOfType(rd->typeNames(self), f.function) == "condition") released.insert(self);
                 }
                 for (const auto& h : rd->held(f.address))
-                    if (!released.count(h.object)) heldBy[h.object].push_back({lwp, &f, h, layoutOf_[stack.runtime]});
+                    if (!released.count(h.object)) heldBy_[h.object].push_back({lwp, &f, h, layoutOf_[stack.runtime]});
             }
         }
+    }
+
+    void holders() {
         for (auto& row : r_.threads) {
             if (!row.blockedOn || row.blockedOn->kind != WaitKind::PythonLock || row.blockedOn->heldBy) continue;
             BlockedOn& b = *row.blockedOn;
             std::map<int, const Holder*> found;
             for (uint64_t object : {b.object, b.pythonObject}) {
-                auto it = object ? heldBy.find(object) : heldBy.end();
-                if (it == heldBy.end()) continue;
+                auto it = object ? heldBy_.find(object) : heldBy_.end();
+                if (it == heldBy_.end()) continue;
                 // The waiter is never its own holder: on 3.11 its own pending `with` keeps the
                 // __exit__ already, and a with-block it holds is not what it waits for.
                 for (const auto& h : it->second)
@@ -209,12 +217,31 @@ private:
     std::vector<std::unique_ptr<WithBlockLayout>> layouts_;
     std::map<const Runtime*, std::unique_ptr<WithBlockReader>> readers_;
     std::map<const Runtime*, const WithBlockLayout*> layoutOf_;
+    // The frame and object readers of one runtime, kept for their caches (code objects, types).
+    struct Readers {
+        FrameReader frames;
+        ObjectReader objects;
+        std::map<uint64_t, std::map<uint64_t, std::string>> globalNames;  // globals dict -> value -> name
+    };
+    std::map<const Runtime*, std::unique_ptr<Readers>> objectReaders_;
+    Readers& readers(const Runtime* rt) {
+        auto& r = objectReaders_[rt];
+        if (!r) r.reset(new Readers{FrameReader(target_, rt->layout), ObjectReader(target_, rt->layout), {}});
+        return *r;
+    }
+    struct Holder {
+        int lwp;
+        const PyFrame* frame;
+        HeldWith with;
+        const WithBlockLayout* layout;
+    };
+    std::map<uint64_t, std::vector<Holder>> heldBy_;  // object -> the frames holding it by a with-block
 };
 
-}  // namespace
-
-void readPythonWaits(const Target& target, const ReportOptions& options, Report& report) {
-    PythonWaits(target, options, report).run();
-}
+PythonWaits::PythonWaits(const Target& target, const ReportOptions& options, Report& report)
+    : impl_(std::make_unique<Impl>(target, options, report)) {}
+PythonWaits::~PythonWaits() = default;
+bool PythonWaits::anyHeld() const { return impl_->anyHeld(); }
+void PythonWaits::run() { impl_->run(); }
 
 }  // namespace pytstates

@@ -44,6 +44,40 @@ void opcodes(int minor, WithBlockLayout& l) {
 
 }  // namespace
 
+namespace {
+
+// The table of a release build with a GIL (x86_64 and aarch64 alike: pointers and ints only);
+// known() is false for a version it does not hold.
+WithBlockLayout tableOf(int minor) {
+    WithBlockLayout t;
+    opcodes(minor, t);
+    switch (minor) {
+        case 9: t.frameValuestack = 64, t.frameIblock = 112, t.frameBlockstack = 120, t.frameLocalsplus = 360; break;
+        case 10: t.frameValuestack = 64, t.frameIblock = 104, t.frameBlockstack = 112, t.frameLocalsplus = 352; break;
+        case 11: t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 68, t.codeNlocalsplus = 76; break;
+        case 12:
+        case 13: t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 64, t.codeNlocalsplus = 72; break;
+        default: break;
+    }
+    t.source = "table (CPython 3." + std::to_string(minor) + " with a GIL)";
+    return t;
+}
+
+// The runtime's own layout (however it was found) has the release build's frame and code
+// offsets the table was measured with: no Py_DEBUG or Py_TRACE_REFS head shifting them.
+bool releaseLayout(const CPythonLayout& l) {
+    struct Row {
+        int minor;
+        int64_t frameCode, frameInstr, codeCodeAdaptive;
+    };
+    static const Row kRows[] = {{9, 32, 104, kAbsent}, {10, 32, 96, kAbsent}, {11, 32, 56, 184}, {12, 0, 56, 192}, {13, 0, 56, 200}};
+    for (const auto& r : kRows)
+        if (r.minor == l.minor) return l.frameCode == r.frameCode && l.frameInstr == r.frameInstr && l.codeCodeAdaptive == r.codeCodeAdaptive;
+    return false;
+}
+
+}  // namespace
+
 WithBlockLayout withBlockLayout(const Target& target, const Runtime& runtime, bool useDwarf) {
     WithBlockLayout l;
     int minor = runtime.layout.minor;
@@ -51,6 +85,12 @@ WithBlockLayout withBlockLayout(const Target& target, const Runtime& runtime, bo
     if (l.withExceptStart < 0) {
         l.source = "CPython 3." + std::to_string(minor) + "'s with-blocks are not read";
         return l;
+    }
+    // The table first where the build is the one it was measured on: loading a debug file's
+    // DWARF (often compressed) for four offsets would cost more than the rest of a check.
+    if (!runtime.layout.freeThreaded && releaseLayout(runtime.layout)) {
+        WithBlockLayout t = tableOf(minor);
+        if (t.known()) return t;
     }
     const auto& modules = target.modules();
     if (useDwarf && runtime.moduleIndex < modules.size()) {
@@ -79,28 +119,10 @@ WithBlockLayout withBlockLayout(const Target& target, const Runtime& runtime, bo
                 }
             }
     }
-    WithBlockLayout t;
-    opcodes(minor, t);
-    // Measured on release builds with a GIL, x86_64 and aarch64 alike (pointers and ints only).
-    if (runtime.layout.freeThreaded || minor > 13) {
-        l = WithBlockLayout{};
-        l.source = "CPython 3." + std::to_string(minor) + (runtime.layout.freeThreaded ? "t" : "") + "'s frames are known from DWARF only";
-        return l;
-    }
-    switch (minor) {
-        case 9: t.frameValuestack = 64, t.frameIblock = 112, t.frameBlockstack = 120, t.frameLocalsplus = 360; break;
-        case 10: t.frameValuestack = 64, t.frameIblock = 104, t.frameBlockstack = 112, t.frameLocalsplus = 352; break;
-        case 11:
-            t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 68, t.codeNlocalsplus = 76;
-            break;
-        case 12:
-        case 13:
-            t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 64, t.codeNlocalsplus = 72;
-            break;
-        default: break;
-    }
-    t.source = "table (CPython 3." + std::to_string(minor) + " with a GIL)";
-    return t;
+    l = WithBlockLayout{};
+    l.source = "CPython 3." + std::to_string(minor) + (runtime.layout.freeThreaded ? "t" : "") +
+               "'s frames: no DWARF, and no table for this build";
+    return l;
 }
 
 WithBlockReader::WithBlockReader(const Memory& memory, const CPythonLayout& layout, const WithBlockLayout& with)
