@@ -96,6 +96,9 @@ private:
             b.pythonObject = self;
         }
         if (b.pythonKind == "join") joined(it->second.runtime, b);
+        // No address from the native frames (no DWARF): a `with <lock>:` being entered shows it.
+        if (!b.object && b.pythonKind.empty() && !frames.empty() && !isLibraryFrame(frames.front()))
+            if ((b.object = rd->entering(frames.front().address))) b.objectFromFrame = true;
         if (user >= frames.size()) return;
         uint64_t named = b.pythonObject ? b.pythonObject : b.object;
         b.pythonName = nameIn(it->second.runtime, frames[user].address, named);

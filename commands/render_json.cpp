@@ -190,6 +190,7 @@ void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
     if (!b.layoutSource.empty()) w.field("layout_source", b.layoutSource);
     if (!b.note.empty()) w.field("note", b.note);
     addressOrNull(w, "object", b.object);
+    if (b.objectFromFrame) w.field("object_from", "python-frame");  // the `with` being entered, not the native frame
     if (b.ownerReadLate) w.field("owner_read_after_resume", true);
     if (b.kind == WaitKind::PythonLock) stringOrNull(w, "python_name", b.pythonName);
     if (b.pythonObject) addressOrNull(w, "python_object", b.pythonObject);

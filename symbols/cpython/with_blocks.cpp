@@ -27,12 +27,15 @@ void opcodes(int minor, WithBlockLayout& l) {
     if (minor <= 10) {
         l.withExceptStart = minor >= 9 ? 49 : -1;  // 3.8's WITH_CLEANUP_START cleanup is not read
         l.setupFinally = 122;
+        l.enterWith = 143;
     } else if (minor <= 12) {
         l.pushExcInfo = 35;
         l.withExceptStart = 49;
+        l.enterWith = 53;
     } else if (minor == 13) {
         l.pushExcInfo = 33;
         l.withExceptStart = 44;
+        l.enterWith = 2;
     } else if (minor == 14) {
         l.pushExcInfo = 32;
         l.withExceptStart = 43;
@@ -247,6 +250,44 @@ std::vector<HeldWith> WithBlockReader::heldByBlockStack(uint64_t frame) {
 std::vector<HeldWith> WithBlockReader::held(uint64_t frame) {
     if (!with_.known() || !frame) return {};
     return layout_.minor >= 11 ? heldByExceptionTable(frame) : heldByBlockStack(frame);
+}
+
+uint64_t WithBlockReader::entering(uint64_t frame) {
+    if (!with_.known() || !frame || with_.enterWith < 0) return 0;
+    auto codeField = memory_.readPointer(frame + layout_.frameCode);
+    if (!codeField) return 0;
+    uint64_t codeObject = untag(*codeField, layout_.minor);
+    // The stack's slots from the enclosing block's depth up: the first bound __exit__ is the one
+    // the entering instruction pushed (a loop's iterator may lie under it; above it, nothing of
+    // this statement). 3.12 and 3.13's generated BEFORE_WITH stores its outputs once __enter__
+    // returned: until then the slot keeps the manager itself, read only when it is a _thread.lock.
+    auto firstExit = [&](auto slotAt, int64_t from, int64_t to) -> uint64_t {
+        for (int64_t i = from; i < to && i - from < 64; ++i) {
+            uint64_t value = slotAt(i);
+            if (uint64_t object = boundTo(value)) return object;
+            if (layout_.minor >= 12 && value && readTypeName(memory_, layout_, value).value_or("") == "_thread.lock") return value;
+        }
+        return 0;
+    };
+    if (layout_.minor >= 11) {
+        auto instr = memory_.readPointer(frame + layout_.frameInstr);
+        const Code& c = code(codeObject);
+        uint64_t first = codeObject + layout_.codeCodeAdaptive;
+        if (!instr || *instr < first || c.nlocalsplus < 0 || c.stacksize <= 0) return 0;
+        if (memory_.readValue<uint8_t>(*instr).value_or(0) != with_.enterWith) return 0;
+        auto e = handlerAt(c.entries, static_cast<uint32_t>((*instr - first) / 2));
+        int64_t base = e ? int64_t(e->depth) : 0;
+        return firstExit([&](int64_t i) { return slot(frame, c, int64_t(c.nlocalsplus) + i).value_or(0); }, base, c.stacksize);
+    }
+    auto lasti = memory_.readValue<int32_t>(frame + layout_.frameInstr);
+    auto valuestack = memory_.readPointer(frame + with_.frameValuestack);
+    auto iblock = memory_.readValue<int32_t>(frame + with_.frameIblock);
+    if (!lasti || *lasti < 0 || !valuestack || !iblock || *iblock < 0 || *iblock > kMaxBlocks || layout_.codeCode == kAbsent) return 0;
+    auto bytesObject = memory_.readPointer(codeObject + layout_.codeCode);
+    int64_t at = layout_.minor >= 10 ? int64_t(*lasti) * 2 : *lasti;  // 3.10 counts code units
+    if (!bytesObject || memory_.readValue<uint8_t>(*bytesObject + layout_.bytesData + uint64_t(at)).value_or(0) != with_.enterWith) return 0;
+    int64_t base = *iblock > 0 ? memory_.readValue<int32_t>(frame + with_.frameBlockstack + 12 * uint64_t(*iblock - 1) + 8).value_or(0) : 0;
+    return firstExit([&](int64_t i) { return memory_.readPointer(*valuestack + 8 * uint64_t(i)).value_or(0); }, base, base + 64);
 }
 
 uint64_t WithBlockReader::firstArgument(uint64_t frame) const {

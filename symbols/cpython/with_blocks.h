@@ -35,6 +35,7 @@ struct WithBlockLayout {
     int64_t frameBlockstack = -1;  // PyFrameObject.f_blockstack (PyTryBlock {b_type, b_handler, b_level}[])
     int64_t frameIblock = -1;      // PyFrameObject.f_iblock
     int pushExcInfo = -1, withExceptStart = -1, setupFinally = -1;  // the version's opcodes
+    int enterWith = -1;  // BEFORE_WITH (3.11-3.13), SETUP_WITH (<= 3.10): a `with` calling __enter__
     std::string source;  // "DWARF of ...", "table (CPython 3.N)"; why unknown otherwise
     bool known() const { return frameLocalsplus >= 0; }
 };
@@ -54,6 +55,10 @@ public:
     WithBlockReader(const Memory& memory, const CPythonLayout& layout, const WithBlockLayout& with);
     // Innermost first; empty when nothing is shown (no with-block, unreadable, unknown layout).
     std::vector<HeldWith> held(uint64_t frame);
+    // The object whose `with` the frame is entering (its __enter__ runs: a lock being acquired),
+    // from the bound __exit__ the instruction keeps on the stack first, above the enclosing
+    // block's depth; 0 when the frame is entering no with or nothing shows it (3.14+ not read).
+    uint64_t entering(uint64_t frame);
     // The frame's first argument (a method's self), 0 when unreadable or unset.
     uint64_t firstArgument(uint64_t frame) const;
     // The object's type's name and its bases' (tp_base), the object's own type first.
