@@ -306,7 +306,7 @@ std::string deadlockMessage(const Finding& f) {
         if (s.ownerReadLate) late.push_back(s.lwp);
         chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(s.lwp) + " " + waitWords(s.waitsFor, s.object, s.call) +
                  pythonWaitWords(s.pythonKind, s.pythonObject, s.pythonName) + heldByWords(s.waitsFor, s.heldBy) +
-                 holderWords(s.holderEvidence, s.holderAt, s.holderWithLine);
+                 holderWords(s.holderEvidence, s.holderAt, s.holderWithLine, s.holderName);
     }
     // A stop of the world in the cycle: the thread it waits for blocks while attached.
     const CycleStep* stop = nullptr;
@@ -523,15 +523,15 @@ std::string pythonWaitWords(const std::string& kind, uint64_t object, const std:
     return std::string(kind == "join" ? ", a join of " : ", a wait on ") + what + (object ? " " + hexAddress(object) : "") + named;
 }
 
-std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine) {
+std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine, const std::string& name) {
     if (evidence != "with-block" || !at) return "";
-    return " (a with-block in " + at->function + " at " + at->file + ":" + std::to_string(at->line) +
+    return " (" + (name.empty() ? std::string() : "as `" + name + "`, ") + "a with-block in " + at->function + " at " + at->file + ":" + std::to_string(at->line) +
            (withLine > 0 ? ", `with` at line " + std::to_string(withLine) : "") + ")";
 }
 
 std::string blockedOnWords(const BlockedOn& b) {
     return waitWords(b.kind, b.object, b.call) + pythonWaitWords(b.pythonKind, b.pythonObject, b.pythonName) +
-           heldByWords(b.kind, b.heldBy) + holderWords(b.holderEvidence, b.holderAt, b.holderWithLine);
+           heldByWords(b.kind, b.heldBy) + holderWords(b.holderEvidence, b.holderAt, b.holderWithLine, b.holderName);
 }
 
 std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy) {

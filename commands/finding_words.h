@@ -33,7 +33,7 @@ std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy);
 // after a Python lock's words; "" when the frames said nothing.
 std::string pythonWaitWords(const std::string& kind, uint64_t object, const std::string& name);
 // " by a with-block at file.py:22 (take)" after heldByWords for a holder its with-block shows.
-std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine);
+std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine, const std::string& name);
 // A thread's wait in full: its kind and object, the Python words, its holder and the holder's evidence.
 std::string blockedOnWords(const BlockedOn& b);
 

@@ -199,6 +199,8 @@ private:
                 b.holderObject = h.with.object;
                 b.holderEvidence = "with-block";
                 b.layoutSource = h.layout->source;
+                if (auto holder = stacks_.find(h.lwp); holder != stacks_.end())
+                    b.holderName = nameIn(holder->second.runtime, h.frame->address, h.with.object);
                 b.note.clear();
             } else if (found.size() > 1) {
                 b.note = "with-blocks of several threads show it (";

@@ -185,6 +185,7 @@ void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
         frameJson(w, *b.holderAt);
     }
     if (!b.holderEvidence.empty()) w.field("holder_evidence", b.holderEvidence);
+    if (!b.holderName.empty()) w.field("holder_python_name", b.holderName);
     if (b.holderWithLine > 0) w.field("holder_with_line", b.holderWithLine);
     w.field("kind", b.pythonKind.empty() ? waitKindName(b.kind) : b.pythonKind.c_str());
     if (!b.layoutSource.empty()) w.field("layout_source", b.layoutSource);

@@ -203,7 +203,8 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 if (!at.empty()) out << "         " << at << "\n";
                 // Where the holder holds it, when a with-block is the evidence.
                 if (s.holderEvidence == "with-block" && s.holderAt && s.heldBy)
-                    out << "         LWP " << *s.heldBy << " holds it in a with-block: " << waitAt({}, s.holderAt).substr(3)
+                    out << "         LWP " << *s.heldBy << " holds it" << (s.holderName.empty() ? "" : " as `" + s.holderName + "`")
+                        << " in a with-block: " << waitAt({}, s.holderAt).substr(3)
                         << (s.holderWithLine > 0 ? ", `with` at line " + std::to_string(s.holderWithLine) : "") << "\n";
             }
             out << "  -> back to LWP " << f.cycle.front().lwp << "\n";

@@ -89,6 +89,7 @@ struct BlockedOn {
     std::optional<PyFrame> holderAt;  // with-block: the holder's frame that executes the body
     int holderWithLine = -1;          // with-block: the `with` statement's line; -1 unknown
     uint64_t holderObject = 0;        // with-block: what the with-block holds (the lock, or its Condition)
+    std::string holderName;           // with-block: how the holder's frame names what it holds (`first`)
     bool objectFromFrame = false;     // `object` from the Python frame's `with` being entered, not the native frame
 };
 
@@ -130,6 +131,7 @@ struct CycleStep {
     std::string holderEvidence;
     std::optional<PyFrame> holderAt;
     int holderWithLine = -1;
+    std::string holderName;
 };
 
 // Which OS thread runs a listed thread state now, on what evidence, and which thread made it.

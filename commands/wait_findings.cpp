@@ -106,7 +106,7 @@ void addWaitFindings(Report& report) {
             inCycle.insert(lwp);
             const BlockedOn& b = *rows[lwp]->blockedOn;
             f.cycle.push_back({lwp, b.kind, b.object, b.heldBy, b.at, b.pythonAt, b.call, b.ownerReadLate, gilHolders.count(lwp) != 0,
-                               b.pythonKind, b.pythonObject, b.pythonName, b.holderEvidence, b.holderAt, b.holderWithLine});
+                               b.pythonKind, b.pythonObject, b.pythonName, b.holderEvidence, b.holderAt, b.holderWithLine, b.holderName});
             addWaitSources(lwp, b, gilFacts, f.sources);
         }
         report.findings.push_back(std::move(f));
