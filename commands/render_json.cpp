@@ -70,11 +70,28 @@ void modules(JsonWriter& w, const std::vector<ModuleUse>& uses) {
     w.field("modules_confirmed", confirmed);
 }
 
+// --locals: every frame says its arguments and locals (value null where no short repr is safe).
+void localsJson(JsonWriter& w, const PyFrame& f) {
+    w.key("locals");
+    w.beginArray();
+    for (const auto& l : f.locals) {
+        w.beginObject();
+        w.field("address", hexAddress(l.address));
+        w.field("kind", l.kind);
+        w.field("name", l.name);
+        w.fieldOrNull("type", !l.type.empty(), l.type);
+        w.fieldOrNull("value", l.value.has_value(), l.value.value_or(""));
+        w.endObject();
+    }
+    w.endArray();
+}
+
 void frameJson(JsonWriter& w, const PyFrame& f) {
     w.beginObject();
     w.field("file", f.file);
     w.field("function", f.function);
     w.field("line", f.line);
+    if (f.localsRead) localsJson(w, f);
     w.endObject();
 }
 

@@ -367,6 +367,21 @@ std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
     return line.str();
 }
 
+// --locals: a frame's arguments, then its other locals, as pystack shows them (one per line,
+// each value's text cut at kMaxLocalText characters when read).
+void renderFrameLocals(std::ostringstream& out, const std::string& indent, const PyFrame& f) {
+    if (!f.localsRead) return;
+    bool args = false, locals = false;
+    for (const auto& l : f.locals) {
+        bool arg = l.kind == "arg";
+        if (arg && !args) out << indent << "Arguments:\n";
+        if (!arg && !locals) out << indent << "Locals:\n";
+        (arg ? args : locals) = true;
+        out << indent << "  " << shown(l.name) << " = " << shown(l.shown) << "\n";
+    }
+    if (f.locals.empty()) out << indent << "(no locals)\n";
+}
+
 // Running first, then suspended, dead, not started; in the collector's order within each.
 void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*> greenlets, const std::string& indent,
                         bool withThread = false) {
@@ -385,6 +400,7 @@ void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*
         for (size_t i = 0; i < g->frames.size(); ++i) {
             const auto& f = g->frames[i];
             out << indent << "    #" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
+            renderFrameLocals(out, indent + "        ", f);
         }
     }
 }
@@ -461,6 +477,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 for (size_t i = 0; i < ts.frames.size(); ++i) {
                     const auto& f = ts.frames[i];
                     out << "        #" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
+                    renderFrameLocals(out, "            ", f);
                 }
                 if (!greenlets || !lwp) continue;
                 std::vector<const GreenletInfo*> mine;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/report.h"
 
+#include "commands/frame_locals.h"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -181,6 +183,9 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     fillThreadRows(target, glibc, report);
     // The rest reads the stacks the stop copied, the pages read so far, and what does not
     // change while the process runs (code, names) or is read from it and said so.
+    // --locals of the thread states' frames: read with the frames, before a live target resumes.
+    target.readingFor("locals");
+    if (options.locals) readFrameLocals(target, report, FrameLocalsOf::ThreadStates, options.maxFrames);
     if (options.afterConsistentReads) options.afterConsistentReads();
     target.readingFor("thread-state attribution");
     attributeRunners(target, preparation.native.get(), report);
@@ -195,6 +200,9 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
                                   preparation.greenletModules, options.maxFrames);
         if (scan) report.greenlets.push_back(std::move(*scan));
     }
+    // and of the greenlets' saved frames, found by the scan just done.
+    target.readingFor("greenlet locals");
+    if (options.locals) readFrameLocals(target, report, FrameLocalsOf::Greenlets, options.maxFrames);
     target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     target.readingFor("findings");

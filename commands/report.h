@@ -303,6 +303,7 @@ struct ReportOptions {
     bool native = false;     // every thread's whole native stack, Python frames merged in
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
     bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
+    bool locals = false;     // --locals: each Python frame's arguments and locals (commands/frame_locals)
     // Called once what must be one moment's has been read (threads, registers, stacks, thread
     // states and their frames, per-thread pointers): a live target resumes the process here.
     std::function<void()> afterConsistentReads;

@@ -49,6 +49,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         options.waits = request.waits && request.command != Command::Internals;
         options.afterConsistentReads = request.afterConsistentReads;
+        options.locals = request.locals;
         std::shared_ptr<HistoryLog> history = request.history;
         if (!request.historyFile.empty()) history = HistoryLog::fromFile(request.historyFile);  // before the target is read
         Preparation preparation = prepareReport(target, options);
@@ -91,6 +92,8 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             request->native = true;
         } else if (a == "--greenlets" || a == "-g") {
             request->greenlets = true;
+        } else if (a == "--locals") {
+            request->locals = true;
         } else if (a == "--no-waits") {
             request->waits = false;
         } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
@@ -115,7 +118,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             }
             request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --no-waits" +
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --locals, --no-waits" +
                      (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }
@@ -147,7 +150,9 @@ std::string commandHelpText(Command command) {
                    "frame runs shown under it. A core of a crashed process starts with CRASH: the signal, the thread, its\n"
                    "native stack and the finding the crash is, when a frame holds that finding's pointer.\n"
                    "With greenlet loaded, each thread state says how many greenlets its thread has and which one runs;\n"
-                   "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.";
+                   "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.\n"
+                   "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
+                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -159,6 +164,7 @@ std::string commandHelpText(Command command) {
                    "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
                    "source and the likely cause.\n"
                    "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets,\n"
+                   "--locals (each Python frame's arguments and locals),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
                    "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";
     }

@@ -23,6 +23,7 @@ struct CommandRequest {
     bool useDwarf = true;
     bool native = false;  // every thread's whole native stack
     bool greenlets = false;  // every greenlet with its frames
+    bool locals = false;     // --locals: each Python frame's arguments and locals
     bool waits = true;       // what each thread waits for, deadlock, gil-held-while-blocked, stop-the-world-blocked (--no-waits)
     // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
     // the findings about one thread state.

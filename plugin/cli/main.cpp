@@ -43,6 +43,7 @@ struct Arguments {
     bool noDwarf = false;
     bool native = false;
     bool greenlets = false;
+    bool locals = false;
     bool offline = false;
     bool noWaits = false;
     bool noCache = false;
@@ -164,6 +165,7 @@ int run(pytstates::Command command, Arguments a) {
     request.useDwarf = !a.noDwarf;
     request.native = a.native;
     request.greenlets = a.greenlets;
+    request.locals = a.locals;
     request.waits = !a.noWaits;
     if (!a.history.empty()) {
         if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
@@ -238,6 +240,7 @@ int main(int argc, char** argv) try {
     tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    tstates->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
@@ -247,6 +250,7 @@ int main(int argc, char** argv) try {
     check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
     check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
     try {
         app.parse(argc, argv);

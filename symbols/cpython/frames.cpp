@@ -218,6 +218,7 @@ constexpr int kCoVarargs = 0x4, kCoVarkeywords = 0x8;
 // co_localspluskinds (3.11+)
 constexpr uint8_t kFastArgs = 0x0e, kFastHidden = 0x10, kFastLocal = 0x20, kFastCell = 0x40, kFastFree = 0x80;
 constexpr int kMaxBlocks = 20;  // CO_MAXBLOCKS
+constexpr int64_t kMaxStackDepth = 1 << 16;  // deeper than any co_stacksize: not a stack
 }  // namespace
 
 uint64_t FrameReader::codeOf(uint64_t frame) {
@@ -226,15 +227,6 @@ uint64_t FrameReader::codeOf(uint64_t frame) {
     auto code = codeOf(bytes);
     if (!code || !*code || !isCodeObject(*code)) return 0;
     return *code;
-}
-
-uint64_t FrameReader::objectAt(uint64_t slotAddress) const {
-    uint64_t value = memory_.readPointer(slotAddress).value_or(0);
-    if (layout_.minor >= 14) {
-        if ((value & 3) == 3) return 0;  // a tagged int (Py_INT_TAG), not an object
-        value &= ~uint64_t(3);
-    }
-    return value;
 }
 
 uint64_t FrameReader::globals(uint64_t frame) {
@@ -310,13 +302,14 @@ std::vector<FrameLocal> FrameReader::locals(uint64_t frame, size_t maxLocals) {
         FrameLocal l;
         l.name = readPyUnicode(memory_, layout_, names311[i], 256).value_or("?");
         uint64_t value = values[i];
-        if (layout_.minor >= 14) value = (value & 3) == 3 ? 0 : value & ~uint64_t(3);
-        bool arg = layout_.minor >= 13 ? (kind & kFastArgs) != 0 : static_cast<int64_t>(i) < nargs;
+        value = stackRefObject(value);
+        // A comprehension inlined into the function (3.12+) has hidden locals: shown while set.
+        if ((kind & kFastHidden) && !value) continue;
+        bool arg = layout_.minor >= 14 ? (kind & kFastArgs) != 0 : static_cast<int64_t>(i) < nargs;
         // A cell or free variable's slot holds its cell once MAKE_CELL / COPY_FREE_VARS ran.
         if (kind & (kFastCell | kFastFree)) value = throughCell(value);
         l.kind = arg ? "arg" : (kind & kFastFree) ? "free" : (kind & kFastCell) ? "cell" : "local";
         (void)kFastLocal;
-        (void)kFastHidden;
         l.value = value;
         out.push_back(std::move(l));
     }
@@ -334,28 +327,44 @@ uint64_t FrameReader::stackBase(uint64_t frame, uint64_t code) {
     return frame + layout_.frameLocalsplus + count * 8;
 }
 
-std::vector<uint64_t> FrameReader::valueStack(uint64_t frame, size_t maxItems) {
-    std::vector<uint64_t> out;
+bool FrameReader::stackExtent(uint64_t frame, uint64_t* base, size_t* depth) {
     uint64_t code = codeOf(frame);
-    if (!code || layout_.frameStackTop == kAbsent || layout_.frameLocalsplus == kAbsent) return out;
-    uint64_t base = stackBase(frame, code);
-    if (!base) return out;
-    int64_t depth = -1;
+    if (!code || layout_.frameStackTop == kAbsent || layout_.frameLocalsplus == kAbsent) return false;
+    *base = stackBase(frame, code);
+    if (!*base) return false;
+    int64_t d = -1;
     if (layout_.minor <= 9 || layout_.minor >= 14) {
         uint64_t top = memory_.readPointer(frame + layout_.frameStackTop).value_or(0);
-        if (top >= base) depth = static_cast<int64_t>((top - base) / 8);
+        if (top >= *base) d = static_cast<int64_t>((top - *base) / 8);
     } else if (layout_.minor == 10) {
-        depth = memory_.readValue<int32_t>(frame + layout_.frameStackTop).value_or(-1);
+        d = memory_.readValue<int32_t>(frame + layout_.frameStackTop).value_or(-1);
     } else {
         // stacktop: an index into localsplus
         int32_t top = memory_.readValue<int32_t>(frame + layout_.frameStackTop).value_or(-1);
-        uint64_t first = (base - frame - layout_.frameLocalsplus) / 8;
-        if (top >= 0 && static_cast<uint64_t>(top) >= first) depth = static_cast<int64_t>(top - first);
+        uint64_t first = (*base - frame - layout_.frameLocalsplus) / 8;
+        if (top >= 0 && static_cast<uint64_t>(top) >= first) d = static_cast<int64_t>(top - first);
     }
-    if (depth <= 0 || depth > (1 << 20)) return out;
-    size_t n = std::min<size_t>(static_cast<size_t>(depth), maxItems);
-    for (size_t i = 0; i < n; ++i) out.push_back(objectAt(base + i * 8));
+    if (d < 0 || d > kMaxStackDepth) return false;
+    *depth = static_cast<size_t>(d);
+    return true;
+}
+
+std::vector<uint64_t> FrameReader::valueStack(uint64_t frame, size_t maxItems) {
+    uint64_t base = 0;
+    size_t depth = 0;
+    if (!stackExtent(frame, &base, &depth)) return {};
+    std::vector<uint64_t> out(std::min(depth, maxItems));
+    if (!memory_.readExact(base, out.data(), out.size() * 8)) return {};
+    for (auto& v : out) v = stackRefObject(v);
     return out;
+}
+
+uint64_t FrameReader::stackRefObject(uint64_t value) const {
+    if (layout_.minor >= 14) {
+        if ((value & 3) == 3) return 0;  // a tagged int (Py_INT_TAG), not an object
+        value &= ~uint64_t(3);
+    }
+    return value;
 }
 
 std::vector<FrameBlock> FrameReader::blockStack(uint64_t frame) {
@@ -405,9 +414,14 @@ uint64_t FrameReader::yieldFrom(uint64_t gen) {
     if (!frame) return 0;
     uint64_t code = codeOf(frame);
     if (!code) return 0;
+    // 3.15's GET_ITER / GET_AWAITABLE leave the iterator under a null_or_index slot: SEND's
+    // receiver is the second from the top (checked against gi_yieldfrom and cr_await).
+    size_t depth = layout_.minor >= 15 ? 2 : 1;
     auto top = [&]() -> uint64_t {
-        auto stack = valueStack(frame, 1 << 20);
-        return stack.empty() ? 0 : stack.back();
+        uint64_t base = 0;
+        size_t items = 0;
+        if (!stackExtent(frame, &base, &items) || items < depth) return 0;
+        return stackRefObject(memory_.readPointer(base + (items - depth) * 8).value_or(0));
     };
     if (layout_.minor <= 10) {
         // The next instruction after f_lasti is YIELD_FROM (72 in 3.8 - 3.10)

@@ -28,6 +28,16 @@ struct PyFrame {
     // <= 3.9 f_lasti, 3.10 f_lasti * 2 (the last instruction started); 3.11, 3.12 prev_instr
     // (the last instruction started); 3.13+ instr_ptr (the instruction running or to run next).
     int instructionOffset = -1;
+    // --locals: the frame's arguments and locals as shown (filled by commands/frame_locals).
+    struct Local {
+        std::string name, kind;  // kind: "arg", "local", "cell", "free"
+        std::string type;        // the value's type name ("" unreadable)
+        std::optional<std::string> value;  // a short repr of str/bytes/int/float/bool/None; else none
+        std::string shown;       // what text shows: the short repr or <type at 0x...>
+        uint64_t address = 0;
+    };
+    std::vector<Local> locals;
+    bool localsRead = false;
 };
 
 // One local of a frame: its name, its value object (0 while unset; a cell's contents, not the
@@ -98,7 +108,8 @@ public:
     // CPython's _PyGen_yf finds it: <= 3.10 the stack top when the next instruction is
     // YIELD_FROM; 3.11, 3.12 the stack top when the next instruction is a RESUME after a yield
     // from/await (oparg >= 2); 3.13+ the stack top when gi_frame_state is
-    // FRAME_SUSPENDED_YIELD_FROM. 0 when none.
+    // FRAME_SUSPENDED_YIELD_FROM (3.15: the entry under the top, as its GET_ITER leaves a
+    // null_or_index above the iterator). 0 when none.
     uint64_t yieldFrom(uint64_t genOrCoro);
 
 private:
@@ -116,7 +127,8 @@ private:
     bool isCodeObject(uint64_t code);
     bool describe(uint64_t frame, const FrameBytes& bytes, uint64_t code, PyFrame* out);
     int instructionOffsetOf(const FrameBytes& bytes, uint64_t code) const;
-    uint64_t objectAt(uint64_t slotAddress) const;  // a PyObject* or 3.14+'s _PyStackRef slot
+    uint64_t stackRefObject(uint64_t slot) const;  // a PyObject* or 3.14+'s _PyStackRef: the object (0: none)
+    bool stackExtent(uint64_t frame, uint64_t* base, size_t* depth);  // the value stack's start and depth
     uint64_t stackBase(uint64_t frame, uint64_t code);  // where the value stack starts
 
     // What a code object says (it never changes once made), read once per code object: a thousand

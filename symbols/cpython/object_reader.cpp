@@ -283,10 +283,12 @@ std::optional<std::vector<uint64_t>> ObjectReader::setItems(uint64_t set, size_t
     if (!mask || !table || !*table || *mask < 0 || *mask >= kMaxContainer) return std::nullopt;
     std::vector<uint64_t> out;
     constexpr size_t kChunk = 512;
+    constexpr int64_t kMaxScanned = int64_t(1) << 20;  // slots: a garbage mask ends here
+    int64_t slots = std::min(*mask + 1, kMaxScanned);
     std::vector<uint64_t> raw;
     uint64_t dummyType = 0;  // the deleted entries' marker, an object of its own type
-    for (int64_t first = 0; first <= *mask && out.size() < maxCount; first += kChunk) {
-        size_t n = static_cast<size_t>(std::min<int64_t>(kChunk, *mask + 1 - first));
+    for (int64_t first = 0; first < slots && out.size() < maxCount; first += kChunk) {
+        size_t n = static_cast<size_t>(std::min<int64_t>(kChunk, slots - first));
         raw.resize(n * 2);  // setentry {key, hash}
         if (!memory_.readExact(*table + first * 16, raw.data(), n * 16)) return std::nullopt;
         for (size_t i = 0; i < n && out.size() < maxCount; ++i) {

@@ -112,10 +112,15 @@ std::optional<std::vector<DictEntry>> readPyDictKeys(const Memory& memory, const
     // more than maxEntries' worth of live ones kept.
     std::vector<DictEntry> out;
     constexpr size_t kChunk = 1024;
+    // A truncated read scans at most this many entries: garbage that reads as a huge table of
+    // deleted entries (zero pages) ends here.
+    constexpr int64_t kMaxScanned = int64_t(1) << 20;
+    if (*nentries > kMaxScanned && !truncate) return std::nullopt;
     std::vector<uint8_t> raw;
     std::vector<uint64_t> vals;
-    for (int64_t first = 0; first < *nentries && out.size() < maxEntries; first += kChunk) {
-        size_t n = static_cast<size_t>(std::min<int64_t>(kChunk, *nentries - first));
+    int64_t scanned = std::min(*nentries, kMaxScanned);
+    for (int64_t first = 0; first < scanned && out.size() < maxEntries; first += kChunk) {
+        size_t n = static_cast<size_t>(std::min<int64_t>(kChunk, scanned - first));
         raw.resize(n * entrySize);
         if (!memory.readExact(entries + first * entrySize, raw.data(), raw.size())) return std::nullopt;
         if (values) {

@@ -12,6 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
+import locals_facts  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import between, gdb, marked  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -149,6 +150,37 @@ def started_by_gdb(args):
     expect(len(interp["tstates"]) == 3, "three thread states", ours)
 
 
+def locals_core(args):
+    """py-tstates --locals on a core of Debian's python3.11 (objects_program.py): the program's own
+    account of waiter's locals, the CLI's JSON for the same core, and CPython's own py-locals in
+    the same gdb (python3.11-dbg's libpython gdb script)."""
+    python = "/usr/bin/python3.11"
+    facts, core = scenario.take_core([python, locals_facts.PROGRAM], "gcore")
+    try:
+        _, out = gdb(args.gdb_script, [python, core], marked("json", "py-tstates --locals --json") +
+                     marked("text", "py-tstates --locals") + ["py-up", "py-up"] + marked("pylocals", "py-locals"))
+        ours = json.loads(between(out, "json"))
+        problems = locals_facts.json_problems(ours, facts) + locals_facts.text_problems(between(out, "text"), facts)
+        said = locals_facts.gdb_py_locals(between(out, "pylocals"))
+        problems += locals_facts.gdb_problems(ours, said)
+        status, cli, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json", "--locals"])
+        expect(locals_facts.all_frames(ours) == locals_facts.all_frames(cli), "gdb and the CLI report the same frames and locals", ours)
+        expect(not problems, "py-tstates --locals: " + "; ".join(problems))
+        print("waiter's %d locals as the program gives them; %d of py-locals' agree" % (len(facts["waiter_locals"]), len(said)))
+    finally:
+        scenario.cleanup(core)
+
+
+def locals_live(args):
+    """py-tstates --locals in gdb attached to a running python3.11: the program's own account."""
+    with scenario.running(["/usr/bin/python3.11", locals_facts.PROGRAM]) as (proc, facts):
+        _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates --locals --json"))
+        ours = json.loads(between(out, "json"))
+        problems = locals_facts.json_problems(ours, facts)
+        expect(not problems, "py-tstates --locals, live: " + "; ".join(problems))
+        expect(proc.poll() is None, "the program runs on after gdb detached")
+
+
 def errors(args):
     _, out = gdb(args.gdb_script, [], marked("none", "py-tstates") + marked("help", "help py-tstates") + marked("bad", "py-tstates-check --frames x"))
     expect("no process or core" in out and "Traceback" not in out, "no inferior: one line\n" + out)
@@ -182,10 +214,11 @@ def main():
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
     p.add_argument("--build-dir")
-    p.add_argument("case", choices=["seed-core", "crash-cores", "live-attach", "started-by-gdb", "errors", "installed", "gdbserver"])
+    p.add_argument("case", choices=["seed-core", "crash-cores", "live-attach", "started-by-gdb", "errors", "installed", "gdbserver",
+                                    "locals-core", "locals-live"])
     args = p.parse_args()
     {"seed-core": seed_core, "crash-cores": crash_cores, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors,
-     "installed": installed, "gdbserver": through_gdbserver}[args.case](args)
+     "installed": installed, "gdbserver": through_gdbserver, "locals-core": locals_core, "locals-live": locals_live}[args.case](args)
     print("PASS gdb " + args.case)
 
 

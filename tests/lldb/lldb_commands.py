@@ -9,6 +9,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
+import locals_facts  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import as_json, lldb, sections  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -97,6 +98,30 @@ def live(args):
         expect(scenario.still_answers(proc), "the process runs on after lldb detached")
 
 
+def locals_cases(args, kind):
+    """py-tstates --locals in lldb on a core of Debian's python3.11 (objects_program.py) and attached
+    to it running: the program's own account of waiter's locals, and (core) the CLI's JSON."""
+    python = "/usr/bin/python3.11"
+    if kind == "core":
+        facts, core = scenario.take_core([python, locals_facts.PROGRAM], "gcore")
+        try:
+            _, lines = lldb(args.plugin, ["--core", core, python], ["py-tstates --locals --json", "py-tstates --locals"])
+            out = sections(lines)
+            ours = as_json(out["py-tstates --locals --json"])
+            problems = locals_facts.json_problems(ours, facts) + locals_facts.text_problems(out["py-tstates --locals"], facts)
+            _, cli, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json", "--locals"])
+            expect(locals_facts.all_frames(ours) == locals_facts.all_frames(cli), "lldb and the CLI report the same frames and locals", ours)
+        finally:
+            scenario.cleanup(core)
+    else:
+        with scenario.running([python, locals_facts.PROGRAM]) as (proc, facts):
+            _, lines = lldb(args.plugin, ["-p", str(proc.pid)], ["py-tstates --locals --json"])
+            ours = as_json(sections(lines)["py-tstates --locals --json"])
+            problems = locals_facts.json_problems(ours, facts)
+            expect(proc.poll() is None, "the program runs on after lldb detached")
+    expect(not problems, "py-tstates --locals (%s): %s" % (kind, "; ".join(problems)))
+
+
 def errors(args):
     code, lines = lldb(args.plugin, [], ["help py-tstates", "py-tstates"])
     out = sections(lines)
@@ -118,7 +143,7 @@ def main():
     p.add_argument("--pytstates", required=True)
     p.add_argument("--plugin", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["seed-core", "seed-crash-core", "first-repro-crash-core", "live", "errors"])
+    p.add_argument("case", choices=["seed-core", "seed-crash-core", "first-repro-crash-core", "live", "errors", "locals-core", "locals-live"])
     args = p.parse_args()
     if args.case == "seed-core":
         seed_core(args, "gcore")
@@ -128,6 +153,8 @@ def main():
         first_repro_crash(args)
     elif args.case == "live":
         live(args)
+    elif args.case in ("locals-core", "locals-live"):
+        locals_cases(args, args.case.split("-")[1])
     else:
         errors(args)
     print("PASS lldb " + args.case)

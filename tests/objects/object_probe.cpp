@@ -3,7 +3,8 @@
 // what it read as one JSON object, for objects_test.py to compare with what the program printed
 // about itself and with gdb.
 //
-// Usage: object_probe CORE [object ADDR]... [global MODULE NAME]... [gen ADDR]...
+// Usage: object_probe [--no-dwarf] CORE [object ADDR]... [global MODULE NAME]... [gen ADDR]...
+//   --no-dwarf: the layout from _Py_DebugOffsets and the built-in tables only.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -64,6 +65,12 @@ json describeObject(const ObjectReader& objects, uint64_t object) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+    bool useDwarf = true;
+    if (argc > 1 && std::string(argv[1]) == "--no-dwarf") {
+        useDwarf = false;
+        ++argv;
+        --argc;
+    }
     if (argc < 2) {
         std::fprintf(stderr, "usage: object_probe CORE [object ADDR]... [global MODULE NAME]... [gen ADDR]...\n");
         return 2;
@@ -71,7 +78,7 @@ int main(int argc, char** argv) try {
     CoreOptions options;
     options.corePath = argv[1];
     CoreTarget target(options);
-    RuntimeSearch search = findRuntimes(target, 64);
+    RuntimeSearch search = walkRuntimes(target, findRuntimeCandidates(target, useDwarf), 64);
     if (search.runtimes.empty() || search.runtimes[0].interpreters.empty()) {
         std::fprintf(stderr, "object_probe: no CPython runtime in the core\n");
         return 2;
@@ -141,6 +148,12 @@ int main(int argc, char** argv) try {
                     for (const auto& l : frames.locals(frame)) locals[l.name] = repr(objects, l.value);
                     g["locals"] = locals;
                 }
+            }
+            if (frame) {
+                json stack = json::array();
+                for (uint64_t v : frames.valueStack(frame, 16)) stack.push_back(v ? json(hexAddress(v)) : json(nullptr));
+                g["value_stack"] = stack;
+                g["state"] = layout.genFrameState != kAbsent ? json(target.readValue<int8_t>(a + layout.genFrameState).value_or(-99)) : json(nullptr);
             }
             uint64_t yf = frames.yieldFrom(a);
             g["yield_from"] = yf ? json(hexAddress(yf)) : json(nullptr);

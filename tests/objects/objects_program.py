@@ -8,6 +8,7 @@ import threading
 import time
 
 GLOBAL_COUNTER = 12345
+WAIT_LOCK = threading.Lock()  # waiter waits inside `with WAIT_LOCK:` (a block <= 3.10, a handler 3.11+)
 
 
 class Plain:
@@ -59,15 +60,18 @@ def make():
     return objs
 
 
+def r(v):
+    """The value as pytstates --locals shows it."""
+    if isinstance(v, (str, bytes)) and len(v) > 80:
+        return repr(v[:80]) + "..."
+    if isinstance(v, int) and not isinstance(v, Big) and not -(2**63) <= v < 2**63:
+        return "<int at %#x>" % id(v)  # no short repr past int64
+    if isinstance(v, (int, float, str, bytes, type(None))) and not isinstance(v, Big):
+        return repr(v)
+    return "<%s at %#x>" % (type(v).__name__, id(v))
+
+
 def expected(objs):
-    def r(v):
-        if isinstance(v, (str, bytes)) and len(v) > 80:
-            return repr(v[:80]) + "..."
-        if isinstance(v, int) and not isinstance(v, Big) and not -(2**63) <= v < 2**63:
-            return "<int at %#x>" % id(v)  # no short repr past int64
-        if isinstance(v, (int, float, str, bytes, type(None))) and not isinstance(v, Big):
-            return repr(v)
-        return "<%s at %#x>" % (type(v).__name__, id(v))
     facts = {"version": "%d.%d" % sys.version_info[:2], "objects": {}, "scalars": []}
     for key in ("plain", "many", "mixed", "dict_first", "big"):
         o = objs[key]
@@ -118,10 +122,20 @@ def waiter(arg_text, arg_number, *rest, flag=True, **extra):
         return captured
 
     waiting_line = 1  # the frame waits below
-    sys.stdout.write(json.dumps(FACTS) + "\n")
-    sys.stdout.flush()
-    while True:
-        time.sleep(1)
+    FACTS["waiter_locals"] = {k: r(v) for k, v in locals().items()}
+    with WAIT_LOCK:
+        while True:
+            snooze(FACTS)
+
+
+def snooze(facts):
+    """Sleeps; the first time, says where its caller (waiter) is: frame.f_lasti is, in every
+    version, the bytes from the code's first instruction to the one the frame runs (the call)."""
+    if "waiter_lasti" not in facts:
+        facts["waiter_lasti"] = sys._getframe(1).f_lasti
+        sys.stdout.write("FACTS " + json.dumps(facts) + "\nREADY\n")
+        sys.stdout.flush()
+    time.sleep(1)
 
 
 if __name__ == "__main__":
@@ -136,4 +150,6 @@ if __name__ == "__main__":
     FACTS["coro_await"] = id(coro.cr_await)
     FACTS["gen_yieldfrom"] = id(gen.gi_yieldfrom)
     FACTS["thread"] = threading.get_native_id()
+    FACTS["globals"] = id(globals())
+    FACTS["waiter_exception_table"] = len(getattr(waiter.__code__, "co_exceptiontable", b""))
     waiter("text-arg", 7, "rest1", flag=False, kw="x")

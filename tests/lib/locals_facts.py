@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""--locals held against tests/objects/objects_program.py's own account of waiter's locals
+(FACTS["waiter_locals"]: each value as --locals shows it) and against gdb's py-locals."""
+import os
+import re
+import subprocess
+
+PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "objects", "objects_program.py")
+
+
+def waiter_frame(report):
+    """The waiter frame of the JSON report (tstates/check --locals --json)."""
+    for runtime in report["runtimes"]:
+        for interp in runtime["interpreters"]:
+            for ts in interp["tstates"]:
+                for f in ts["frames"]:
+                    if f["function"] == "waiter":
+                        return f
+    return None
+
+
+def all_frames(report):
+    """Every thread state's frame of the report, with its locals."""
+    return [f for rt in report["runtimes"] for i in rt["interpreters"] for t in i["tstates"] for f in t["frames"]]
+
+
+def json_problems(report, facts):
+    """What differs between the report's waiter locals and the program's; [] when they agree.
+    Every frame carries "locals"; a scalar's value is its repr, anything else has value null and
+    the type and address the program's <type at 0x...> names."""
+    problems = []
+    frames = [f for rt in report["runtimes"] for i in rt["interpreters"] for t in i["tstates"] for f in t["frames"]]
+    if not frames or any("locals" not in f for f in frames):
+        problems.append("not every frame has locals: %r" % frames)
+    frame = waiter_frame(report)
+    if frame is None:
+        return problems + ["no waiter frame"]
+    mine = {}
+    for l in frame["locals"]:
+        mine[l["name"]] = l["value"] if l["value"] is not None else "<%s at %s>" % (l["type"], l["address"])
+    if mine != facts["waiter_locals"]:
+        problems.append("waiter's locals: the program says %r, pytstates %r" % (facts["waiter_locals"], mine))
+    args = [l["name"] for l in frame["locals"] if l["kind"] == "arg"]
+    if args != ["arg_text", "arg_number", "flag", "rest", "extra"]:
+        problems.append("waiter's arguments (first, in co_varnames order): %r" % args)
+    return problems
+
+
+def text_problems(text, facts):
+    """The text form: Arguments:/Locals: under the waiter frame, one `name = value` line each."""
+    problems = []
+    m = re.search(r"#\d+ waiter \([^)]*\)\n((?:\s{8,}.*\n)+)", text)
+    if not m:
+        return ["no waiter frame with locals in:\n" + text[-2000:]]
+    block = m.group(1)
+    for heading in ("Arguments:", "Locals:"):
+        if heading not in block:
+            problems.append("no %s under waiter:\n%s" % (heading, block))
+    for name, value in facts["waiter_locals"].items():
+        if "\n              %s = %s\n" % (name, value) not in "\n" + block and ("  %s = %s\n" % (name, value)) not in block:
+            problems.append("no line '%s = %s' under waiter:\n%s" % (name, value, block))
+    return problems
+
+
+def gdb_py_locals(gdb_output):
+    """name -> value of gdb's `py-locals` for waiter ("Locals for waiter" section)."""
+    values, inside = {}, False
+    for line in gdb_output.splitlines():
+        if line.startswith("Locals for "):
+            inside = line == "Locals for waiter"
+            continue
+        m = re.match(r"^(\w+) = (.*)$", line)
+        if m and inside:
+            values[m.group(1)] = m.group(2)
+    return values
+
+
+def gdb_problems(report, py_locals):
+    """gdb's py-locals (CPython's own libpython gdb script) against the report, for the values both
+    give as literals (gdb shows floats as <float at remote ...>: not compared). [] when they agree;
+    a gdb that shows no locals is a problem too."""
+    if not py_locals:
+        return ["gdb's py-locals printed nothing for waiter"]
+    frame = waiter_frame(report) or {"locals": []}
+    mine = {l["name"]: l["value"] for l in frame["locals"]}
+    problems, compared = [], 0
+    for name, value in py_locals.items():
+        if value.startswith("<") or mine.get(name) is None:
+            continue
+        compared += 1
+        if mine[name] != value:
+            problems.append("gdb's py-locals says %s = %s, pytstates %s" % (name, value, mine[name]))
+    if compared < 4:
+        problems.append("only %d of gdb's py-locals compared: %r" % (compared, py_locals))
+    return problems
+
+
+def gdb_py_locals_of_core(core, executable="/usr/bin/python3.11"):
+    out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex", "add-auto-load-safe-path /usr",
+                          "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals", executable, core],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    return gdb_py_locals(out.stdout.decode(errors="replace"))
