@@ -93,6 +93,15 @@ struct JoinedThread {  // the joined thread's struct pthread
     int lwp = 0;
     bool late = false;
 };
+struct WithBlock {  // a frame of `lwp` that executes the body of `with <object>:`, by its code's exception table or block stack
+    int lwp = 0;
+    uint64_t object = 0;
+    uint64_t frame = 0;
+    std::string function, file;
+    int line = -1;       // where the frame is now
+    int withLine = -1;   // the `with` statement's line (its cleanup's); -1 unknown
+    std::string layout;  // where the frame's fields were read from
+};
 struct AttachedState {  // an attached thread state's state field, which a stop of the world waits on
     uint64_t object = 0;
     int lwp = 0;
@@ -104,7 +113,8 @@ struct AttachedState {  // an attached thread state's state field, which a stop 
 using FindingSource =
     std::variant<source::Current, source::AutoTss, source::Pybind11Key, source::RuntimeCurrent, source::Gil, source::ThreadList,
                  source::RunnerStack, source::GreenletState, source::FrameStack, source::InternalsRecord, source::RuntimeCopy,
-                 source::NativeStack, source::GilHolder, source::LockOwner, source::JoinedThread, source::AttachedState>;
+                 source::NativeStack, source::GilHolder, source::LockOwner, source::JoinedThread, source::AttachedState,
+                 source::WithBlock>;
 
 // The thread a pointer source belongs to; none for the others.
 std::optional<int> sourceLwp(const FindingSource& s);

@@ -370,7 +370,8 @@ std::string deadlockMessage(const Finding& f) {
     for (const auto& s : cycle) {
         if (s.ownerReadLate) late.push_back(s.lwp);
         chain += (chain.empty() ? "" : "; ") + std::string("LWP ") + std::to_string(s.lwp) + " " + waitWords(s.waitsFor, s.object, s.call) +
-                 heldByWords(s.waitsFor, s.heldBy);
+                 pythonWaitWords(s.pythonKind, s.pythonObject, s.pythonName) + heldByWords(s.waitsFor, s.heldBy) +
+                 holderWords(s.holderEvidence, s.holderAt, s.holderWithLine, s.holderName);
     }
     // A stop of the world in the cycle: the thread it waits for blocks while attached.
     const CycleStep* stop = nullptr;
@@ -499,6 +500,11 @@ std::string sourceWords(const FindingSource& s) {
                 return "struct pthread at " + hexAddress(j.object) + " of LWP " + std::to_string(j.lwp) + " (the joined thread)" +
                        (j.late ? ", its TID read from the running process after the stop ended" : "");
             },
+            [](const source::WithBlock& w) {
+                return "the with-block of LWP " + std::to_string(w.lwp) + " holding " + hexAddress(w.object) + ": " + w.function + " (" +
+                       w.file + ":" + std::to_string(w.line) + ")" + (w.withLine > 0 ? ", `with` at line " + std::to_string(w.withLine) : "") +
+                       ", frame " + hexAddress(w.frame) + " (layout from " + w.layout + ")";
+            },
             [](const source::AttachedState& a) {
                 return "PyThreadState.state at " + hexAddress(a.object) + " (layout from " + layoutFrom(a.layout) +
                        "): attached, run by LWP " + std::to_string(a.lwp);
@@ -572,6 +578,27 @@ std::string waitWouldWords(WaitKind kind, uint64_t object, const std::string& ca
         case WaitKind::None: return "run";
     }
     return "";
+}
+
+std::string pythonWaitWords(const std::string& kind, uint64_t object, const std::string& name) {
+    std::string named = name.empty() ? "" : " `" + name + "`";
+    if (kind.empty()) return named;
+    static const std::map<std::string, std::string> kTypes = {{"condition", "Condition"}, {"event", "Event"}, {"queue", "Queue"},
+                                                              {"semaphore", "Semaphore"}, {"join", "Thread"}};
+    auto type = kTypes.find(kind);
+    std::string what = type == kTypes.end() ? kind : type->second;
+    return std::string(kind == "join" ? ", a join of " : ", a wait on ") + what + (object ? " " + hexAddress(object) : "") + named;
+}
+
+std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine, const std::string& name) {
+    if (evidence != "with-block" || !at) return "";
+    return " (" + (name.empty() ? std::string() : "as `" + name + "`, ") + "a with-block in " + at->function + " at " + at->file + ":" + std::to_string(at->line) +
+           (withLine > 0 ? ", `with` at line " + std::to_string(withLine) : "") + ")";
+}
+
+std::string blockedOnWords(const BlockedOn& b) {
+    return waitWords(b.kind, b.object, b.call) + pythonWaitWords(b.pythonKind, b.pythonObject, b.pythonName) +
+           heldByWords(b.kind, b.heldBy) + holderWords(b.holderEvidence, b.holderAt, b.holderWithLine, b.holderName);
 }
 
 std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy) {

@@ -29,4 +29,12 @@ std::string waitWouldWords(WaitKind kind, uint64_t object, const std::string& ca
 // " held by LWP 12", or for a stop of the world ", waiting for LWP 12 to detach"; "" for nobody.
 std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy);
 
+// Python's own waits (commands/python_waits): " `second`" or ", a wait on Event 0x... `self._ready`"
+// after a Python lock's words; "" when the frames said nothing.
+std::string pythonWaitWords(const std::string& kind, uint64_t object, const std::string& name);
+// " by a with-block at file.py:22 (take)" after heldByWords for a holder its with-block shows.
+std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine, const std::string& name);
+// A thread's wait in full: its kind and object, the Python words, its holder and the holder's evidence.
+std::string blockedOnWords(const BlockedOn& b);
+
 }  // namespace pytstates

@@ -196,11 +196,23 @@ void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
     w.field("frame", b.frame);
     stringOrNull(w, "function", b.function);
     w.field("held_by", b.heldBy);
-    w.field("kind", waitKindName(b.kind));
+    // Python's own waits (commands/python_waits): the holder's frame, the evidence, the kind the
+    // Python frames say (condition, event, queue, semaphore, join), the object's name and address.
+    if (b.holderAt) {
+        w.key("holder");
+        frameJson(w, *b.holderAt);
+    }
+    if (!b.holderEvidence.empty()) w.field("holder_evidence", b.holderEvidence);
+    if (!b.holderName.empty()) w.field("holder_python_name", b.holderName);
+    if (b.holderWithLine > 0) w.field("holder_with_line", b.holderWithLine);
+    w.field("kind", b.pythonKind.empty() ? waitKindName(b.kind) : b.pythonKind.c_str());
     if (!b.layoutSource.empty()) w.field("layout_source", b.layoutSource);
     if (!b.note.empty()) w.field("note", b.note);
     addressOrNull(w, "object", b.object);
+    if (b.objectFromFrame) w.field("object_from", "python-frame");  // the `with` being entered, not the native frame
     if (b.ownerReadLate) w.field("owner_read_after_resume", true);
+    if (b.kind == WaitKind::PythonLock) stringOrNull(w, "python_name", b.pythonName);
+    if (b.pythonObject) addressOrNull(w, "python_object", b.pythonObject);
     if (b.duringFinalization) w.field("runtime_finalizing", true);  // a GIL wait that never ends
     w.endObject();
 }
@@ -229,8 +241,14 @@ void findingJson(JsonWriter& w, const Finding& f) {
             w.beginObject();
             addWhere(w, step.at, step.pythonAt);
             w.field("held_by", step.heldBy);
+            if (step.holderAt) {  // Python's own waits: where a with-block shows the holder holding it
+                w.key("holder");
+                frameJson(w, *step.holderAt);
+            }
+            if (!step.holderEvidence.empty()) w.field("holder_evidence", step.holderEvidence);
             w.field("lwp", step.lwp);
             addressOrNull(w, "object", step.object);
+            if (step.waitsFor == WaitKind::PythonLock) stringOrNull(w, "python_name", step.pythonName);
             w.field("waits_for", waitKindName(step.waitsFor));
             w.endObject();
         }

@@ -199,9 +199,15 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 std::string call = row && row->blockedOn ? row->blockedOn->call : "";
                 out << "  " << (i ? "-> " : "   ") << threadLabel(report, s.lwp, options) << "  "
                     << (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil ? "holds the GIL, " : "")
-                    << waitWords(s.waitsFor, s.object, call) << heldByWords(s.waitsFor, s.heldBy) << "\n";
+                    << waitWords(s.waitsFor, s.object, call) << pythonWaitWords(s.pythonKind, s.pythonObject, s.pythonName)
+                    << heldByWords(s.waitsFor, s.heldBy) << "\n";
                 std::string at = waitAt(s.at, s.pythonAt);
                 if (!at.empty()) out << "         " << at << "\n";
+                // Where the holder holds it, when a with-block is the evidence.
+                if (s.holderEvidence == "with-block" && s.holderAt && s.heldBy)
+                    out << "         LWP " << *s.heldBy << " holds it" << (s.holderName.empty() ? "" : " as `" + s.holderName + "`")
+                        << " in a with-block: " << waitAt({}, s.holderAt).substr(3)
+                        << (s.holderWithLine > 0 ? ", `with` at line " + std::to_string(s.holderWithLine) : "") << "\n";
             }
             out << "  -> back to LWP " << f.cycle.front().lwp << "\n";
         } else if (info.subject == FindingSubject::Waiters && f.lwp && rows.count(*f.lwp)) {
@@ -535,8 +541,7 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
         }
         out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function)));
         if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
-            out << "  [" << waitWords(t.blockedOn->kind, t.blockedOn->object, t.blockedOn->call) << heldByWords(t.blockedOn->kind, t.blockedOn->heldBy)
-                << finalizingWaitWords(*t.blockedOn) << "]";
+            out << "  [" << blockedOnWords(*t.blockedOn) << finalizingWaitWords(*t.blockedOn) << "]";
         out << threadNameWords(t) << "\n";
     }
 }

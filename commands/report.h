@@ -86,6 +86,16 @@ struct BlockedOn {
     // kind gil: its interpreter (or runtime) is finalizing, so the wait never ends as a wait for
     // the GIL does (commands/python_state)
     bool duringFinalization = false;
+    // Python's own waits (commands/python_waits): what the Python frames say is waited on.
+    std::string pythonKind;           // condition, event, queue, semaphore, join; "": the lock itself (python-lock)
+    uint64_t pythonObject = 0;        // the Condition, Event, Queue, Semaphore or Thread waited on; 0: none
+    std::string pythonName;           // how the nearest frame outside threading/queue/asyncio names it
+    std::string holderEvidence;       // owner-field | with-block | none; "": not a lock's wait
+    std::optional<PyFrame> holderAt;  // with-block: the holder's frame that executes the body
+    int holderWithLine = -1;          // with-block: the `with` statement's line; -1 unknown
+    uint64_t holderObject = 0;        // with-block: what the with-block holds (the lock, or its Condition)
+    std::string holderName;           // with-block: how the holder's frame names what it holds (`first`)
+    bool objectFromFrame = false;     // `object` from the Python frame's `with` being entered, not the native frame
 };
 
 struct ThreadRow {
@@ -123,6 +133,14 @@ struct CycleStep {
     std::string call;                 // BlockedOn::call
     bool ownerReadLate = false;       // BlockedOn::ownerReadLate
     bool holdsGil = false;            // it holds its interpreter's GIL
+    // Python's own waits: BlockedOn's fields of the same names
+    std::string pythonKind;
+    uint64_t pythonObject = 0;
+    std::string pythonName;
+    std::string holderEvidence;
+    std::optional<PyFrame> holderAt;
+    int holderWithLine = -1;
+    std::string holderName;
 };
 
 // Which OS thread runs a listed thread state now, on what evidence, and which thread made it.

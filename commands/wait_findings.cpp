@@ -34,7 +34,11 @@ void addWaitSources(int lwp, const BlockedOn& b, const GilFacts& gil, std::vecto
             if (b.object && b.heldBy) out.emplace_back(source::JoinedThread{b.object, *b.heldBy, b.ownerReadLate});
             break;
         case WaitKind::PythonLock:
-            if (b.object && b.heldBy) out.emplace_back(source::LockOwner{b.kind, b.object, b.layoutSource, b.ownerReadLate});
+            if (b.object && b.heldBy && b.holderEvidence == "with-block" && b.holderAt)
+                out.emplace_back(source::WithBlock{*b.heldBy, b.holderObject, b.holderAt->address, b.holderAt->function, b.holderAt->file,
+                                                   b.holderAt->line, b.holderWithLine, b.layoutSource});
+            else if (b.object && b.heldBy)
+                out.emplace_back(source::LockOwner{b.kind, b.object, b.layoutSource, b.ownerReadLate});
             break;
         case WaitKind::StopTheWorld:
             if (b.object && b.heldBy) out.emplace_back(source::AttachedState{b.object, *b.heldBy, b.layoutSource});
@@ -101,7 +105,8 @@ void addWaitFindings(Report& report) {
         for (int lwp : cycle) {
             inCycle.insert(lwp);
             const BlockedOn& b = *rows[lwp]->blockedOn;
-            f.cycle.push_back({lwp, b.kind, b.object, b.heldBy, b.at, b.pythonAt, b.call, b.ownerReadLate, gilHolders.count(lwp) != 0});
+            f.cycle.push_back({lwp, b.kind, b.object, b.heldBy, b.at, b.pythonAt, b.call, b.ownerReadLate, gilHolders.count(lwp) != 0,
+                               b.pythonKind, b.pythonObject, b.pythonName, b.holderEvidence, b.holderAt, b.holderWithLine, b.holderName});
             addWaitSources(lwp, b, gilFacts, f.sources);
         }
         report.findings.push_back(std::move(f));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/waits.h"
 
+#include "commands/python_waits.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -19,6 +21,9 @@ namespace {
 constexpr size_t kWaitFrames = 28;
 // Most waits show within this many frames: unwound deeper only when they do not.
 constexpr size_t kFirstFrames = 6;
+// Plain-Lock waiters whose lock's address is read (a DWARF unwind each) even with no with-block
+// holding a lock: more, and only a with-block holding one makes the addresses worth reading.
+constexpr size_t kLockObjectsAlways = 64;
 
 bool isRuntimeModule(const std::string& module) {
     std::string name = baseName(module);
@@ -150,8 +155,9 @@ private:
 
 class WaitReader {
 public:
-    WaitReader(const Target& target, NativeStacks& stacks, const ReportOptions& options, Report& report)
-        : target_(target), stacks_(stacks), options_(options), r_(report) {
+    // withHeld: some thread's frame holds a Python lock by a with-block (commands/python_waits).
+    WaitReader(const Target& target, NativeStacks& stacks, const ReportOptions& options, Report& report, bool withHeld)
+        : target_(target), stacks_(stacks), options_(options), r_(report), withHeld_(withHeld) {
         for (const auto& t : target.threads()) {
             lwpOfPthread_.add(t.pthread, t.lwp);
             lwps_.add(t.lwp, true);
@@ -209,6 +215,25 @@ public:
                 continue;
             auto thread = threadOf.find(row.lwp);
             if (thread != threadOf.end()) row.blockedOn = readOne(*thread->second, row);
+        }
+        // A plain Lock's address (its acquire's self, from DWARF) is read again for its waiters when
+        // a with-block may name their holder, or when they are few: a thousand threads waiting on
+        // one Event, with no with-block holding anything, cost no DWARF unwind each.
+        std::vector<ThreadRow*> lockWaiters;
+        for (auto& row : r_.threads)
+            if (row.blockedOn && row.blockedOn->kind == WaitKind::PythonLock && !row.blockedOn->object &&
+                row.blockedOn->function != "rlock_acquire")
+                lockWaiters.push_back(&row);
+        if (!lockWaiters.empty() && (withHeld_ || lockWaiters.size() <= kLockObjectsAlways || options_.native)) {
+            lockObjects_ = true;
+            for (ThreadRow* row : lockWaiters) {
+                auto thread = threadOf.find(row->lwp);
+                if (thread != threadOf.end()) row->blockedOn = readOne(*thread->second, *row);
+            }
+        } else if (!lockWaiters.empty()) {
+            for (ThreadRow* row : lockWaiters)
+                row->blockedOn->note = "a Lock: held, its owner is not recorded; its address is not read (" + std::to_string(lockWaiters.size()) +
+                                       " threads wait on Python locks and no with-block holds one)";
         }
         // The GIL's waiters are in a finding only when its holder is blocked (a cycle, or the GIL
         // held while blocked): only then are they read again with DWARF, as the hang's frames.
@@ -273,10 +298,12 @@ private:
         }
         auto found = reading->found;
         if (!found) return b;
-        size_t valuesFrame = reading->rlock ? reading->rlockFrame : found->frame;
+        size_t valuesFrame = reading->rlock ? reading->rlockFrame : reading->lock ? reading->lockFrame : found->frame;
         bool rlock = reading->rlock;
+        // A plain _thread.lock records no owner, but its address (lock_PyThread_acquire_lock's
+        // self) is what a holder's with-block is matched against (commands/python_waits).
         bool owned = found->wait.kind == WaitKind::Mutex || found->wait.kind == WaitKind::Rwlock ||
-                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && rlock);
+                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && (rlock || (reading->lock && lockObjects_)));
         // The threads a hang is made of (an owner to find, the GIL's holder) or --native: again with
         // DWARF, for inlined calls, source lines and the wait function's parameters; the frame
         // indexes are then those of --native.
@@ -384,6 +411,8 @@ private:
         // Only an RLock records its owner: a plain Lock (every Event, Condition, queue) has none.
         bool rlock = false;
         size_t rlockFrame = 0;
+        bool lock = false;  // a plain _thread.lock's acquire (lock_PyThread_acquire_lock): its self is the lock
+        size_t lockFrame = 0;
         std::optional<size_t> caller;  // callerFrame() past the wait function
         bool parked = false;           // a Python lock's wait in the parking lot (parksInCpython)
     };
@@ -412,6 +441,9 @@ private:
                     r.rlock = true;
                     r.rlockFrame = i;
                     break;
+                } else if (!r.lock && bareFunctionName(frames[i].function) == "lock_PyThread_acquire_lock") {
+                    r.lock = true;
+                    r.lockFrame = i;
                 }
             r.caller = callerFrame(frames, r.found->frame + 1, cpythonModules_);
             r.parked = r.found->wait.kind == WaitKind::PythonLock && parksInCpython(frames[r.found->frame].function);
@@ -557,7 +589,15 @@ private:
             else b.note = "the RLock's owner " + hexAddress(*owner) + " is not a thread of this process";
             return;
         }
-        b.note = "a Lock or PyMutex: held, its owner is not recorded";
+        // threading.Lock (and the lock under a Condition, Semaphore, Event, Queue, join):
+        // lock_PyThread_acquire_lock's self is the lock. Who holds it no field says: a holder's
+        // with-block may (commands/python_waits).
+        for (size_t i = index; i < frames.size(); ++i) {
+            if (bareFunctionName(frames[i].function) != "lock_PyThread_acquire_lock") continue;
+            if (auto self = parameter(frames[i], {"self"})) b.object = *self;
+            break;
+        }
+        b.note = b.object ? "a Lock: held, its owner is not recorded" : "a Lock or PyMutex: held, its owner is not recorded";
     }
 
     const Runtime* runtimeOf(const ThreadRow& row) const {
@@ -574,6 +614,8 @@ private:
     std::set<std::string> cpythonModules_;
     std::set<int> gilHolders_;
     bool refineGilWaiters_ = false;  // set once a GIL holder is found blocked (run())
+    bool withHeld_ = false;          // a frame holds a Python lock by a with-block
+    bool lockObjects_ = false;       // plain Locks' waiters are read with DWARF for the lock's address (run())
     FrozenMap<int, const PyFrame*> pythonTop_;  // LWP -> its innermost Python frame (in the report)
     FrozenMap<uint64_t, const Interpreter*> interpOfTstate_;
     FrozenMap<int, const Runtime*> runtimeOfLwp_;
@@ -607,7 +649,9 @@ void readWaits(const Target& target, NativeStacks& stacks, const ReportOptions& 
         for (const auto& interp : rt.interpreters)
             if (interp.gilDisabled)
                 report.waitNotes.push_back("CPython " + rt.version + " runs without a GIL (free-threaded): no thread waits for one");
-    WaitReader(target, stacks, options, report).run();
+    PythonWaits python(target, options, report);
+    WaitReader(target, stacks, options, report, python.anyHeld()).run();
+    python.run();
 }
 
 }  // namespace pytstates
