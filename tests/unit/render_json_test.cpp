@@ -257,8 +257,21 @@ Report richReport(TargetKind kind) {
     r.findings.push_back(stale);
     Finding deadlock = finding(FindingCode::Deadlock, 100, 0,
                                {source::NativeStack{100, 2, kBad, false}, source::LockOwner{WaitKind::Mutex, 0x99000, "dwarf", true}});
-    deadlock.cycle.push_back({100, WaitKind::Mutex, 0x99000, 101, nativeFrame(kBad, 2), PyFrame{0xd000, "wait", kBad, 4, false}, kBad, true, true});
-    deadlock.cycle.push_back({101, WaitKind::Gil, 0, std::nullopt, NativeFrame{}, std::nullopt, "", false, false});
+    CycleStep mutexStep;
+    mutexStep.lwp = 100;
+    mutexStep.waitsFor = WaitKind::Mutex;
+    mutexStep.object = 0x99000;
+    mutexStep.heldBy = 101;
+    mutexStep.at = nativeFrame(kBad, 2);
+    mutexStep.pythonAt = PyFrame{0xd000, "wait", kBad, 4, false};
+    mutexStep.call = kBad;
+    mutexStep.ownerReadLate = true;
+    mutexStep.holdsGil = true;
+    deadlock.cycle.push_back(mutexStep);
+    CycleStep gilStep;
+    gilStep.lwp = 101;
+    gilStep.waitsFor = WaitKind::Gil;
+    deadlock.cycle.push_back(gilStep);
     r.findings.push_back(deadlock);
     Finding gil = finding(FindingCode::GilHeldWhileBlocked, std::nullopt, 0x20000, {source::NativeStack{101, std::nullopt, kBad, true}});
     gil.blocked = blockedOn(WaitKind::Syscall, kBad);
@@ -272,8 +285,18 @@ Report richReport(TargetKind kind) {
     stop.waiters = {100};
     r.findings.push_back(stop);
     Finding stopCycle = finding(FindingCode::Deadlock, 100, 0, {});
-    stopCycle.cycle.push_back({100, WaitKind::StopTheWorld, 0x30000, 102, NativeFrame{}, std::nullopt, "gc", false, false});
-    stopCycle.cycle.push_back({102, WaitKind::Mutex, 0x99000, 100, NativeFrame{}, std::nullopt, "", false, true});
+    auto step = [](int lwp, WaitKind kind, uint64_t object, int heldBy, const char* call, bool holdsGil) {
+        CycleStep s;
+        s.lwp = lwp;
+        s.waitsFor = kind;
+        s.object = object;
+        s.heldBy = heldBy;
+        s.call = call;
+        s.holdsGil = holdsGil;
+        return s;
+    };
+    stopCycle.cycle.push_back(step(100, WaitKind::StopTheWorld, 0x30000, 102, "gc", false));
+    stopCycle.cycle.push_back(step(102, WaitKind::Mutex, 0x99000, 100, "", true));
     r.findings.push_back(stopCycle);
     r.waitNotes = {kBad};
     r.warnings = {"w", kBad};
