@@ -34,6 +34,12 @@ std::string tstateNameWords(const Report& report, uint64_t tstate) {
     return "";
 }
 
+std::string lwpNameWords(const Report& report, int lwp) {
+    for (const auto& row : report.threads)
+        if (row.lwp == lwp && row.name && row.nameSource == "threading") return " " + quoted(*row.name);
+    return "";
+}
+
 std::string interpreterStateWords(const Report& report, const Interpreter& interp) {
     auto it = report.interpreterStates.find(interp.address);
     if (it == report.interpreterStates.end()) return "";

@@ -13,6 +13,8 @@ namespace pytstates {
 std::string threadNameWords(const ThreadRow& row);
 // The same for a thread state's line: only a name Python gave the thread that runs it.
 std::string tstateNameWords(const Report& report, uint64_t tstate);
+// " \"worker-3\"" after a thread's label in CRASH, HANG and the findings: only a name Python gave it.
+std::string lwpNameWords(const Report& report, int lwp);
 // "state: finalizing (Py_FinalizeEx on LWP 12, thread state 0x...)  GC: collecting on LWP 12"; empty
 // when the interpreter's state was not read.
 std::string interpreterStateWords(const Report& report, const Interpreter& interp);

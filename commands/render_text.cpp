@@ -53,7 +53,7 @@ std::string threadLabel(const Report& report, int lwp, const RenderOptions& opti
     if (options.showDebuggerThreads)
         for (const auto& t : report.threads)
             if (t.lwp == lwp && t.debuggerThread) label += " (thread " + std::to_string(t.debuggerThread) + ")";
-    return label;
+    return label + lwpNameWords(report, lwp);
 }
 
 // C++ names of templates and lambdas run to hundreds of characters: on one screen, long ones keep
