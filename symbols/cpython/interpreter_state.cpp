@@ -56,7 +56,9 @@ InterpreterStateLayout interpreterStateLayout(const Target& target, const Runtim
                         layout.gcCollecting = *rgc;
                         layout.gcInRuntime = true;
                     }
-                    layout.source = "DWARF of " + mod.debugElf->path();
+                    // Not the debug file's path: where it was found (a sysroot, debuginfod) is
+                    // target.files' to say; the report is the same whichever way it came.
+                    layout.source = "DWARF";
                     return layout;
                 }
             }
