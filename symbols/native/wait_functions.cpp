@@ -89,7 +89,9 @@ WaitFunction waitFunction(const std::string& function) {
                                                  "rlock_acquire", "lock_PyThread_acquire_lock", "lock_acquire",
                                                  "PyMutex_LockTimed", "PyMutex_LockSlow", "PyMutex_Lock",
                                                  "PyRecursiveMutex_Lock", "PyRecursiveMutex_LockTimed",
-                                                 "PyParkingLot_Park", "PySemaphore_Wait"};
+                                                 "PyParkingLot_Park", "PySemaphore_Wait",
+                                                 // inlined into _PySemaphore_Wait (3.13+): DWARF shows it innermost
+                                                 "PySemaphore_PlatformWait"};
     if (pyLock.count(b)) return {WaitKind::PythonLock, false, {}};
     static const std::set<std::string> condition = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
                                                     "pthread_cond_wait_common", "condition_variable::wait",
@@ -108,7 +110,7 @@ WaitFunction waitFunction(const std::string& function) {
 
 bool parksInCpython(const std::string& function) {
     std::string b = bare(function);
-    return b == "PySemaphore_Wait" || b == "PyParkingLot_Park" || b == "PyEvent_WaitTimed";
+    return b == "PySemaphore_Wait" || b == "PySemaphore_PlatformWait" || b == "PyParkingLot_Park" || b == "PyEvent_WaitTimed";
 }
 
 bool waitsForStopEvent(const std::string& function) { return bare(function) == "PyEvent_WaitTimed"; }
