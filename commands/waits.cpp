@@ -453,7 +453,7 @@ private:
                     r.rlock = true;
                     r.rlockFrame = i;
                     break;
-                } else if (!r.lock && bareFunctionName(frames[i].function) == "lock_PyThread_acquire_lock") {
+                } else if (!r.lock && acquiresPlainLock(frames[i].function)) {
                     r.lock = true;
                     r.lockFrame = i;
                 }
@@ -607,12 +607,16 @@ private:
         std::optional<uint64_t> parked;  // the parking lot's address: the lock's PyMutex (3.13+)
         for (size_t i = index; i < frames.size(); ++i) {
             if (bareFunctionName(frames[i].function) == "PyParkingLot_Park" && !parked) parked = parameter(frames[i], {"addr"});
-            if (bareFunctionName(frames[i].function) != "lock_PyThread_acquire_lock") continue;
-            // 3.14 names it op, and GCC may keep it nowhere: the PyMutex it parks on is in the object.
-            if (auto self = parameter(frames[i], {"self", "op"})) b.object = *self;
-            else if (const Runtime* rt = parked ? runtimeOf(row) : nullptr)
+            if (!acquiresPlainLock(frames[i].function)) continue;
+            // 3.14+: the PyMutex it parks on is in the object. Its address (a direct call's argument)
+            // is trusted over self: 3.14 names self op and GCC keeps it nowhere, and 3.15's clinic
+            // functions called through method_vectorcall_NOARGS's tail call give self an entry value
+            // that is the caller's callable.
+            if (const Runtime* rt = parked ? runtimeOf(row) : nullptr)
                 if (auto offset = lockMutexOffset(target_, *rt, options_.useDwarf))
                     if (*parked > static_cast<uint64_t>(*offset)) b.object = *parked - static_cast<uint64_t>(*offset);
+            for (size_t j = i; !b.object && j < frames.size() && acquiresPlainLock(frames[j].function); ++j)
+                if (auto self = parameter(frames[j], {"self", "op"})) b.object = *self;
             break;
         }
         b.note = b.object ? "a Lock: held, its owner is not recorded" : "a Lock or PyMutex: held, its owner is not recorded";

@@ -35,7 +35,7 @@ RLockLayout rlockLayout(const Target& target, const Runtime& runtime, bool useDw
 }
 
 std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runtime, bool useDwarf) {
-    if (runtime.layout.minor < 13) return std::nullopt;
+    if (runtime.layout.minor < 14) return std::nullopt;  // 3.13's lockobject holds a PyThread_type_lock (lock_lock)
     const auto& modules = target.modules();
     if (useDwarf && runtime.moduleIndex < modules.size()) {
         const LoadedModule& mod = modules[runtime.moduleIndex];
@@ -43,7 +43,7 @@ std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runt
             if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path()))
                 if (auto offset = types->memberOffset("lockobject", "lock")) return *offset;
     }
-    // PyObject_HEAD then the PyMutex, in every GIL build from 3.13 on; a free-threaded head is
+    // PyObject_HEAD then the PyMutex, in every GIL build from 3.14 on; a free-threaded head is
     // longer, known from DWARF only.
     if (runtime.layout.freeThreaded) return std::nullopt;
     return 16;

@@ -20,9 +20,9 @@ struct RLockLayout {
 
 RLockLayout rlockLayout(const Target& target, const Runtime& runtime, bool useDwarf);
 
-// Where a _thread.lock (lockobject) keeps its PyMutex (3.13+), from the lock object's start: what
-// a waiter's parking-lot address is, less this, when its acquire's `self` is optimized out (3.14's
-// lock_PyThread_acquire_lock). Empty before 3.13 (the lock is a pointer) or when unknown.
+// Where a _thread.lock (lockobject) keeps its PyMutex (3.14+), from the lock object's start: a
+// waiter's parking-lot address less this is the lock. Empty before 3.14 (the lock is a
+// PyThread_type_lock pointer) or when unknown.
 std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runtime, bool useDwarf);
 
 // The owner's thread ident (pthread_t), 0 when free; nullopt when unreadable or the layout unknown.
