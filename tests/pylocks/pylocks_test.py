@@ -41,6 +41,13 @@ def python_for(version):
     """The suite's Python, else pyenv's X.Y; None when this machine has none (said, not passed)."""
     if version in (None, scenario.PYTHON_VERSION):
         return scenario.PYTHON
+    if version == "3.13t":  # free-threaded, with DWARF: scripts/python-freethreaded's cached build
+        out = subprocess.run([os.path.join(TOP, "scripts", "python-freethreaded"), "3.13"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            print("a free-threaded CPython 3.13 cannot be built here: %s" % out.stderr.strip())
+            return None
+        return os.path.join(out.stdout.strip().splitlines()[-1], "bin", "python3.13t")
     out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     root = out.stdout.strip()
     versions = os.path.join(root, "versions") if root else ""
@@ -225,7 +232,7 @@ def main():
             raise SystemExit("--kind kernel is for Debian unstable's %s" % " and ".join(SID))
         python = python_for(args.python)
     if python is None:
-        print("CPython %s is not installed here (pyenv): not run" % args.python)
+        print("CPython %s is not installed here (pyenv, scripts/python-freethreaded): not run" % args.python)
         return 77  # ctest's SKIP_RETURN_CODE: counted as skipped, never as passed
     try:
         return run(args, python, env, sysroot, debug_dir)
