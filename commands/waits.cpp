@@ -24,6 +24,9 @@ constexpr size_t kFirstFrames = 6;
 // Plain-Lock waiters whose lock's address is read (a DWARF unwind each) even with no with-block
 // holding a lock: more, and only a with-block holding one makes the addresses worth reading.
 constexpr size_t kLockObjectsAlways = 64;
+// Unnamed glibc frames looked through on top of a wait (glibc 2.43's sem_clockwait: __syscall_cancel_arch,
+// __internal_syscall_cancel, __futex_abstimed_wait_common, do_futex_wait) when glibc's symbols are missing.
+constexpr size_t kUnnamedRuntimeFrames = 6;
 
 bool isRuntimeModule(const std::string& module) {
     std::string name = baseName(module);
@@ -57,7 +60,16 @@ struct Classified {
 // CPython is linked into the executable (Debian 13's python3.13).
 std::optional<Classified> classify(const std::vector<NativeFrame>& frames, const std::set<std::string>& cpython) {
     std::optional<Classified> weak;
+    bool named = false;  // a frame with a name seen: the run of unnamed runtime frames is over
     for (size_t i = 0; i < frames.size(); ++i) {
+        // glibc's internal wait helpers have no symbol without its debug file (Debian's libc6-dbg):
+        // 2.41+'s __syscall_cancel_arch, __futex_abstimed_wait_common, do_futex_wait. Unnamed frames
+        // of the runtime's libraries on top of the stack are looked through: what the first named
+        // frame beneath them waits for is what they wait in (a named non-wait frame: running).
+        if (!named && frames[i].function.empty() && isRuntimeModule(frames[i].module) && !cpython.count(frames[i].module) &&
+            i < kUnnamedRuntimeFrames && i + 1 < frames.size())
+            continue;
+        named = true;
         WaitFunction w = waitFunction(frames[i].function);
         // Dropping the GIL (3.x's forced switch waits for another thread to take it): no owner.
         if (bareFunctionName(frames[i].function) == "drop_gil") return Classified{{WaitKind::Condition, true, {}}, i};
@@ -441,7 +453,7 @@ private:
                     r.rlock = true;
                     r.rlockFrame = i;
                     break;
-                } else if (!r.lock && bareFunctionName(frames[i].function) == "lock_PyThread_acquire_lock") {
+                } else if (!r.lock && acquiresPlainLock(frames[i].function)) {
                     r.lock = true;
                     r.lockFrame = i;
                 }
@@ -592,9 +604,19 @@ private:
         // threading.Lock (and the lock under a Condition, Semaphore, Event, Queue, join):
         // lock_PyThread_acquire_lock's self is the lock. Who holds it no field says: a holder's
         // with-block may (commands/python_waits).
+        std::optional<uint64_t> parked;  // the parking lot's address: the lock's PyMutex (3.13+)
         for (size_t i = index; i < frames.size(); ++i) {
-            if (bareFunctionName(frames[i].function) != "lock_PyThread_acquire_lock") continue;
-            if (auto self = parameter(frames[i], {"self"})) b.object = *self;
+            if (bareFunctionName(frames[i].function) == "PyParkingLot_Park" && !parked) parked = parameter(frames[i], {"addr"});
+            if (!acquiresPlainLock(frames[i].function)) continue;
+            // 3.14+: the PyMutex it parks on is in the object. Its address (a direct call's argument)
+            // is trusted over self: 3.14 names self op and GCC keeps it nowhere, and 3.15's clinic
+            // functions called through method_vectorcall_NOARGS's tail call give self an entry value
+            // that is the caller's callable.
+            if (const Runtime* rt = parked ? runtimeOf(row) : nullptr)
+                if (auto offset = lockMutexOffset(target_, *rt, options_.useDwarf))
+                    if (*parked > static_cast<uint64_t>(*offset)) b.object = *parked - static_cast<uint64_t>(*offset);
+            for (size_t j = i; !b.object && j < frames.size() && acquiresPlainLock(frames[j].function); ++j)
+                if (auto self = parameter(frames[j], {"self", "op"})) b.object = *self;
             break;
         }
         b.note = b.object ? "a Lock: held, its owner is not recorded" : "a Lock or PyMutex: held, its owner is not recorded";

@@ -34,6 +34,21 @@ RLockLayout rlockLayout(const Target& target, const Runtime& runtime, bool useDw
     return layout;
 }
 
+std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runtime, bool useDwarf) {
+    if (runtime.layout.minor < 14) return std::nullopt;  // 3.13's lockobject holds a PyThread_type_lock (lock_lock)
+    const auto& modules = target.modules();
+    if (useDwarf && runtime.moduleIndex < modules.size()) {
+        const LoadedModule& mod = modules[runtime.moduleIndex];
+        if (mod.debugElf && mod.debugElf->hasDebugInfo())
+            if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path()))
+                if (auto offset = types->memberOffset("lockobject", "lock")) return *offset;
+    }
+    // PyObject_HEAD then the PyMutex, in every GIL build from 3.14 on; a free-threaded head is
+    // longer, known from DWARF only.
+    if (runtime.layout.freeThreaded) return std::nullopt;
+    return 16;
+}
+
 std::optional<uint64_t> rlockOwner(const Memory& memory, uint64_t rlock, const RLockLayout& layout) {
     if (layout.owner < 0 || !rlock) return std::nullopt;
     return memory.readValue<uint64_t>(rlock + static_cast<uint64_t>(layout.owner));

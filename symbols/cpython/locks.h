@@ -20,6 +20,11 @@ struct RLockLayout {
 
 RLockLayout rlockLayout(const Target& target, const Runtime& runtime, bool useDwarf);
 
+// Where a _thread.lock (lockobject) keeps its PyMutex (3.14+), from the lock object's start: a
+// waiter's parking-lot address less this is the lock. Empty before 3.14 (the lock is a
+// PyThread_type_lock pointer) or when unknown.
+std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runtime, bool useDwarf);
+
 // The owner's thread ident (pthread_t), 0 when free; nullopt when unreadable or the layout unknown.
 std::optional<uint64_t> rlockOwner(const Memory& memory, uint64_t rlock, const RLockLayout& layout);
 

@@ -13,9 +13,10 @@ namespace pytstates {
 
 namespace {
 
-// PyCFunctionObject.m_ml / m_self and PyMethodObject.im_func / im_self: the same from 3.8 to 3.15
-// on LP64.
-constexpr uint64_t kCFunctionMl = 16, kBoundSelf = 24;
+// PyCFunctionObject.m_ml / m_self and PyMethodObject.im_func / im_self: the first and second
+// pointer after the object's head (ob_type ends it), from 3.8 to 3.15 on LP64: 16 and 24 with a GIL,
+// 32 and 40 in a free-threaded build's longer head.
+uint64_t headEnd(const CPythonLayout& l) { return static_cast<uint64_t>(l.objectType) + 8; }
 constexpr int kMaxChain = 64;     // enclosing handlers followed from one instruction
 constexpr int kMaxBlocks = 20;    // CO_MAXBLOCKS
 
@@ -157,12 +158,12 @@ uint64_t WithBlockReader::boundTo(uint64_t exit) const {
     if (!type) return 0;
     if (*type == "builtin_function_or_method") {
         // A C type's __exit__ (_thread.lock, _thread.RLock): its PyMethodDef names it.
-        auto ml = memory_.readPointer(exit + kCFunctionMl);
+        auto ml = memory_.readPointer(exit + headEnd(layout_));
         auto name = ml && *ml ? memory_.readPointer(*ml) : std::nullopt;
         if (!name || !*name || memory_.readCString(*name, 16).value_or("") != "__exit__") return 0;
-        return memory_.readPointer(exit + kBoundSelf).value_or(0);
+        return memory_.readPointer(exit + headEnd(layout_) + 8).value_or(0);
     }
-    if (*type == "method") return memory_.readPointer(exit + kBoundSelf).value_or(0);  // a Python class's __exit__
+    if (*type == "method") return memory_.readPointer(exit + headEnd(layout_) + 8).value_or(0);  // a Python class's __exit__
     return 0;
 }
 

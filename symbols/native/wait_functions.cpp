@@ -87,9 +87,13 @@ WaitFunction waitFunction(const std::string& function) {
     // CPython's locks: _thread.lock, _thread.RLock, PyMutex and the parking lot (3.13+).
     static const std::set<std::string> pyLock = {"PyThread_acquire_lock_timed", "PyThread_acquire_lock", "acquire_timed",
                                                  "rlock_acquire", "lock_PyThread_acquire_lock", "lock_acquire",
+                                                 "thread_lock_acquire", "thread_lock_acquire_impl", "thread_lock___enter__",
+                                                 "thread_lock___enter___impl",
                                                  "PyMutex_LockTimed", "PyMutex_LockSlow", "PyMutex_Lock",
                                                  "PyRecursiveMutex_Lock", "PyRecursiveMutex_LockTimed",
-                                                 "PyParkingLot_Park", "PySemaphore_Wait"};
+                                                 "PyParkingLot_Park", "PySemaphore_Wait",
+                                                 // inlined into _PySemaphore_Wait (3.13+): DWARF shows it innermost
+                                                 "PySemaphore_PlatformWait"};
     if (pyLock.count(b)) return {WaitKind::PythonLock, false, {}};
     static const std::set<std::string> condition = {"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
                                                     "pthread_cond_wait_common", "condition_variable::wait",
@@ -108,7 +112,13 @@ WaitFunction waitFunction(const std::string& function) {
 
 bool parksInCpython(const std::string& function) {
     std::string b = bare(function);
-    return b == "PySemaphore_Wait" || b == "PyParkingLot_Park" || b == "PyEvent_WaitTimed";
+    return b == "PySemaphore_Wait" || b == "PySemaphore_PlatformWait" || b == "PyParkingLot_Park" || b == "PyEvent_WaitTimed";
+}
+
+bool acquiresPlainLock(const std::string& function) {
+    static const std::set<std::string> names = {"lock_PyThread_acquire_lock", "thread_lock_acquire", "thread_lock_acquire_impl",
+                                                "thread_lock___enter__", "thread_lock___enter___impl"};
+    return names.count(bare(function)) != 0;
 }
 
 bool waitsForStopEvent(const std::string& function) { return bare(function) == "PyEvent_WaitTimed"; }

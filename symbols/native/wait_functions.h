@@ -35,6 +35,10 @@ std::string bareFunctionName(const std::string& function);
 // there is unwound deeper before it is called a Python lock's wait.
 bool parksInCpython(const std::string& function);
 
+// A plain _thread.lock's acquire, whose self is the lock: lock_PyThread_acquire_lock (<= 3.14),
+// Argument Clinic's _thread_lock_acquire / _thread_lock___enter__ and their _impl (3.15).
+bool acquiresPlainLock(const std::string& function);
+
 // Free-threaded CPython's stop of the world, by the functions on the stopping thread's stack:
 // stop_the_world waiting for its event (the other threads detaching), not for its mutex; a stop of
 // every interpreter (_PyEval_StopTheWorldAll); a stop asked for while a thread state is made

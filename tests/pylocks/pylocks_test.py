@@ -5,8 +5,14 @@ that deadlock on plain threading.Lock (with-blocks: the holders claimed; acquire
 of a zoo of waits (Condition, Event, Queue, Semaphore, join, sleep), held against what each
 program printed about itself (get_native_id(), id() of its locks, which thread holds which) and
 against gdb's own reading of the same core or process: lock_PyThread_acquire_lock's `self` in each
-waiter's native stack (DWARF), `py-bt`'s `_thread.lock object at remote 0x...` where CPython's gdb
-scripts load (Debian's python3.11-dbg), and each lock's own `locked` state."""
+waiter's native stack (DWARF; 3.14+, where GCC keeps it nowhere, the PyMutex address the waiter
+parks on less gdb's offset of lockobject.lock), `py-bt`'s `_thread.lock object at remote 0x...` where
+CPython's gdb scripts load (Debian's python3.11-dbg), and each lock's own `locked` state.
+
+Debian unstable's 3.14 / 3.15 (scripts/debian-python's tree, glibc 2.43, DWARF of the release build):
+run as a copy whose PT_INTERP is the tree's ld.so (tests/lib/sid_python.py), cores by the kernel
+(`--kind kernel`: gcore dumps glibc 2.43's threads with all-zero stacks), read with --sysroot. A
+machine where the tree cannot be had says so and exits 77 (skipped)."""
 import argparse
 import os
 import re
@@ -18,8 +24,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import debugger_batch  # noqa: E402
 import gdb_oracle  # noqa: E402
 import scenario  # noqa: E402
+import sid_python  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
+SID = ("3.14", "3.15")  # Debian unstable's, from scripts/debian-python
 SETTLE = 1.0  # READY comes just before the last blocking call
 
 
@@ -32,6 +41,13 @@ def python_for(version):
     """The suite's Python, else pyenv's X.Y; None when this machine has none (said, not passed)."""
     if version in (None, scenario.PYTHON_VERSION):
         return scenario.PYTHON
+    if version == "3.13t":  # free-threaded, with DWARF: scripts/python-freethreaded's cached build
+        out = subprocess.run([os.path.join(TOP, "scripts", "python-freethreaded"), "3.13"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            print("a free-threaded CPython 3.13 cannot be built here: %s" % out.stderr.strip())
+            return None
+        return os.path.join(out.stdout.strip().splitlines()[-1], "bin", "python3.13t")
     out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     root = out.stdout.strip()
     versions = os.path.join(root, "versions") if root else ""
@@ -43,30 +59,41 @@ def python_for(version):
     return None
 
 
-def gdb_reading(python, target, lwps):
-    """What gdb reads, by DWARF alone: per LWP, lock_PyThread_acquire_lock's self; per LWP, the
-    `_thread.lock object at remote 0x...` py-bt names (when CPython's gdb scripts load)."""
-    argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "thread apply all bt 16"]
+def gdb_reading(python, target, lwps, debug_dir=None):
+    """What gdb reads, by DWARF alone: per LWP, lock_PyThread_acquire_lock's self (else, 3.14+, the
+    address _PyParkingLot_Park waits on less lockobject's offset of its PyMutex, both as gdb reads
+    them); per LWP, the `_thread.lock object at remote 0x...` py-bt names (when CPython's gdb scripts load)."""
+    argv = ["gdb", "-q", "-nx", "-batch"] + (["-iex", "set debug-file-directory " + debug_dir] if debug_dir else [])
+    argv += ["-ex", "set pagination off", "-ex", "print/d (long)&((lockobject*)0)->lock", "-ex", "thread apply all bt 16"]
     if python == scenario.PYTHON:  # Debian's python3.11-dbg gdb scripts (py-bt): -nx skips auto-load's settings, not the scripts
         argv += ["-ex", "source /usr/share/gdb/auto-load/usr/bin/python%s-gdb.py" % scenario.PYTHON_VERSION,
                  "-ex", "thread apply all py-bt"]
     argv += ["-p", str(target)] if isinstance(target, int) else [python, target]
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240).stdout
-    selves, pybt = {}, {}
+    selves, pybt, parked = {}, {}, {}
+    m = re.search(r"^\$1 = (\d+)$", out, re.M)
+    mutex_offset = int(m.group(1)) if m else None
     lwp = None
     for line in out.splitlines():
-        m = re.match(r"Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\)", line)
+        # "Thread 2 (LWP n)" where gdb finds no libthread_db for the target's glibc (the tree's 2.43)
+        m = re.match(r"Thread \d+ \((?:Thread 0x[0-9a-f]+ \()?LWP (\d+)(?: \"[^\"]*\")?\)", line)
         if m:
             lwp = int(m.group(1))
             continue
-        m = re.search(r"lock_PyThread_acquire_lock \(self=(0x[0-9a-f]+)", line)
+        # 3.15: Argument Clinic's _thread_lock_acquire(_impl) / _thread_lock___enter__(_impl)
+        m = re.search(r"(?:lock_PyThread_acquire_lock|_thread_lock_\w+) \(.*?\bself=(0x[0-9a-f]+)", line)
         if m and lwp and lwp not in selves:
             selves[lwp] = int(m.group(1), 16)
+        m = re.search(r"_PyParkingLot_Park\S* \(addr=(?:addr@entry=)?(0x[0-9a-f]+)", line)
+        if m and lwp and lwp not in parked:
+            parked[lwp] = int(m.group(1), 16)
+        if re.search(r"(?:lock_PyThread_acquire_lock|_thread_lock_\w+) \(.*?\b(?:self|op)=<optimized out>", line) and lwp in parked and mutex_offset is not None:
+            selves.setdefault(lwp, parked[lwp] - mutex_offset)
         m = re.search(r"_thread\.lock object at remote (0x[0-9a-f]+)", line)
         if m and lwp and lwp not in pybt:
             pybt[lwp] = int(m.group(1), 16)
     for w in lwps:
-        expect(w in selves, "gdb shows no lock_PyThread_acquire_lock(self=...) on LWP %d:\n%s" % (w, out[-3000:]))
+        expect(w in selves, "gdb shows no lock acquire's self (nor its parking-lot address) on LWP %d:\n%s" % (w, out[-3000:]))
     return selves, pybt, out
 
 
@@ -176,17 +203,45 @@ def in_debugger(args, python, core, cli):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
-    p.add_argument("--kind", choices=["gcore", "live"], default="gcore")
+    p.add_argument("--kind", choices=["gcore", "kernel", "live"], default="gcore")
     p.add_argument("--python")
+    p.add_argument("--python314-dir", default=os.path.join(TOP, "build", "python314"), help="where scripts/debian-python unpacks 3.14")
+    p.add_argument("--python315-dir", default=os.path.join(TOP, "build", "python315"), help="where scripts/debian-python unpacks 3.15")
     p.add_argument("--debugger", choices=["gdb", "lldb"], help="also py-tstates-check in this debugger on the core")
     p.add_argument("--gdb-script")
     p.add_argument("--plugin")
     p.add_argument("program", choices=["with", "attr", "acquire", "zoo"])
     args = p.parse_args()
-    python = python_for(args.python)
+    sid, env, sysroot, debug_dir = None, None, [], None
+    if args.python in SID:
+        if args.kind == "gcore":
+            raise SystemExit("%s: gcore dumps glibc 2.43's threads with all-zero stacks: --kind kernel" % args.python)
+        try:
+            root = sid_python.unpacked_root(TOP, args.python, args.python314_dir if args.python == "3.14" else args.python315_dir)
+        except RuntimeError as e:
+            print("%s: not run" % e)
+            return 77  # no tree on this machine: skipped, never passed
+        sid = sid_python.SidPython(root, args.python, with_debug_files=True)
+        python = sid.executable
+        env = dict(os.environ)
+        env.update(e.split("=", 1) for e in sid.environment)
+        sysroot = ["--sysroot", root]
+        debug_dir = os.path.join(root, "usr", "lib", "debug")
+    else:
+        if args.kind == "kernel":
+            raise SystemExit("--kind kernel is for Debian unstable's %s" % " and ".join(SID))
+        python = python_for(args.python)
     if python is None:
-        print("CPython %s is not installed here (pyenv): not run" % args.python)
+        print("CPython %s is not installed here (pyenv, scripts/python-freethreaded): not run" % args.python)
         return 77  # ctest's SKIP_RETURN_CODE: counted as skipped, never as passed
+    try:
+        return run(args, python, env, sysroot, debug_dir)
+    finally:
+        if sid:
+            sid.close()
+
+
+def run(args, python, env, sysroot, debug_dir):
     script = os.path.join(HERE, "waits_zoo.py" if args.program == "zoo" else "lock_abba.py")
     argv = [python, script] + ([] if args.program == "zoo" else [args.program])
     where = "%s %s %s" % (args.program, args.kind, os.path.basename(python))
@@ -196,7 +251,7 @@ def main():
         _, text, _ = scenario.run_pytstates(args.pytstates, ["check"] + extra)
         expect(status == (1 if args.program != "acquire" else 0), "%s: check exited %d" % (where, status))
         waiters = check_zoo(report, facts, where) if args.program == "zoo" else check_abba(report, text, facts, args.program, where)
-        selves, pybt, _ = gdb_reading(python, target, waiters)
+        selves, pybt, _ = gdb_reading(python, target, waiters, debug_dir)
         by = blocked(report)
         for lwp in waiters:
             expect(hex_int(by[lwp]["object"]) == selves[lwp], "%s: LWP %d waits on %s, gdb reads self=%#x" % (where, lwp, by[lwp]["object"], selves[lwp]))
@@ -205,20 +260,21 @@ def main():
         print("%s: gdb reads the same lock object for %d waiters (py-bt for %d)" % (where, len(waiters), len(pybt)))
         return report
 
-    if args.kind == "gcore":
-        facts, core = scenario.take_core(argv, after_ready=lambda proc, facts: time.sleep(SETTLE))
+    if args.kind in ("gcore", "kernel"):
+        facts, core = scenario.take_core(argv, args.kind, env=env, after_ready=lambda proc, facts: time.sleep(SETTLE))
         try:
-            report = check(core, facts, ["--core", core, "--exe", python])
+            report = check(core, facts, ["--core", core, "--exe", python] + sysroot)
             if args.program == "with":
-                gdb_oracle.check(python, core, report, where)
+                gdb_oracle.check(python, core, report, where, debug_dir=debug_dir)
             if args.debugger:
                 in_debugger(args, python, core, report)
         finally:
             scenario.cleanup(core)
     else:
-        with scenario.running(argv) as (proc, facts):
+        with scenario.running(argv, env=env) as (proc, facts):
             time.sleep(SETTLE)
-            check(proc.pid, facts, ["--pid", str(proc.pid)])
+            # live: the process names its own files; the tree's debug files as a user names them
+            check(proc.pid, facts, ["--pid", str(proc.pid)] + (["--debug-dir", debug_dir] if debug_dir else []))
             expect(proc.poll() is None, "%s: the process did not survive pytstates and gdb" % where)
     print("%s: passed" % where)
     return 0
