@@ -41,7 +41,9 @@ struct CrashSignal {
     // process (kill) found it wherever it was, a wait included. Without siginfo (lldb gives none)
     // the signals a fault raises are the thread's own, and SIGABRT or SIGQUIT may have been sent.
     bool raisedByThread(int pid) const {
-        if (haveSiginfo) return !(code <= 0 && senderPid && senderPid != pid);
+        // si_pid 0 with a sender's si_code: a process outside the target's PID namespace sent it
+        // (the kernel names no sender it cannot show there); the thread's own abort() gives its pid.
+        if (haveSiginfo) return !(code <= 0 && senderPid != pid);
         return signal == SIGILL || signal == SIGTRAP || signal == SIGBUS || signal == SIGFPE || signal == SIGSEGV || signal == SIGSYS;
     }
 };
