@@ -205,12 +205,14 @@ TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awai
         "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"]}
 
 
-def gdb_oracle(core, facts, report, python):
-    """gdb's own reading of every task (tests/asyncio/gdb_tasks.py) against the report."""
+def gdb_oracle(core, facts, report, python, debug_dir=None):
+    """gdb's own reading of every task (tests/asyncio/gdb_tasks.py) against the report. debug_dir:
+    the debug-file directory of an unpacked root's CPython (3.14/3.15: its -dbg package's DWARF)."""
     tasks = [t for l in report["event_loops"] for t in l["tasks"]]
     env = scenario.offline_env()
     env["PYTSTATES_TASKS"] = json.dumps([t["address"] for t in tasks])
     argv = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-iex", "set auto-load safe-path /",
+            ] + (["-iex", "set debug-file-directory " + debug_dir] if debug_dir else []) + [
             "-ex", "core-file " + core, "-x", os.path.join(HERE, "gdb_tasks.py"), "-ex", "thread apply all py-bt", python]
     out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=200).stdout.decode(errors="replace")
     line = [l for l in out.splitlines() if l.startswith("GDB-TASKS ")]
@@ -261,10 +263,10 @@ def unread(args):
         status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--core", core, "--exe", python])
         expect(status == 0, "check --tasks on %s's core: status %d %s" % (versions[-1], status, err.strip()))
         notes = [w for w in report.get("warnings", []) if w.startswith("asyncio: ")] if status == 0 else []
-        expect(any("read on CPython 3.9 to 3.13" in n and versions[-1] in n for n in notes), "a note says %s is not read: %s" % (versions[-1], notes))
+        expect(any("read on CPython 3.9 to 3.15" in n and versions[-1] in n for n in notes), "a note says %s is not read: %s" % (versions[-1], notes))
         expect(status == 0 and report["event_loops"] == [], "no loop or task is claimed: %s" % (report.get("event_loops") if status == 0 else None))
         status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--core", core, "--exe", python])
-        expect("note: asyncio's structures are read on CPython 3.9 to 3.13" in text, "the text says so too")
+        expect("note: asyncio's structures are read on CPython 3.9 to 3.15" in text, "the text says so too")
     finally:
         scenario.cleanup(core)
     if PROBLEMS:
@@ -278,6 +280,9 @@ def main():
     p.add_argument("--lldb-plugin")
     p.add_argument("scenario", choices=sorted(CHECKS))
     p.add_argument("--pyenv-version", help="pyenv's CPython 3.N in place of Debian's python3.11 (unread: one whose asyncio is not read)")
+    p.add_argument("--sid-version", choices=["3.14", "3.15"], help="Debian unstable's CPython (scripts/debian-python)")
+    p.add_argument("--python314-dir", default="")
+    p.add_argument("--python315-dir", default="")
     p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread"])
     args = p.parse_args()
     if args.kind == "unread":
@@ -293,10 +298,30 @@ def main():
             sys.exit(1)
         python = os.path.join(root, "versions", versions[-1], "bin", "python" + args.pyenv_version)
         print("CPython %s from pyenv: %s" % (versions[-1], python))
-    argv = [python, PROGRAM, args.scenario]
+    env = None
+    launcher = [python]
+    debug_dir = None
+    if args.sid_version:
+        # Debian unstable's python3.14/3.15 (scripts/debian-python), started through its root's ld.so.
+        cache = args.python314_dir if args.sid_version == "3.14" else args.python315_dir
+        out = subprocess.run([os.path.join(HERE, "..", "..", "scripts", "debian-python"), args.sid_version, cache],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            print("NOT RUN (not a pass): CPython %s from Debian's unstable suite is not available: %s"
+                  % (args.sid_version, out.stderr.decode(errors="replace").strip()))
+            sys.exit(77)
+        root = out.stdout.decode().strip().splitlines()[-1]
+        env = scenario.offline_env()
+        env["PYTHONHOME"] = os.path.join(root, "usr")
+        python = os.path.join(root, "usr", "bin", "python" + args.sid_version)
+        launcher = [os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), "--library-path",
+                    os.path.join(root, "lib", "x86_64-linux-gnu"), python]
+        debug_dir = os.path.join(root, "usr", "lib", "debug")
+        print("CPython %s from Debian's unstable suite: %s" % (args.sid_version, python))
+    argv = launcher + [PROGRAM, args.scenario]
     check = CHECKS[args.scenario]
     if args.kind == "live":
-        with scenario.running(argv) as (proc, facts):
+        with scenario.running(argv, env=env) as (proc, facts):
             status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--pid", str(proc.pid)])
             expect(status in (0, 1), "check --tasks --pid ran: status %d %s" % (status, err.strip()))
             if status in (0, 1):
@@ -307,7 +332,7 @@ def main():
                 expect(words in text, "text says %r" % words)
             expect(proc.poll() is None, "the program runs on after both reads")
     else:
-        facts, core = scenario.take_core(argv)
+        facts, core = scenario.take_core(argv, env=env)
         try:
             status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--core", core, "--exe", python])
             expect(status in (0, 1), "check --tasks --core ran: status %d %s" % (status, err.strip()))
@@ -320,7 +345,7 @@ def main():
                 for words in TEXT[args.scenario]:
                     words = words % text_facts(facts) if "%(" in words else words
                     expect(words in text, "text says %r" % words)
-                gdb_oracle(core, facts, report, python)
+                gdb_oracle(core, facts, report, python, debug_dir)
             else:
                 loads = args.gdb_script if args.kind == "gdb" else args.lldb_plugin
                 ours = core_json(args.kind, loads, python, core, "py-tstates-check --json --tasks")
