@@ -205,6 +205,43 @@ TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awai
         "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"]}
 
 
+def local_of(task, function, name):
+    """The local `name` of the task's frame running `function` (None when not there)."""
+    for f in task["frames"]:
+        if f["function"] == function:
+            return next((l for l in f.get("locals", []) if l["name"] == name), None)
+    return None
+
+
+def check_locals(facts, report, text):
+    """--tasks --locals on the stuck service: each task frame's arguments and locals, against the
+    program's own id() of the objects it passed and the values it wrote."""
+    t = tasks_by_name(report)
+    for name, function, local, kind, ident, typ in (
+            ("waits-event", "wait_event", "event", "arg", facts["event"], "Event"),
+            ("consumer", "consume", "queue", "arg", facts["queue"], "Queue"),
+            ("child-a-inner", "grandchild", "future", "arg", facts["future"], "Future"),
+            ("child-a", "child", "future", "arg", facts["future"], "Future"),
+            ("child-a", "child", "inner", "local", facts["tasks"]["child-a-inner"], "Task")):
+        l = local_of(t[name], function, local) or {}
+        expect(l.get("address") == h(ident) and (l.get("type") or "").endswith(typ) and l.get("kind") == kind,
+               "task %s, frame %s: %s %s is the program's %s %s (%s)" % (name, function, kind, local, typ, h(ident), json.dumps(l)))
+    l = local_of(t["child-a"], "child", "name") or {}
+    expect(l.get("value") == "'child-a'" and l.get("type") == "str", "task child-a, frame child: name = 'child-a' (%s)" % json.dumps(l))
+    for name in ("sleeper", "child-b"):
+        l = local_of(t[name], "sleep", "delay") or {}
+        expect(l.get("value") == "3600" and l.get("type") == "int", "task %s, asyncio's sleep: delay = 3600 (%s)" % (name, json.dumps(l)))
+    every = [f for task in t.values() for f in task["frames"]]
+    expect(all("locals" in f for f in every), "every task frame (%d) says its locals" % len(every))
+    # The text's await tree: the locals under the task's frame, as under a thread's.
+    lines = text.splitlines()
+    bare = [line.lstrip(" \u2502") for line in lines]  # without the tree's indent and branch lines
+    at = next((i for i, line in enumerate(bare) if line.startswith("child  scenarios.py:")), None)
+    below = [x.strip() for x in bare[at + 1:at + 6]] if at is not None else []
+    expect("Arguments:" in below and "name = 'child-a'" in below,
+           "the text shows child's arguments under its frame in the await tree: %s" % below)
+
+
 def gdb_oracle(core, facts, report, python, debug_dir=None):
     """gdb's own reading of every task (tests/asyncio/gdb_tasks.py) against the report. debug_dir:
     the debug-file directory of an unpacked root's CPython (3.14/3.15: its -dbg package's DWARF)."""
@@ -283,7 +320,7 @@ def main():
     p.add_argument("--sid-version", choices=["3.14", "3.15"], help="Debian unstable's CPython (scripts/debian-python)")
     p.add_argument("--python314-dir", default="")
     p.add_argument("--python315-dir", default="")
-    p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread"])
+    p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread", "locals"])
     args = p.parse_args()
     if args.kind == "unread":
         unread(args)
@@ -338,7 +375,12 @@ def main():
             expect(status in (0, 1), "check --tasks --core ran: status %d %s" % (status, err.strip()))
             if status not in (0, 1):
                 raise SystemExit(1)
-            if args.kind == "gcore":
+            if args.kind == "locals":
+                status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--locals", "--json", "--core", core, "--exe", python])
+                expect(status in (0, 1), "check --tasks --locals --core ran: status %d %s" % (status, err.strip()))
+                status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--locals", "--core", core, "--exe", python])
+                check_locals(facts, report, text)
+            elif args.kind == "gcore":
                 check(facts, report, status)
                 status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--core", core, "--exe", python])
                 print(text)
