@@ -242,6 +242,15 @@ def check_locals(facts, report, text):
            "the text shows child's arguments under its frame in the await tree: %s" % below)
 
 
+def python_gdb_script(python):
+    """The python-gdb script of an unpacked root's python3.1X (its usr/share/gdb/auto-load), None else."""
+    usr = os.path.dirname(os.path.dirname(python))
+    if usr == "/usr":
+        return None  # the host's own: auto-loaded
+    script = os.path.join(usr, "share", "gdb", "auto-load", "usr", "bin", os.path.basename(python) + "-gdb.py")
+    return script if os.path.exists(script) else None
+
+
 def gdb_oracle(core, facts, report, python, debug_dir=None):
     """gdb's own reading of every task (tests/asyncio/gdb_tasks.py) against the report. debug_dir:
     the debug-file directory of an unpacked root's CPython (3.14/3.15: its -dbg package's DWARF)."""
@@ -250,7 +259,13 @@ def gdb_oracle(core, facts, report, python, debug_dir=None):
     env["PYTSTATES_TASKS"] = json.dumps([t["address"] for t in tasks])
     argv = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-iex", "set auto-load safe-path /",
             ] + (["-iex", "set debug-file-directory " + debug_dir] if debug_dir else []) + [
-            "-ex", "core-file " + core, "-x", os.path.join(HERE, "gdb_tasks.py"), "-ex", "thread apply all py-bt", python]
+            "-ex", "core-file " + core]
+    # An unpacked root's CPython: gdb's auto-load looks for its python-gdb script under the host's
+    # /usr/share/gdb, not the root's: it is sourced by hand (the script Debian ships with the build).
+    script = python_gdb_script(python)
+    if script:
+        argv += ["-ex", "source " + script]
+    argv += ["-x", os.path.join(HERE, "gdb_tasks.py"), "-ex", "thread apply all py-bt", python]
     out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=200).stdout.decode(errors="replace")
     line = [l for l in out.splitlines() if l.startswith("GDB-TASKS ")]
     expect(len(line) == 1, "gdb read the tasks" + ("" if line else ":\n" + out[-2000:]))

@@ -22,7 +22,9 @@ def main():
         facts = {"state": int(task["task_state"]), "fut_waiter": "0x%x" % int(task["task_fut_waiter"]),
                  "loop": "0x%x" % int(task["task_loop"])}
         if libpython is not None:
-            facts["name"] = libpython.PyObjectPtr.from_pyobject_ptr(task["task_name"]).proxyval(set())
+            name = libpython.PyObjectPtr.from_pyobject_ptr(task["task_name"]).proxyval(set())
+            # 3.12+ names a task lazily: the counter, which get_name() shows as "Task-N".
+            facts["name"] = "Task-%d" % name if isinstance(name, int) else name
             coro = gdb.parse_and_eval("(PyCoroObject*)%d" % int(task["task_coro"])).dereference()
             if int(coro["cr_frame_state"]) < 1:  # not completed: its frame is there
                 frame = libpython.PyFramePtr(gdb.parse_and_eval("(_PyInterpreterFrame*)%d" % int(coro["cr_iframe"].address)))
