@@ -298,6 +298,12 @@ def gdb_oracle(core, facts, report, python, debug_dir=None):
             print("gdb has no py-bt for %s: the running task's frame is not read by gdb" % python)
             break
         want = 'line %d, in %s' % (t["frames"][0]["line"], t["frames"][0]["function"])
+        if "unable to read python frame information" in out and want not in out:
+            # 3.14's py-bt reads no frame from this core: the thread state's current_frame, read by gdb.
+            top = {"function": t["frames"][0]["function"], "line": t["frames"][0]["line"]}
+            expect(top in said.get("_tops", []), "gdb's current_frame of a thread state is the running task's frame (%s): %s"
+                   % (want, said.get("_tops")))
+            continue
         expect(want in out, "gdb's py-bt shows the running task's frame (%s)" % want)
 
 

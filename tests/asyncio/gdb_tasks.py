@@ -31,6 +31,21 @@ def main():
                 facts["coro_function"] = frame.co_name.proxyval(set())
                 facts["coro_line"] = frame.current_line_num()
         out[address] = facts
+    # Each thread state's innermost Python frame (3.13+: PyThreadState.current_frame), through the
+    # build's DWARF and its python-gdb script: where py-bt cannot read a frame (3.14's).
+    tops = []
+    if libpython is not None:
+        try:
+            ts = gdb.parse_and_eval("_PyRuntime.interpreters.head.threads.head")
+            while int(ts) and len(tops) < 64:
+                frame = ts["current_frame"]
+                if int(frame):
+                    f = libpython.PyFramePtr(frame)
+                    tops.append({"function": f.co_name.proxyval(set()), "line": f.current_line_num()})
+                ts = ts["next"]
+        except gdb.error:
+            pass  # before 3.13: no current_frame; py-bt is the oracle there
+    out["_tops"] = tops
     print("GDB-TASKS " + json.dumps(out))
 
 
