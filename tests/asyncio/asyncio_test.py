@@ -339,6 +339,7 @@ def main():
     p.add_argument("scenario", choices=sorted(CHECKS))
     p.add_argument("--pyenv-version", help="pyenv's CPython 3.N in place of Debian's python3.11 (unread: one whose asyncio is not read)")
     p.add_argument("--sid-version", choices=["3.14", "3.15"], help="Debian unstable's CPython (scripts/debian-python)")
+    p.add_argument("--no-dwarf", action="store_true", help="pytstates reads no DWARF (the built-in tables)")
     p.add_argument("--python314-dir", default="")
     p.add_argument("--python315-dir", default="")
     p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread", "locals"])
@@ -357,6 +358,8 @@ def main():
         python = os.path.join(root, "versions", versions[-1], "bin", "python" + args.pyenv_version)
         print("CPython %s from pyenv: %s" % (versions[-1], python))
     env = None
+    extra = ["--no-dwarf"] if args.no_dwarf else []  # pytstates' options for this interpreter
+    sysroot = []
     launcher = [python]
     debug_dir = None
     if args.sid_version:
@@ -375,16 +378,17 @@ def main():
         launcher = [os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), "--library-path",
                     os.path.join(root, "lib", "x86_64-linux-gnu"), python]
         debug_dir = os.path.join(root, "usr", "lib", "debug")
+        sysroot = ["--sysroot", root]  # its debug files (python3.1X-dbg's DWARF) are under the root (--core only)
         print("CPython %s from Debian's unstable suite: %s" % (args.sid_version, python))
     argv = launcher + [PROGRAM, args.scenario]
     check = CHECKS[args.scenario]
     if args.kind == "live":
         with scenario.running(argv, env=env) as (proc, facts):
-            status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--pid", str(proc.pid)])
+            status, report, err = scenario.run_pytstates(args.pytstates, ["check"] + extra + ["--tasks", "--json", "--pid", str(proc.pid)])
             expect(status in (0, 1), "check --tasks --pid ran: status %d %s" % (status, err.strip()))
             if status in (0, 1):
                 check(facts, report, status)
-            status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--pid", str(proc.pid)])
+            status, text, _ = scenario.run_pytstates(args.pytstates, ["check"] + extra + ["--tasks", "--pid", str(proc.pid)])
             for words in TEXT[args.scenario]:
                 words = words % text_facts(facts) if "%(" in words else words
                 expect(words in text, "text says %r" % words)
@@ -392,19 +396,22 @@ def main():
     else:
         facts, core = scenario.take_core(argv, env=env)
         try:
-            status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--core", core, "--exe", python])
+            status, report, err = scenario.run_pytstates(args.pytstates, ["check"] + extra + sysroot + ["--tasks", "--json", "--core", core, "--exe", python])
             expect(status in (0, 1), "check --tasks --core ran: status %d %s" % (status, err.strip()))
             if status not in (0, 1):
                 raise SystemExit(1)
             if args.kind == "locals":
-                status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--locals", "--json", "--core", core, "--exe", python])
+                status, report, err = scenario.run_pytstates(args.pytstates, ["check"] + extra + sysroot + ["--tasks", "--locals", "--json", "--core", core, "--exe", python])
                 expect(status in (0, 1), "check --tasks --locals --core ran: status %d %s" % (status, err.strip()))
-                status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--locals", "--core", core, "--exe", python])
+                status, text, _ = scenario.run_pytstates(args.pytstates, ["check"] + extra + sysroot + ["--tasks", "--locals", "--core", core, "--exe", python])
                 check_locals(facts, report, text)
             elif args.kind == "gcore":
                 check(facts, report, status)
-                status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--core", core, "--exe", python])
+                status, text, _ = scenario.run_pytstates(args.pytstates, ["check"] + extra + sysroot + ["--tasks", "--core", core, "--exe", python])
                 print(text)
+                if args.sid_version:  # the layout read as asked: the -dbg DWARF under --sysroot, or none
+                    want = "(layout from %s)" % ("_Py_DebugOffsets" if args.no_dwarf else "DWARF")
+                    expect(want in text, "the runtime's layout: %s" % want)
                 for words in TEXT[args.scenario]:
                     words = words % text_facts(facts) if "%(" in words else words
                     expect(words in text, "text says %r" % words)
