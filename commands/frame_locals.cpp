@@ -43,6 +43,15 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         for (auto& g : scan.greenlets)
             for (size_t i = 0; i < g.frames.size() && i < maxFrames; ++i) fill(frames, objects, g.frames[i]);
     }
+    for (auto& scan : report.asyncio) {
+        if (which != FrameLocalsOf::Tasks) break;
+        if (scan.runtimeIndex >= report.runtimes.size()) continue;
+        const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
+        FrameReader frames(target, layout);
+        ObjectReader objects(target, layout);
+        for (auto& t : scan.tasks)
+            for (auto& f : t.frames) fill(frames, objects, f);
+    }
 }
 
 }  // namespace pytstates

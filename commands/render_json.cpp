@@ -5,6 +5,7 @@
 
 #include "commands/finding_words.h"
 #include "commands/json_writer.h"
+#include "commands/render_locals.h"
 #include "commands/render_tasks.h"
 #include "commands/render.h"
 #include "symbols/core/signal_names.h"
@@ -69,22 +70,6 @@ void modules(JsonWriter& w, const std::vector<ModuleUse>& uses) {
     }
     w.field("modules", all);
     w.field("modules_confirmed", confirmed);
-}
-
-// --locals: every frame says its arguments and locals (value null where no short repr is safe).
-void localsJson(JsonWriter& w, const PyFrame& f) {
-    w.key("locals");
-    w.beginArray();
-    for (const auto& l : f.locals) {
-        w.beginObject();
-        w.field("address", hexAddress(l.address));
-        w.field("kind", l.kind);
-        w.field("name", l.name);
-        w.fieldOrNull("type", !l.type.empty(), l.type);
-        w.fieldOrNull("value", l.value.has_value(), l.value.value_or(""));
-        w.endObject();
-    }
-    w.endArray();
 }
 
 void frameJson(JsonWriter& w, const PyFrame& f) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "commands/render_locals.h"
 #include "commands/tasks.h"
 #include "commands/text_encoding.h"
 #include "symbols/text/base_name.h"
@@ -57,7 +58,10 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         }
         out << "\n";
         for (uint64_t lock : t.holds) out << below << "    holds asyncio lock " << hexAddress(lock) << " (inside `async with`)\n";
-        for (const auto& f : t.frames) out << below << "    " << where(f) << "\n";
+        for (const auto& f : t.frames) {
+            out << below << "    " << where(f) << "\n";
+            renderFrameLocals(out, below + "        ", f);  // --locals
+        }
         if (path.size() >= kTreeDepth) return;
         path.push_back(address);
         auto c = children.find(address);
@@ -99,6 +103,7 @@ void frameJson(JsonWriter& w, const PyFrame& f) {
     w.field("file", f.file);
     w.field("function", f.function);
     w.field("line", f.line);
+    if (f.localsRead) localsJson(w, f);  // --locals
     w.endObject();
 }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdint>
 
+#include "commands/render_locals.h"
 #include "commands/render_tasks.h"
 #include "commands/render.h"
 #include "commands/finding_words.h"
@@ -367,21 +368,6 @@ std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
         if (n) sep = ", ";
     }
     return line.str();
-}
-
-// --locals: a frame's arguments, then its other locals, as pystack shows them (one per line,
-// each value's text cut at kMaxLocalText characters when read).
-void renderFrameLocals(std::ostringstream& out, const std::string& indent, const PyFrame& f) {
-    if (!f.localsRead) return;
-    bool args = false, locals = false;
-    for (const auto& l : f.locals) {
-        bool arg = l.kind == "arg";
-        if (arg && !args) out << indent << "Arguments:\n";
-        if (!arg && !locals) out << indent << "Locals:\n";
-        (arg ? args : locals) = true;
-        out << indent << "  " << shown(l.name) << " = " << shown(l.shown) << "\n";
-    }
-    if (f.locals.empty()) out << indent << "(no locals)\n";
 }
 
 // Running first, then suspended, dead, not started; in the collector's order within each.

@@ -227,6 +227,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     if (options.locals) readFrameLocals(target, report, FrameLocalsOf::Greenlets, options.maxFrames);
     target.readingFor("asyncio tasks");
     if (options.tasks) readTasks(target, options, report);
+    if (options.tasks && options.locals) readFrameLocals(target, report, FrameLocalsOf::Tasks, options.maxFrames);
     target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     target.readingFor("findings");

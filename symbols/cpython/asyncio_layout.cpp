@@ -29,16 +29,20 @@ const LoadedModule* asyncioModule(const Target& target, int minor) {
 struct TableRow {
     int minor;
     int64_t futState, taskFutWaiter, taskCoro, taskName, tstateDict, funcClosure, funcName;
+    int64_t runningLoop;  // 3.14+: _PyThreadStateImpl.asyncio_running_loop (asyncio_running_task follows it)
 };
 // CPython with the GIL on LP64, measured with each release's DWARF: Debian 12's python3.11-dbg
-// (3.11.2) and pyenv's builds (3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0). fut_loop, fut_callback0
-// and fut_callbacks are at 16, 24 and 40 in all of them; rl_loop at 16 (<= 3.11).
+// (3.11.2), pyenv's builds (3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0) and Debian unstable's
+// python3.14-dbg and python3.15-dbg (scripts/debian-python). fut_loop, fut_callback0 and
+// fut_callbacks are at 16, 24 and 40 in all of them; rl_loop at 16 (<= 3.11).
 const TableRow kTable[] = {
-    {9, 80, 144, 152, 160, 152, 48, 64},
-    {10, 88, 152, 160, 168, 152, 72, 32},
-    {11, 88, 128, 136, 144, 128, 72, 32},
-    {12, 88, 128, 136, 144, 112, 72, 32},
-    {13, 96, 112, 120, 128, 128, 72, 32},
+    {9, 80, 144, 152, 160, 152, 48, 64, -1},
+    {10, 88, 152, 160, 168, 152, 72, 32, -1},
+    {11, 88, 128, 136, 144, 128, 72, 32, -1},
+    {12, 88, 128, 136, 144, 112, 72, 32, -1},
+    {13, 96, 112, 120, 128, 128, 72, 32, -1},
+    {14, 104, 120, 128, 136, 128, 72, 32, 864},
+    {15, 104, 120, 128, 136, 152, 72, 32, 1024},
 };
 
 bool table(int minor, AsyncioLayout* l) {
@@ -48,6 +52,7 @@ bool table(int minor, AsyncioLayout* l) {
         l->taskFutWaiter = row.taskFutWaiter, l->taskCoro = row.taskCoro, l->taskName = row.taskName;
         l->tstateDict = row.tstateDict, l->holderLoop = minor <= 11 ? 16 : -1;
         l->funcClosure = row.funcClosure, l->funcName = row.funcName;
+        l->tstateRunningLoop = row.runningLoop, l->tstateRunningTask = row.runningLoop >= 0 ? row.runningLoop + 8 : -1;
         return true;
     }
     return false;
@@ -59,7 +64,7 @@ AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool u
     AsyncioLayout l;
     const CPythonLayout& cl = runtime.layout;
     if (cl.freeThreaded || !table(cl.minor, &l)) {
-        l.source = "asyncio's structures are read on CPython 3.9 to 3.13 with the GIL so far; this runtime is " + runtime.version +
+        l.source = "asyncio's structures are read on CPython 3.9 to 3.15 with the GIL so far; this runtime is " + runtime.version +
                    (cl.freeThreaded ? " (free-threaded)" : "");
         return l;
     }
@@ -76,6 +81,10 @@ AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool u
             set(&l.tstateDict, "_ts", "dict");
             set(&l.funcClosure, "PyFunctionObject", "func_closure");
             set(&l.funcName, "PyFunctionObject", "func_name");
+            if (cl.minor >= 14) {
+                set(&l.tstateRunningLoop, "_PyThreadStateImpl", "asyncio_running_loop");
+                set(&l.tstateRunningTask, "_PyThreadStateImpl", "asyncio_running_task");
+            }
             if (any) dwarfFiles = d->path();
         }
     const LoadedModule* ext = asyncioModule(target, cl.minor);

@@ -22,6 +22,8 @@ struct AsyncioLayout {
     // TaskObj
     int64_t taskFutWaiter = -1, taskCoro = -1, taskName = -1;
     int64_t tstateDict = -1;          // PyThreadState.dict (<= 3.13: the running loop's home)
+    // 3.14+: _PyThreadStateImpl.asyncio_running_loop / asyncio_running_task (the dict no longer holds the loop)
+    int64_t tstateRunningLoop = -1, tstateRunningTask = -1;
     int64_t holderLoop = -1;          // PyRunningLoopHolder.rl_loop (<= 3.11); -1 when the dict holds the loop
     int64_t funcClosure = -1;         // PyFunctionObject.func_closure
     int64_t funcName = -1;            // PyFunctionObject.func_name

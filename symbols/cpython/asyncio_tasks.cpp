@@ -93,16 +93,38 @@ public:
         auto stack = frames_.valueStack(link.frame, kMaxStack);
         uint64_t awaited = frames_.yieldFrom(link.coro);
         bool pendingEnter = false;
+        uint64_t entering = 0;  // 3.14+: the object whose __aenter__ is awaited (its self)
         if (awaited && typeName(awaited) == "coroutine")
             if (uint64_t f = frames_.generatorFrame(awaited)) {
                 auto read = frames_.readFrom(f, 1, nullptr);
                 pendingEnter = !read.empty() && read.front().function == "__aenter__";
+                if (pendingEnter) {
+                    auto locals = frames_.locals(f, 1);
+                    entering = locals.empty() ? 0 : locals.front().value;
+                }
             }
+        // 3.14+: the stack's depth of the pending `async with` differs between releases (3.15
+        // keeps more above it); the highest pair whose object is the one being entered is it.
+        size_t pendingAt = stack.size();
+        if (cl_.minor >= 14 && entering)
+            for (size_t i = stack.size(); i-- > 1;)
+                if (stack[i] == entering && stack[i - 1] && typeName(stack[i - 1]) == "function") {
+                    pendingAt = i - 1;
+                    break;
+                }
         for (size_t i = 0; i < stack.size(); ++i) {
-            if (pendingEnter && i + 2 == stack.size()) continue;
-            uint64_t obj = stack[i];
-            if (!obj || typeName(obj) != "method") continue;
-            uint64_t func = ptr(obj + 16), self = ptr(obj + 24);  // PyMethodObject: im_func, im_self
+            uint64_t obj = stack[i], func = 0, self = 0;
+            if (!obj) continue;
+            if (cl_.minor >= 14) {
+                // 3.14+ (LOAD_SPECIAL): the unbound __aexit__ function, then the object itself.
+                if (i + 1 >= stack.size() || typeName(obj) != "function") continue;
+                if (i == pendingAt) continue;
+                func = obj, self = stack[i + 1];
+            } else {
+                if (pendingEnter && i + 2 == stack.size()) continue;
+                if (typeName(obj) != "method") continue;
+                func = ptr(obj + 16), self = ptr(obj + 24);  // PyMethodObject: im_func, im_self
+            }
             if (str(ptr(func + a_.funcName), 32) != "__aexit__") continue;
             const std::string& kind = typeName(self);
             if (kind == "Lock" || kind == "Semaphore" || kind == "BoundedSemaphore" || kind == "Condition") out->push_back(self);
@@ -232,6 +254,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     // Where each thread state's frames are: a task whose coroutine frame is on one runs there.
     std::unordered_map<uint64_t, uint64_t> liveFrames;  // frame -> thread state
     std::map<uint64_t, AsyncioLoop> loops;              // by address
+    std::unordered_map<uint64_t, uint64_t> runningTasks;  // 3.14+: asyncio_running_task -> its thread state
     for (const auto& interp : rt.interpreters)
         for (const auto& ts : interp.tstates) {
             size_t n = 0;
@@ -239,10 +262,18 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
                 liveFrames.emplace(frame, ts.address);
                 return ++n < kMaxThreadFrames;
             });
-            // The running loop in the thread state's dict: <= 3.11 in a holder, 3.12+ itself.
-            uint64_t dict = r.ptr(ts.address + layout.tstateDict);
-            auto held = dict ? lookupPyDict(target, cl, dict, "__asyncio_running_event_loop__") : std::nullopt;
-            uint64_t loop = held ? (layout.holderLoop >= 0 ? r.ptr(*held + layout.holderLoop) : *held) : 0;
+            // The running loop: 3.14+ in the thread state itself, before in its dict (<= 3.11 in a
+            // holder, 3.12-3.13 itself).
+            uint64_t loop = 0, runningTask = 0;
+            if (layout.tstateRunningLoop >= 0) {
+                loop = r.ptr(ts.address + layout.tstateRunningLoop);
+                if (layout.tstateRunningTask >= 0) runningTask = r.ptr(ts.address + layout.tstateRunningTask);
+            } else {
+                uint64_t dict = r.ptr(ts.address + layout.tstateDict);
+                auto held = dict ? lookupPyDict(target, cl, dict, "__asyncio_running_event_loop__") : std::nullopt;
+                loop = held ? (layout.holderLoop >= 0 ? r.ptr(*held + layout.holderLoop) : *held) : 0;
+            }
+            if (runningTask) runningTasks[runningTask] = ts.address;
             if (!loop || r.typeName(loop) == "NoneType") continue;
             AsyncioLoop& l = loops[loop];
             l.address = loop;
@@ -296,6 +327,9 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             if (live != liveFrames.end()) {
                 task.state = "running";
                 task.runningOn = live->second;
+            } else if (auto on = runningTasks.find(address); on != runningTasks.end()) {
+                task.state = "running";  // 3.14+: the thread state names it
+                task.runningOn = on->second;
             }
         }
         if (task.state == "running") {

@@ -22,13 +22,30 @@ def main():
         facts = {"state": int(task["task_state"]), "fut_waiter": "0x%x" % int(task["task_fut_waiter"]),
                  "loop": "0x%x" % int(task["task_loop"])}
         if libpython is not None:
-            facts["name"] = libpython.PyObjectPtr.from_pyobject_ptr(task["task_name"]).proxyval(set())
+            name = libpython.PyObjectPtr.from_pyobject_ptr(task["task_name"]).proxyval(set())
+            # 3.12+ names a task lazily: the counter, which get_name() shows as "Task-N".
+            facts["name"] = "Task-%d" % name if isinstance(name, int) else name
             coro = gdb.parse_and_eval("(PyCoroObject*)%d" % int(task["task_coro"])).dereference()
             if int(coro["cr_frame_state"]) < 1:  # not completed: its frame is there
                 frame = libpython.PyFramePtr(gdb.parse_and_eval("(_PyInterpreterFrame*)%d" % int(coro["cr_iframe"].address)))
                 facts["coro_function"] = frame.co_name.proxyval(set())
                 facts["coro_line"] = frame.current_line_num()
         out[address] = facts
+    # Each thread state's innermost Python frame (3.13+: PyThreadState.current_frame), through the
+    # build's DWARF and its python-gdb script: where py-bt cannot read a frame (3.14's).
+    tops = []
+    if libpython is not None:
+        try:
+            ts = gdb.parse_and_eval("_PyRuntime.interpreters.head.threads.head")
+            while int(ts) and len(tops) < 64:
+                frame = ts["current_frame"]
+                if int(frame):
+                    f = libpython.PyFramePtr(frame)
+                    tops.append({"function": f.co_name.proxyval(set()), "line": f.current_line_num()})
+                ts = ts["next"]
+        except gdb.error:
+            pass  # before 3.13: no current_frame; py-bt is the oracle there
+    out["_tops"] = tops
     print("GDB-TASKS " + json.dumps(out))
 
 
