@@ -76,12 +76,6 @@ std::optional<Classified> classify(const std::vector<NativeFrame>& frames, const
         if (w.kind == WaitKind::None) {
             // take_gil inlined with no DWARF to show it: the function that takes the GIL for us.
             if (weak && takesGil(frames[i].function)) return Classified{{WaitKind::Gil, false, {}}, i};
-            // A libc without its symbol table (Debian unstable's, no libc6-dbg) names no internal
-            // helper: an unnamed innermost libc frame under a wait function (glibc 2.41's
-            // __syscall_cancel_arch under clock_nanosleep) is that wait's system call.
-            if (i == 0 && frames[0].function.empty() && baseName(frames[0].module).rfind("libc.so", 0) == 0 && frames.size() > 1 &&
-                waitFunction(frames[1].function).kind != WaitKind::None)
-                continue;
             if (i == 0 || !weak) return std::nullopt;  // running: the innermost frame waits for nothing
             // The run may go on through an inlined helper or a libc internal without a wait name.
             if ((isRuntimeModule(frames[i].module) || cpython.count(frames[i].module)) && i + 1 < frames.size()) continue;
