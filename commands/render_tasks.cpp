@@ -18,9 +18,9 @@ constexpr size_t kTreeDepth = 64;
 
 std::string where(const PyFrame& f) { return shown(f.function) + "  " + shown(baseName(f.file)) + ":" + std::to_string(f.line); }
 
-std::string label(const SuspendedStack& t) { return "'" + shown(t.name) + "' " + hexAddress(t.address); }
+std::string label(const AsyncioTask& t) { return "'" + shown(t.name) + "' " + hexAddress(t.address); }
 
-std::string awaitWords(const AsyncioAwait& a, const std::map<uint64_t, const SuspendedStack*>& tasks) {
+std::string awaitWords(const StackWait& a, const std::map<uint64_t, const AsyncioTask*>& tasks) {
     if (a.kind == "task") {
         auto it = tasks.find(a.task);
         return "awaits task " + (it != tasks.end() ? label(*it->second) : hexAddress(a.task));
@@ -33,12 +33,12 @@ std::string awaitWords(const AsyncioAwait& a, const std::map<uint64_t, const Sus
            " " + hexAddress(a.object);
 }
 
-void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uint64_t, const SuspendedStack*>& tasks,
+void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uint64_t, const AsyncioTask*>& tasks,
           const std::map<uint64_t, std::vector<uint64_t>>& children, const std::map<uint64_t, uint64_t>& holders) {
     std::set<uint64_t> shown;
     std::vector<uint64_t> path;
     std::function<void(uint64_t, const std::string&, bool)> visit = [&](uint64_t address, const std::string& indent, bool last) {
-        const SuspendedStack& t = *tasks.at(address);
+        const AsyncioTask& t = *tasks.at(address);
         std::string branch = indent + (last ? "└── " : "├── ");
         std::string below = indent + (last ? "    " : "│   ");
         bool cycle = std::find(path.begin(), path.end(), address) != path.end();
@@ -48,7 +48,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         }
         shown.insert(address);
         out << branch << "(T) " << label(t) << "  " << t.state;
-        if (t.state == "running" && t.lwp) out << " on LWP " << *t.lwp;
+        if (t.state == "running" && t.lwp) out << " on LWP " << t.lwp;
         if (t.waitsOn) {
             out << ", " << awaitWords(*t.waitsOn, tasks);
             auto h = holders.find(t.waitsOn->object);
@@ -67,9 +67,9 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
     };
     // Roots: tasks nobody awaits; then whatever is left (tasks only in cycles).
     std::vector<uint64_t> order;
-    for (const auto& t : loop.tasks)
-        if (t.awaitedBy.empty()) order.push_back(t.address);
-    for (const auto& t : loop.tasks) order.push_back(t.address);
+    for (const auto* t : loop.tasks)
+        if (t->awaitedBy.empty()) order.push_back(t->address);
+    for (const auto* t : loop.tasks) order.push_back(t->address);
     std::vector<uint64_t> roots;
     std::set<uint64_t> reached;
     std::function<void(uint64_t)> reach = [&](uint64_t a) {
@@ -86,7 +86,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
     for (size_t i = 0; i < roots.size(); ++i) visit(roots[i], "  ", i + 1 == roots.size());
 }
 
-void awaitJson(JsonWriter& w, const AsyncioAwait& a) {
+void awaitJson(JsonWriter& w, const StackWait& a) {
     w.beginObject();
     w.field("kind", a.kind);
     w.field("object", hexAddress(a.object));
@@ -120,17 +120,17 @@ void renderTasksText(std::ostringstream& out, const Report& report) {
     for (const auto& scan : report.asyncio)
         if (!scan.problem.empty()) out << "  note: " << shown(scan.problem) << "\n";
     for (const auto& loop : loops) {
-        std::map<uint64_t, const SuspendedStack*> tasks;
+        std::map<uint64_t, const AsyncioTask*> tasks;
         std::map<uint64_t, uint64_t> holders;
-        for (const auto& t : loop.tasks) {
-            tasks[t.address] = &t;
-            for (uint64_t lock : t.holds) holders.emplace(lock, t.address);
+        for (const auto* t : loop.tasks) {
+            tasks[t->address] = t;
+            for (uint64_t lock : t->holds) holders.emplace(lock, t->address);
         }
         // A task's children in the tree: the tasks that it is awaited by.
         std::map<uint64_t, std::vector<uint64_t>> children;
-        for (const auto& t : loop.tasks)
-            for (uint64_t by : t.awaitedBy)
-                if (tasks.count(by)) children[by].push_back(t.address);
+        for (const auto* t : loop.tasks)
+            for (uint64_t by : t->awaitedBy)
+                if (tasks.count(by)) children[by].push_back(t->address);
         // A task waiting for a lock another task holds: shown under the holder too, as it waits for it.
         out << "  event loop " << hexAddress(loop.loop);
         if (loop.lwp) out << " runs on LWP " << *loop.lwp;
@@ -191,7 +191,8 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
         w.fieldOrNull("running_task", loop.runningTask != 0, hexAddress(loop.runningTask));
         w.key("tasks");
         w.beginArray();
-        for (const auto& t : loop.tasks) {
+        for (const auto* task : loop.tasks) {
+            const AsyncioTask& t = *task;
             w.beginObject();
             w.field("address", hexAddress(t.address));
             w.key("awaited_by");
@@ -201,7 +202,7 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
             w.key("awaits");
             if (t.waitsOn) awaitJson(w, *t.waitsOn);
             else w.null();
-            w.fieldOrNull("coroutine", t.coroutine != 0, hexAddress(t.coroutine));
+            w.fieldOrNull("coroutine", t.coro != 0, hexAddress(t.coro));
             w.key("frames");
             w.beginArray();
             for (const auto& f : t.frames) frameJson(w, f);
