@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "commands/render_stacks.h"
 #include "commands/tasks.h"
 #include "commands/text_encoding.h"
 #include "symbols/text/base_name.h"
@@ -15,8 +16,6 @@ namespace pytstates {
 namespace {
 
 constexpr size_t kTreeDepth = 64;
-
-std::string where(const PyFrame& f) { return shown(f.function) + "  " + shown(baseName(f.file)) + ":" + std::to_string(f.line); }
 
 std::string label(const AsyncioTask& t) { return "'" + shown(t.name) + "' " + hexAddress(t.address); }
 
@@ -47,7 +46,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
             return;
         }
         shown.insert(address);
-        out << branch << "(T) " << label(t) << "  " << t.state;
+        out << branch << "(T) " << label(t) << "  " << stateWords(t.state);
         if (t.state == "running" && t.lwp) out << " on LWP " << t.lwp;
         if (t.waitsOn) {
             out << ", " << awaitWords(*t.waitsOn, tasks);
@@ -57,7 +56,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         }
         out << "\n";
         for (uint64_t lock : t.holds) out << below << "    holds asyncio lock " << hexAddress(lock) << " (inside `async with`)\n";
-        for (const auto& f : t.frames) out << below << "    " << where(f) << "\n";
+        renderFramesText(out, below + "    ", t.frames, FrameLines::Tree);
         if (path.size() >= kTreeDepth) return;
         path.push_back(address);
         auto c = children.find(address);
@@ -91,14 +90,6 @@ void awaitJson(JsonWriter& w, const StackWait& a) {
     w.field("kind", a.kind);
     w.field("object", hexAddress(a.object));
     w.fieldOrNull("task", a.task != 0, hexAddress(a.task));
-    w.endObject();
-}
-
-void frameJson(JsonWriter& w, const PyFrame& f) {
-    w.beginObject();
-    w.field("file", f.file);
-    w.field("function", f.function);
-    w.field("line", f.line);
     w.endObject();
 }
 
@@ -160,7 +151,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
                 else out << "waits for asyncio " << s.waitsFor << " " << hexAddress(s.object) << " held by task " << names[s.heldByTask]
                          << hexAddress(s.heldByTask);
                 out << "\n";
-                if (s.at) out << "         at " << where(*s.at) << "\n";
+                if (s.at) out << "         at " << frameWhere(*s.at) << "\n";
             }
             out << "  -> back to task '" << shown(f.taskCycle.front().name) << "'\n";
         } else if (f.code == FindingCode::EventLoopBlocked) {
@@ -169,7 +160,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
                 << (f.readyCallbacks == 1 ? " waits" : "s wait") << "\n";
             out << "     LWP " << (f.lwp ? std::to_string(*f.lwp) : "?") << "  task '" << shown(f.taskName) << "' " << hexAddress(f.task)
                 << " is blocked in " << (f.function.empty() ? std::string("a blocking call") : shown(f.function) + "()") << "\n";
-            if (f.taskFrame) out << "         at " << where(*f.taskFrame) << "\n";
+            if (f.taskFrame) out << "         at " << frameWhere(*f.taskFrame) << "\n";
         }
     }
     if (any) out << "\n";
@@ -204,9 +195,7 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
             else w.null();
             w.fieldOrNull("coroutine", t.coro != 0, hexAddress(t.coro));
             w.key("frames");
-            w.beginArray();
-            for (const auto& f : t.frames) frameJson(w, f);
-            w.endArray();
+            renderFramesJson(w, t.frames);
             w.field("name", t.name);
             w.field("state", t.state);
             w.endObject();
@@ -226,7 +215,7 @@ void renderTaskCycleJson(JsonWriter& w, const Finding& f) {
             w.key("at");
             w.beginObject();
             w.key("python");
-            frameJson(w, *s.at);
+            renderFrameJson(w, *s.at);
             w.endObject();
         }
         w.fieldOrNull("held_by_task", s.heldByTask != 0, hexAddress(s.heldByTask));
