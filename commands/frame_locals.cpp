@@ -23,6 +23,10 @@ void fill(FrameReader& frames, const ObjectReader& objects, PyFrame& frame) {
         frame.locals.push_back(std::move(out));
     }
 }
+// The first maxFrames frames of a stack: a thread state's, or a suspended one's.
+void fillStack(FrameReader& frames, const ObjectReader& objects, std::vector<PyFrame>& stack, size_t maxFrames) {
+    for (size_t i = 0; i < stack.size() && i < maxFrames; ++i) fill(frames, objects, stack[i]);
+}
 }  // namespace
 
 void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, size_t maxFrames) {
@@ -31,8 +35,7 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         FrameReader frames(target, runtime.layout);
         ObjectReader objects(target, runtime.layout);
         for (auto& interp : runtime.interpreters)
-            for (auto& ts : interp.tstates)
-                for (size_t i = 0; i < ts.frames.size() && i < maxFrames; ++i) fill(frames, objects, ts.frames[i]);
+            for (auto& ts : interp.tstates) fillStack(frames, objects, ts.frames, maxFrames);
     }
     for (auto& scan : report.greenlets) {
         if (which != FrameLocalsOf::Greenlets) break;
@@ -40,8 +43,7 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
         FrameReader frames(target, layout);
         ObjectReader objects(target, layout);
-        for (auto& g : scan.greenlets)
-            for (size_t i = 0; i < g.frames.size() && i < maxFrames; ++i) fill(frames, objects, g.frames[i]);
+        for (SuspendedStack& g : scan.greenlets) fillStack(frames, objects, g.frames, maxFrames);
     }
     for (auto& scan : report.asyncio) {
         if (which != FrameLocalsOf::Tasks) break;

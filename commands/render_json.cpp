@@ -5,7 +5,8 @@
 
 #include "commands/finding_words.h"
 #include "commands/json_writer.h"
-#include "commands/render_locals.h"
+#include "commands/render_greenlets.h"
+#include "commands/render_stacks.h"
 #include "commands/render_tasks.h"
 #include "commands/render.h"
 #include "symbols/core/signal_names.h"
@@ -72,64 +73,6 @@ void modules(JsonWriter& w, const std::vector<ModuleUse>& uses) {
     w.field("modules_confirmed", confirmed);
 }
 
-void frameJson(JsonWriter& w, const PyFrame& f) {
-    w.beginObject();
-    w.field("file", f.file);
-    w.field("function", f.function);
-    w.field("line", f.line);
-    if (f.localsRead) localsJson(w, f);
-    w.endObject();
-}
-
-void framesJson(JsonWriter& w, const std::vector<PyFrame>& frames) {
-    w.beginArray();
-    for (const auto& f : frames) frameJson(w, f);
-    w.endArray();
-}
-
-// A greenlet; those under no thread state also say their thread ("lwp", null when none).
-void greenletJson(JsonWriter& w, const GreenletInfo& g, bool withLwp) {
-    w.beginObject();
-    w.field("address", hexAddress(g.address));
-    w.key("frames");
-    framesJson(w, g.frames);
-    if (withLwp) w.fieldOrNull("lwp", g.lwp != 0, g.lwp);
-    w.field("main", g.main);
-    if (!g.note.empty()) w.field("note", g.note);
-    addressOrNull(w, "parent", g.parent);
-    w.field("state", g.state);
-    w.field("type", g.typeName);
-    w.endObject();
-}
-
-// The runtime's greenlet module: what was read, how, and the greenlets under no thread state.
-void greenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan) {
-    w.beginObject();
-    w.field("count", scan.greenlets.size());
-    w.field("gc_objects", scan.gcObjects);
-    stringOrNull(w, "layout", scan.layoutSource);
-    w.field("module", scan.module);
-    if (!scan.problem.empty()) w.field("problem", scan.problem);
-    if (scan.rejected) w.field("rejected", scan.rejected);
-    w.key("threads");
-    w.beginArray();
-    for (const auto& t : scan.threads) {
-        w.beginObject();
-        addressOrNull(w, "current_greenlet", t.currentGreenlet);
-        w.field("lwp", t.lwp);
-        w.field("main_greenlet", hexAddress(t.mainGreenlet));
-        w.field("thread_state", hexAddress(t.threadState));
-        w.endObject();
-    }
-    w.endArray();
-    stringOrNull(w, "version", scan.version);
-    w.key("without_tstate");
-    w.beginArray();
-    for (const auto* g : report.greenletsWithoutTstate(scan)) greenletJson(w, *g, true);
-    w.endArray();
-    w.endObject();
-}
-
 void nativeFrameJson(JsonWriter& w, const NativeFrame& f) {
     w.beginObject();
     stringOrNull(w, "file", f.file);
@@ -144,7 +87,7 @@ void nativeFrameJson(JsonWriter& w, const NativeFrame& f) {
     if (!params.empty()) w.field("parameters", params);
     w.field("pc", hexAddress(f.pc));
     w.key("python");
-    framesJson(w, f.python);
+    renderFramesJson(w, f.python);
     if (f.tailCall) w.field("tail_call", true);
     w.endObject();
 }
@@ -169,7 +112,7 @@ void addWhere(JsonWriter& w, const NativeFrame& at, const std::optional<PyFrame>
     }
     if (py) {
         w.key("python");
-        frameJson(w, *py);
+        renderFrameJson(w, *py);
     }
     w.endObject();
 }
@@ -185,7 +128,7 @@ void blockedOnJson(JsonWriter& w, const BlockedOn& b) {
     // Python frames say (condition, event, queue, semaphore, join), the object's name and address.
     if (b.holderAt) {
         w.key("holder");
-        frameJson(w, *b.holderAt);
+        renderFrameJson(w, *b.holderAt);
     }
     if (!b.holderEvidence.empty()) w.field("holder_evidence", b.holderEvidence);
     if (!b.holderName.empty()) w.field("holder_python_name", b.holderName);
@@ -228,7 +171,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
             w.field("held_by", step.heldBy);
             if (step.holderAt) {  // Python's own waits: where a with-block shows the holder holding it
                 w.key("holder");
-                frameJson(w, *step.holderAt);
+                renderFrameJson(w, *step.holderAt);
             }
             if (!step.holderEvidence.empty()) w.field("holder_evidence", step.holderEvidence);
             w.field("lwp", step.lwp);
@@ -341,14 +284,11 @@ void tstateJson(JsonWriter& w, const Report& report, const Runtime& rt, const In
     w.field("address", hexAddress(ts.address));
     if (withFrames) {
         w.key("frames");
-        framesJson(w, ts.frames);
+        renderFramesJson(w, ts.frames);
     }
     if (const GreenletScan* scan = report.greenletScanOf(rt)) {
         w.key("greenlets");
-        w.beginArray();
-        for (const auto& g : scan->greenlets)
-            if (lwp && g.lwp == *lwp && g.interp == interp.address) greenletJson(w, g, false);
-        w.endArray();
+        renderTstateGreenletsJson(w, *scan, lwp, interp.address);
     }
     w.field("holds_gil", interp.gilKnown && interp.gilHolder == ts.address);
     w.field("id", ts.id);
@@ -392,7 +332,7 @@ void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool wi
     w.field("free_threaded", rt.layout.freeThreaded);
     if (const GreenletScan* scan = report.greenletScanOf(rt)) {
         w.key("greenlet");
-        greenletScanJson(w, report, *scan);
+        renderGreenletScanJson(w, report, *scan);
     }
     w.key("interpreters");
     w.beginArray();

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "commands/render_locals.h"
+#include "commands/render_stacks.h"
 #include "commands/tasks.h"
 #include "commands/text_encoding.h"
 #include "symbols/text/base_name.h"
@@ -17,11 +17,9 @@ namespace {
 
 constexpr size_t kTreeDepth = 64;
 
-std::string where(const PyFrame& f) { return shown(f.function) + "  " + shown(baseName(f.file)) + ":" + std::to_string(f.line); }
+std::string label(const AsyncioTask& t) { return "'" + shown(t.name) + "' " + hexAddress(t.address); }
 
-std::string label(const SuspendedStack& t) { return "'" + shown(t.name) + "' " + hexAddress(t.address); }
-
-std::string awaitWords(const AsyncioAwait& a, const std::map<uint64_t, const SuspendedStack*>& tasks) {
+std::string awaitWords(const StackWait& a, const std::map<uint64_t, const AsyncioTask*>& tasks) {
     if (a.kind == "task") {
         auto it = tasks.find(a.task);
         return "awaits task " + (it != tasks.end() ? label(*it->second) : hexAddress(a.task));
@@ -34,12 +32,12 @@ std::string awaitWords(const AsyncioAwait& a, const std::map<uint64_t, const Sus
            " " + hexAddress(a.object);
 }
 
-void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uint64_t, const SuspendedStack*>& tasks,
+void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uint64_t, const AsyncioTask*>& tasks,
           const std::map<uint64_t, std::vector<uint64_t>>& children, const std::map<uint64_t, uint64_t>& holders) {
     std::set<uint64_t> shown;
     std::vector<uint64_t> path;
     std::function<void(uint64_t, const std::string&, bool)> visit = [&](uint64_t address, const std::string& indent, bool last) {
-        const SuspendedStack& t = *tasks.at(address);
+        const AsyncioTask& t = *tasks.at(address);
         std::string branch = indent + (last ? "└── " : "├── ");
         std::string below = indent + (last ? "    " : "│   ");
         bool cycle = std::find(path.begin(), path.end(), address) != path.end();
@@ -48,8 +46,8 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
             return;
         }
         shown.insert(address);
-        out << branch << "(T) " << label(t) << "  " << t.state;
-        if (t.state == "running" && t.lwp) out << " on LWP " << *t.lwp;
+        out << branch << "(T) " << label(t) << "  " << stateWords(t.state);
+        if (t.state == "running" && t.lwp) out << " on LWP " << t.lwp;
         if (t.waitsOn) {
             out << ", " << awaitWords(*t.waitsOn, tasks);
             auto h = holders.find(t.waitsOn->object);
@@ -58,10 +56,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         }
         out << "\n";
         for (uint64_t lock : t.holds) out << below << "    holds asyncio lock " << hexAddress(lock) << " (inside `async with`)\n";
-        for (const auto& f : t.frames) {
-            out << below << "    " << where(f) << "\n";
-            renderFrameLocals(out, below + "        ", f);  // --locals
-        }
+        renderFramesText(out, below + "    ", t.frames, FrameLines::Tree);
         if (path.size() >= kTreeDepth) return;
         path.push_back(address);
         auto c = children.find(address);
@@ -71,9 +66,9 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
     };
     // Roots: tasks nobody awaits; then whatever is left (tasks only in cycles).
     std::vector<uint64_t> order;
-    for (const auto& t : loop.tasks)
-        if (t.awaitedBy.empty()) order.push_back(t.address);
-    for (const auto& t : loop.tasks) order.push_back(t.address);
+    for (const auto* t : loop.tasks)
+        if (t->awaitedBy.empty()) order.push_back(t->address);
+    for (const auto* t : loop.tasks) order.push_back(t->address);
     std::vector<uint64_t> roots;
     std::set<uint64_t> reached;
     std::function<void(uint64_t)> reach = [&](uint64_t a) {
@@ -90,20 +85,11 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
     for (size_t i = 0; i < roots.size(); ++i) visit(roots[i], "  ", i + 1 == roots.size());
 }
 
-void awaitJson(JsonWriter& w, const AsyncioAwait& a) {
+void awaitJson(JsonWriter& w, const StackWait& a) {
     w.beginObject();
     w.field("kind", a.kind);
     w.field("object", hexAddress(a.object));
     w.fieldOrNull("task", a.task != 0, hexAddress(a.task));
-    w.endObject();
-}
-
-void frameJson(JsonWriter& w, const PyFrame& f) {
-    w.beginObject();
-    w.field("file", f.file);
-    w.field("function", f.function);
-    w.field("line", f.line);
-    if (f.localsRead) localsJson(w, f);  // --locals
     w.endObject();
 }
 
@@ -125,17 +111,17 @@ void renderTasksText(std::ostringstream& out, const Report& report) {
     for (const auto& scan : report.asyncio)
         if (!scan.problem.empty()) out << "  note: " << shown(scan.problem) << "\n";
     for (const auto& loop : loops) {
-        std::map<uint64_t, const SuspendedStack*> tasks;
+        std::map<uint64_t, const AsyncioTask*> tasks;
         std::map<uint64_t, uint64_t> holders;
-        for (const auto& t : loop.tasks) {
-            tasks[t.address] = &t;
-            for (uint64_t lock : t.holds) holders.emplace(lock, t.address);
+        for (const auto* t : loop.tasks) {
+            tasks[t->address] = t;
+            for (uint64_t lock : t->holds) holders.emplace(lock, t->address);
         }
         // A task's children in the tree: the tasks that it is awaited by.
         std::map<uint64_t, std::vector<uint64_t>> children;
-        for (const auto& t : loop.tasks)
-            for (uint64_t by : t.awaitedBy)
-                if (tasks.count(by)) children[by].push_back(t.address);
+        for (const auto* t : loop.tasks)
+            for (uint64_t by : t->awaitedBy)
+                if (tasks.count(by)) children[by].push_back(t->address);
         // A task waiting for a lock another task holds: shown under the holder too, as it waits for it.
         out << "  event loop " << hexAddress(loop.loop);
         if (loop.lwp) out << " runs on LWP " << *loop.lwp;
@@ -165,7 +151,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
                 else out << "waits for asyncio " << s.waitsFor << " " << hexAddress(s.object) << " held by task " << names[s.heldByTask]
                          << hexAddress(s.heldByTask);
                 out << "\n";
-                if (s.at) out << "         at " << where(*s.at) << "\n";
+                if (s.at) out << "         at " << frameWhere(*s.at) << "\n";
             }
             out << "  -> back to task '" << shown(f.taskCycle.front().name) << "'\n";
         } else if (f.code == FindingCode::EventLoopBlocked) {
@@ -174,7 +160,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
                 << (f.readyCallbacks == 1 ? " waits" : "s wait") << "\n";
             out << "     LWP " << (f.lwp ? std::to_string(*f.lwp) : "?") << "  task '" << shown(f.taskName) << "' " << hexAddress(f.task)
                 << " is blocked in " << (f.function.empty() ? std::string("a blocking call") : shown(f.function) + "()") << "\n";
-            if (f.taskFrame) out << "         at " << where(*f.taskFrame) << "\n";
+            if (f.taskFrame) out << "         at " << frameWhere(*f.taskFrame) << "\n";
         }
     }
     if (any) out << "\n";
@@ -196,7 +182,8 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
         w.fieldOrNull("running_task", loop.runningTask != 0, hexAddress(loop.runningTask));
         w.key("tasks");
         w.beginArray();
-        for (const auto& t : loop.tasks) {
+        for (const auto* task : loop.tasks) {
+            const AsyncioTask& t = *task;
             w.beginObject();
             w.field("address", hexAddress(t.address));
             w.key("awaited_by");
@@ -206,11 +193,9 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
             w.key("awaits");
             if (t.waitsOn) awaitJson(w, *t.waitsOn);
             else w.null();
-            w.fieldOrNull("coroutine", t.coroutine != 0, hexAddress(t.coroutine));
+            w.fieldOrNull("coroutine", t.coro != 0, hexAddress(t.coro));
             w.key("frames");
-            w.beginArray();
-            for (const auto& f : t.frames) frameJson(w, f);
-            w.endArray();
+            renderFramesJson(w, t.frames);
             w.field("name", t.name);
             w.field("state", t.state);
             w.endObject();
@@ -230,7 +215,7 @@ void renderTaskCycleJson(JsonWriter& w, const Finding& f) {
             w.key("at");
             w.beginObject();
             w.key("python");
-            frameJson(w, *s.at);
+            renderFrameJson(w, *s.at);
             w.endObject();
         }
         w.fieldOrNull("held_by_task", s.heldByTask != 0, hexAddress(s.heldByTask));

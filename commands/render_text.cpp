@@ -10,7 +10,8 @@
 #include <csignal>
 #include <cstdint>
 
-#include "commands/render_locals.h"
+#include "commands/render_greenlets.h"
+#include "commands/render_stacks.h"
 #include "commands/render_tasks.h"
 #include "commands/render.h"
 #include "commands/finding_words.h"
@@ -351,64 +352,6 @@ void renderNanobind(std::ostringstream& out, const Report& report, const RenderO
     out << "\n";
 }
 
-// "greenlets (50): running 0x... (main), 47 suspended, 1 dead, 1 not started"
-std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
-    std::ostringstream line;
-    line << "greenlets (" << greenlets.size() << "):";
-    const char* sep = " ";
-    for (const auto* g : greenlets)
-        if (g->state == "running") {
-            line << sep << "running " << hexAddress(g->address) << (g->main ? " (main)" : "");
-            sep = ", ";
-        }
-    for (const char* state : {"suspended", "dead", "unstarted"}) {
-        size_t n = 0;
-        for (const auto* g : greenlets) n += g->state == state;
-        if (n) line << sep << n << " " << (std::string(state) == "unstarted" ? "not started" : state);
-        if (n) sep = ", ";
-    }
-    return line.str();
-}
-
-// Running first, then suspended, dead, not started; in the collector's order within each.
-void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*> greenlets, const std::string& indent,
-                        bool withThread = false) {
-    auto rank = [](const GreenletInfo* g) {
-        return g->state == "running" ? 0 : g->state == "suspended" ? 1 : g->state == "dead" ? 2 : 3;
-    };
-    std::stable_sort(greenlets.begin(), greenlets.end(), [&](const GreenletInfo* a, const GreenletInfo* b) { return rank(a) < rank(b); });
-    for (const auto* g : greenlets) {
-        out << indent << hexAddress(g->address) << "  " << (g->state == "unstarted" ? "not started" : g->state) << (g->main ? "  main" : "");
-        if (withThread) out << "  " << (g->lwp ? "LWP " + std::to_string(g->lwp) : std::string("no living thread"));
-        if (g->parent) out << "  parent " << hexAddress(g->parent);
-        if (g->typeName != "greenlet.greenlet") out << "  [" << shown(g->typeName) << "]";
-        if (g->state == "running") out << "  (its frames are the thread state's)";
-        out << "\n";
-        if (!g->note.empty()) out << indent << "    note: " << shown(g->note) << "\n";
-        for (size_t i = 0; i < g->frames.size(); ++i) {
-            const auto& f = g->frames[i];
-            out << indent << "    #" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
-            renderFrameLocals(out, indent + "        ", f);
-        }
-    }
-}
-
-void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, const RenderOptions& options) {
-    std::set<int> lwps;
-    for (const auto& t : scan.threads) lwps.insert(t.lwp);
-    out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(baseName(scan.module)) << ", "
-        << (scan.layoutSource == "dwarf" ? "layout from DWARF" : scan.layoutSource == "table" ? "built-in layout" : "no layout")
-        << "): " << scan.greenlets.size() << " greenlets on " << lwps.size() << " thread" << (lwps.size() == 1 ? "" : "s")
-        << ", " << scan.gcObjects << " objects on the collector's lists\n";
-    if (!scan.problem.empty()) out << "  note: " << shown(scan.problem) << "\n";
-    if (scan.rejected)
-        out << "  note: " << scan.rejected << " objects of greenlet's type did not point back from their implementation\n";
-    auto unowned = report.greenletsWithoutTstate(scan);
-    if (unowned.empty()) return;
-    out << "  under no thread state: " << greenletCounts(unowned) << "\n";
-    if (options.greenlets) renderGreenletList(out, unowned, "    ", true);
-}
-
 // Who made a thread state, said only where it is not the thread that runs it.
 std::string madeByWords(const Report& report, const ThreadState& ts) {
     auto it = report.places.find(ts.address);
@@ -431,7 +374,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             << (rt.layout.dwarfCached ? ", answered by pytstates' cache" : "") << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
-        if (greenlets) renderGreenletModule(out, report, *greenlets, options);
+        if (greenlets) renderGreenletModule(out, report, *greenlets, options.greenlets);
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
             if (interp.gilDisabled) {
@@ -463,18 +406,8 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 if (!ts.note.empty()) out << "        note: " << shown(ts.note) << "\n";
                 if (!frames) continue;
                 if (ts.frames.empty()) out << "        (no Python frames)\n";
-                for (size_t i = 0; i < ts.frames.size(); ++i) {
-                    const auto& f = ts.frames[i];
-                    out << "        #" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
-                    renderFrameLocals(out, "            ", f);
-                }
-                if (!greenlets || !lwp) continue;
-                std::vector<const GreenletInfo*> mine;
-                for (const auto& g : greenlets->greenlets)
-                    if (g.lwp == *lwp && g.interp == interp.address) mine.push_back(&g);
-                if (mine.empty()) continue;
-                out << "        " << greenletCounts(mine) << (options.greenlets ? "" : "  (--greenlets lists them)") << "\n";
-                if (options.greenlets) renderGreenletList(out, mine, "          ");
+                renderFramesText(out, "        ", ts.frames, FrameLines::Numbered);
+                if (greenlets && lwp) renderTstateGreenlets(out, *greenlets, *lwp, interp.address, options.greenlets);
             }
         }
         out << "\n";

@@ -134,6 +134,8 @@ void readTasks(const Target& target, const ReportOptions& options, Report& repor
         AsyncioLayout layout = asyncioLayout(target, report.runtimes[r], options.useDwarf);
         auto scan = scanAsyncio(target, report.runtimes[r], r, layout, options.maxFrames);
         if (!scan) continue;
+        for (auto& task : scan->tasks)  // a running task's owner: the thread running its thread state
+            if (task.tstate) task.lwp = report.lwpFor(task.tstate).value_or(0);
         if (!scan->problem.empty()) report.warnings.push_back("asyncio: " + scan->problem);  // JSON warnings[], text's ASYNCIO note
         report.asyncio.push_back(std::move(*scan));
     }

@@ -22,20 +22,7 @@ std::vector<EventLoopView> eventLoopViews(const Report& report) {
             if (loop.tstate) v.lwp = report.lwpFor(loop.tstate);
             v.runningTask = loop.runningTask;
             v.ready = loop.ready;
-            for (size_t i : loop.tasks) {
-                const AsyncioTask& t = scan.tasks[i];
-                SuspendedStack s;
-                s.address = t.address;
-                s.coroutine = t.coro;
-                s.name = t.name;
-                s.state = t.state;
-                if (t.runningOn) s.lwp = report.lwpFor(t.runningOn);
-                s.frames = t.frames;
-                s.waitsOn = t.awaits;
-                s.awaitedBy = t.awaitedBy;
-                s.holds = t.holds;
-                v.tasks.push_back(std::move(s));
-            }
+            for (size_t i : loop.tasks) v.tasks.push_back(&scan.tasks[i]);
             views.push_back(std::move(v));
         }
     return views;
@@ -53,9 +40,9 @@ void addTaskCycles(const AsyncioScan& scan, Report& report) {
     // Each task waits for at most one other: follow the edges from each task once.
     auto next = [&](const AsyncioTask& t, uint64_t* held) -> uint64_t {
         *held = 0;
-        if (!t.awaits) return 0;
-        if (t.awaits->kind == "task") return t.awaits->task;
-        auto h = holder.find(t.awaits->object);
+        if (!t.waitsOn) return 0;
+        if (t.waitsOn->kind == "task") return t.waitsOn->task;
+        auto h = holder.find(t.waitsOn->object);
         if (h != holder.end() && h->second != t.address) {
             *held = h->second;
             return h->second;
@@ -81,11 +68,11 @@ void addTaskCycles(const AsyncioScan& scan, Report& report) {
                 TaskCycleStep step;
                 step.task = t.address;
                 step.name = t.name;
-                step.waitsFor = t.awaits->kind;
-                step.object = t.awaits->object;
+                step.waitsFor = t.waitsOn->kind;
+                step.object = t.waitsOn->object;
                 uint64_t held = 0;
                 next(t, &held);
-                step.heldByTask = held ? held : t.awaits->task;
+                step.heldByTask = held ? held : t.waitsOn->task;
                 step.at = programFrame(t.frames);
                 f.taskCycle.push_back(std::move(step));
             }

@@ -9,6 +9,7 @@
 #include "symbols/cpython/gc_objects.h"
 #include "symbols/cpython/object_reader.h"
 #include "symbols/cpython/python_objects.h"
+#include "symbols/cpython/stack_walker.h"
 #include "symbols/text/base_name.h"
 
 namespace pytstates {
@@ -27,7 +28,7 @@ enum class TypeKind { Other, Task, Future };
 class Reader {
 public:
     Reader(const Target& target, const Runtime& rt, const AsyncioLayout& layout)
-        : t_(target), rt_(rt), cl_(rt.layout), a_(layout), frames_(target, rt.layout), objects_(target, rt.layout) {}
+        : t_(target), rt_(rt), cl_(rt.layout), a_(layout), walker_(target, rt.layout), frames_(walker_.frames()), objects_(target, rt.layout) {}
 
     uint64_t ptr(uint64_t address) const { return address ? t_.readPointer(address).value_or(0) : 0; }
 
@@ -61,30 +62,9 @@ public:
 
     std::string str(uint64_t object, size_t max = 200) { return object ? readPyUnicode(t_, cl_, object, max).value_or("") : ""; }
 
-    struct Link {
-        uint64_t coro = 0, frame = 0;
-        PyFrame shown;
-    };
-    // The coroutine chain from `coro` inward, outermost first: each coroutine's frame and the
-    // coroutine (or generator) it awaits, as CPython's _PyGen_yf finds it.
-    std::vector<Link> chain(uint64_t coro) {
-        std::vector<Link> links;
-        std::set<uint64_t> seen;
-        while (coro && links.size() < kMaxChain && seen.insert(coro).second) {
-            const std::string& type = typeName(coro);
-            if (type != "coroutine" && type != "generator") break;
-            Link link;
-            link.coro = coro;
-            link.frame = frames_.generatorFrame(coro);
-            if (!link.frame) break;  // finished: no frame left
-            auto read = frames_.readFrom(link.frame, 1, nullptr);
-            if (read.empty()) break;
-            link.shown = read.front();
-            links.push_back(link);
-            coro = frames_.yieldFrom(coro);
-        }
-        return links;
-    }
+    using Link = StackWalker::Await;
+    // The coroutine chain from `coro` inward, outermost first (the walker's await chain).
+    std::vector<Link> chain(uint64_t coro) { return walker_.awaitChain(coro, kMaxChain); }
 
     // Locks whose bound __aexit__ a suspended frame keeps on its value stack: it is inside the body
     // of `async with <lock>:`. The entry just below an awaited __aenter__ coroutine is the pending
@@ -132,9 +112,9 @@ public:
     }
 
     // What a pending task waits on: its fut_waiter, named by the asyncio frame that awaits it.
-    std::optional<AsyncioAwait> awaits(uint64_t waiter, const std::vector<Link>& links) {
+    std::optional<StackWait> awaits(uint64_t waiter, const std::vector<Link>& links) {
         if (!waiter) return std::nullopt;
-        AsyncioAwait w;
+        StackWait w;
         w.future = waiter;
         w.object = waiter;
         if (kindOf(waiter) == TypeKind::Task) {
@@ -205,6 +185,7 @@ public:
     std::optional<int64_t> integer(uint64_t object) { return objects_.integer(object); }
 
     FrameReader& frames() { return frames_; }
+    StackWalker& walker() { return walker_; }
     const AsyncioLayout& layout() const { return a_; }
 
 private:
@@ -212,7 +193,8 @@ private:
     const Runtime& rt_;
     const CPythonLayout& cl_;
     const AsyncioLayout& a_;
-    FrameReader frames_;
+    StackWalker walker_;  // reads every task's frames (one walker for tasks and greenlets)
+    FrameReader& frames_;
     ObjectReader objects_;
     std::unordered_map<uint64_t, std::string> typeNames_;
     std::unordered_map<uint64_t, TypeKind> typeKinds_;
@@ -326,33 +308,27 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             auto live = liveFrames.find(coroFrame);
             if (live != liveFrames.end()) {
                 task.state = "running";
-                task.runningOn = live->second;
+                task.tstate = live->second;
             } else if (auto on = runningTasks.find(address); on != runningTasks.end()) {
                 task.state = "running";  // 3.14+: the thread state names it
-                task.runningOn = on->second;
+                task.tstate = on->second;
             }
         }
         if (task.state == "running") {
             // Its frames are the thread's, from the innermost to its coroutine's.
-            std::string note;
-            auto frames = r.frames().readFrom(r.frames().topFrame(task.runningOn), kMaxThreadFrames, &note);
-            for (const auto& f : frames) {
-                if (task.frames.size() < kMaxTaskFrames) task.frames.push_back(f);
-                if (f.address == coroFrame) break;
-            }
+            task.frames = r.walker().onThread(task.tstate, coroFrame, kMaxTaskFrames, &task.note);
         } else if (task.state == "pending") {
             auto chain = r.chain(task.coro);
-            for (auto it = chain.rbegin(); it != chain.rend() && task.frames.size() < kMaxTaskFrames; ++it)
-                task.frames.push_back(it->shown);
+            task.frames = StackWalker::framesOf(chain, kMaxTaskFrames);
             for (const auto& link : chain) r.heldLocks(link, &task.holds);
-            task.awaits = r.awaits(r.ptr(address + layout.taskFutWaiter), chain);
+            task.waitsOn = r.awaits(r.ptr(address + layout.taskFutWaiter), chain);
             links[address] = std::move(chain);
         }
         if (task.loop) {
             AsyncioLoop& l = loops[task.loop];
             l.address = task.loop;
             if (!l.interp) l.interp = task.interp;
-            if (task.state == "running" && task.runningOn == l.tstate) l.runningTask = address;
+            if (task.state == "running" && task.tstate == l.tstate) l.runningTask = address;
             l.tasks.push_back(scan.tasks.size());
         }
         index[address] = scan.tasks.size();
@@ -361,7 +337,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     // Who awaits each task: the task its callbacks wake, or the tasks awaiting the gather it is in.
     std::map<uint64_t, std::vector<uint64_t>> gatherWaiters;  // gather future -> tasks awaiting it
     for (const auto& task : scan.tasks)
-        if (task.awaits && task.awaits->kind == "gather") gatherWaiters[task.awaits->future].push_back(task.address);
+        if (task.waitsOn && task.waitsOn->kind == "gather") gatherWaiters[task.waitsOn->future].push_back(task.address);
     for (auto& task : scan.tasks) {
         std::set<uint64_t> by;
         for (uint64_t cb : r.callbacks(task.address)) {
@@ -383,7 +359,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             for (const auto& ts : interp.tstates)
                 if (value && ts.threadId == static_cast<uint64_t>(*value)) loop.tstate = ts.address;
         for (size_t i : loop.tasks)
-            if (scan.tasks[i].state == "running" && scan.tasks[i].runningOn == loop.tstate) loop.runningTask = scan.tasks[i].address;
+            if (scan.tasks[i].state == "running" && scan.tasks[i].tstate == loop.tstate) loop.runningTask = scan.tasks[i].address;
     }
     for (auto& [address, loop] : loops) {
         if (auto ready = r.attribute(address, "_ready"); ready && *ready && r.typeName(*ready) == "collections.deque")

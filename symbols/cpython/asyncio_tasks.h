@@ -16,30 +16,19 @@
 #include "symbols/cpython/asyncio_layout.h"
 #include "symbols/cpython/frames.h"
 #include "symbols/cpython/runtimes.h"
+#include "symbols/cpython/suspended_stack.h"
 #include "symbols/target.h"
 
 namespace pytstates {
 
-struct AsyncioAwait {
-    std::string kind;   // task|future|event|lock|condition|queue|semaphore|sleep|gather|other
-    uint64_t object = 0;  // the object waited on (the Event, Lock, Queue; else the future)
-    uint64_t future = 0;  // the task's fut_waiter
-    uint64_t task = 0;    // kind task: the awaited task
-};
-
-struct AsyncioTask {
-    uint64_t address = 0;
-    uint64_t interp = 0;
+// A task as a suspended stack: tstate is the thread state whose stack runs its coroutine (running);
+// frames its coroutine chain, innermost first; waitsOn what a pending one waits on.
+struct AsyncioTask : SuspendedStack {
     uint64_t loop = 0;
     uint64_t coro = 0;
     std::string name;
-    std::string state;                  // running|pending|done|cancelled
-    uint64_t runningOn = 0;             // running: the thread state whose stack runs its coroutine
-    std::vector<PyFrame> frames;        // its coroutine chain, innermost first
-    std::optional<AsyncioAwait> awaits;  // none: ready to run, running or done
     std::vector<uint64_t> awaitedBy;    // tasks that await it (directly, or through a gather)
     std::vector<uint64_t> holds;        // asyncio locks a frame of it is inside `async with` of
-    std::string note;
 };
 
 struct AsyncioLoop {

@@ -7,6 +7,7 @@
 
 #include "symbols/cpython/gc_objects.h"
 #include "symbols/cpython/python_objects.h"
+#include "symbols/cpython/stack_walker.h"
 #include "symbols/elf/dwarf_types.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/glibc/malloc_chunk.h"
@@ -48,7 +49,7 @@ std::string greenletVersion(const Target& target, const Runtime& rt) {
 class Scanner {
 public:
     Scanner(const Target& target, const Runtime& rt, const LoadedModule& module, const GreenletLayout& layout)
-        : target_(target), rt_(rt), module_(module), g_(layout), frames_(target, rt.layout) {}
+        : target_(target), rt_(rt), module_(module), g_(layout), walker_(target, rt.layout), frames_(walker_.frames()) {}
 
     // A main greenlet pointing back at this ThreadState through its implementation.
     bool isThreadState(uint64_t ts, uint64_t* main) const {
@@ -169,7 +170,7 @@ public:
             info.savedFrame = g_.currentFrame >= 0 && rt_.layout.minor >= 11 ? read(impl + g_.currentFrame) : info.savedFrameObject;
             checkSavedFrame(&info);
             std::string note;
-            if (maxFrames) info.frames = frames_.readFrom(info.savedFrame, maxFrames, &note);
+            if (maxFrames) info.frames = walker_.fromFrame(info.savedFrame, 0, maxFrames, &note);
             if (!note.empty()) info.note = note;
         }
         scan->greenlets.push_back(std::move(info));
@@ -201,7 +202,8 @@ private:
     const Runtime& rt_;
     const LoadedModule& module_;
     const GreenletLayout& g_;
-    FrameReader frames_;  // one for all greenlets: it remembers which types are code objects
+    StackWalker walker_;   // one for all greenlets: it remembers which types are code objects
+    FrameReader& frames_;
     std::unordered_map<uint64_t, bool> typeCache_;
     std::unordered_map<uint64_t, uint64_t> liveFrames_;  // frame -> thread state whose live stack holds it
     std::set<uint64_t> mainVtables_;                     // MainGreenlet's vtable (one per loaded module)

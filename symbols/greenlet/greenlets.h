@@ -10,24 +10,21 @@
 #include <string>
 #include <vector>
 
-#include "symbols/cpython/frames.h"
 #include "symbols/cpython/runtimes.h"
+#include "symbols/cpython/suspended_stack.h"
 #include "symbols/glibc/pthread_keys.h"
 #include "symbols/greenlet/greenlet_layout.h"
 #include "symbols/target.h"
 
 namespace pytstates {
 
-struct GreenletInfo {
-    uint64_t address = 0;
+// A greenlet as a suspended stack: lwp is its OS thread (0 when unknown: dead, or its thread has
+// ended); state running|suspended|dead|unstarted (CONTRACT.md); frames, for a suspended one, those
+// it saved when it switched out; waitsOn stays empty (memory shows no wait).
+struct GreenletInfo : SuspendedStack {
     std::string typeName;     // "greenlet.greenlet", or the subclass's
-    std::string state;        // "running", "suspended", "dead", "unstarted" (CONTRACT.md)
     bool main = false;        // its thread's main greenlet
     uint64_t parent = 0;      // 0 for a main greenlet (and a user one whose parent is gone)
-    uint64_t interp = 0;      // the interpreter whose collector lists it
-    int lwp = 0;              // its thread; 0 when unknown (dead, or its thread has ended)
-    std::vector<PyFrame> frames;  // suspended ones: the frames saved when it switched out
-    std::string note;
     // What a suspended greenlet saved of its thread state, and what memory shows of it.
     uint64_t savedFrame = 0;        // the frame it will resume (3.11+: an interpreter frame)
     uint64_t savedFrameObject = 0;  // its PyFrameObject (python_state._top_frame)

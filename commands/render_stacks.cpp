@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/render_stacks.h"
+
+#include "commands/text_encoding.h"
+#include "symbols/text/base_name.h"
+#include "symbols/text/hex_address.h"
+
+namespace pytstates {
+
+namespace {
+
+// --locals: a frame's arguments, then its other locals, as pystack shows them (one per line,
+// each value's text cut at kMaxLocalText characters when read).
+void renderFrameLocals(std::ostringstream& out, const std::string& indent, const PyFrame& f) {
+    if (!f.localsRead) return;
+    bool args = false, locals = false;
+    for (const auto& l : f.locals) {
+        bool arg = l.kind == "arg";
+        if (arg && !args) out << indent << "Arguments:\n";
+        if (!arg && !locals) out << indent << "Locals:\n";
+        (arg ? args : locals) = true;
+        out << indent << "  " << shown(l.name) << " = " << shown(l.shown) << "\n";
+    }
+    if (f.locals.empty()) out << indent << "(no locals)\n";
+}
+
+// Every local's value null where no short repr is safe.
+void localsJson(JsonWriter& w, const PyFrame& f) {
+    w.key("locals");
+    w.beginArray();
+    for (const auto& l : f.locals) {
+        w.beginObject();
+        w.field("address", hexAddress(l.address));
+        w.field("kind", l.kind);
+        w.field("name", l.name);
+        w.fieldOrNull("type", !l.type.empty(), l.type);
+        w.fieldOrNull("value", l.value.has_value(), l.value.value_or(""));
+        w.endObject();
+    }
+    w.endArray();
+}
+
+}  // namespace
+
+std::string frameWhere(const PyFrame& f) { return shown(f.function) + "  " + shown(baseName(f.file)) + ":" + std::to_string(f.line); }
+
+void renderFramesText(std::ostringstream& out, const std::string& indent, const std::vector<PyFrame>& frames, FrameLines style) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+        const PyFrame& f = frames[i];
+        if (style == FrameLines::Numbered)
+            out << indent << "#" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
+        else
+            out << indent << frameWhere(f) << "\n";
+        renderFrameLocals(out, indent + "    ", f);
+    }
+}
+
+std::string stateWords(const std::string& state) { return state == "unstarted" ? "not started" : state; }
+
+void renderFrameJson(JsonWriter& w, const PyFrame& f) {
+    w.beginObject();
+    w.field("file", f.file);
+    w.field("function", f.function);
+    w.field("line", f.line);
+    if (f.localsRead) localsJson(w, f);
+    w.endObject();
+}
+
+void renderFramesJson(JsonWriter& w, const std::vector<PyFrame>& frames) {
+    w.beginArray();
+    for (const auto& f : frames) renderFrameJson(w, f);
+    w.endArray();
+}
+
+}  // namespace pytstates
