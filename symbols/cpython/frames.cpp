@@ -374,7 +374,7 @@ std::vector<FrameBlock> FrameReader::blockStack(uint64_t frame) {
     if (!count || *count <= 0 || *count > kMaxBlocks) return out;
     int32_t raw[kMaxBlocks * 3];
     if (!memory_.readExact(frame + layout_.frameBlockStack, raw, static_cast<size_t>(*count) * 12)) return out;
-    for (int i = 0; i < *count; ++i) out.push_back({raw[i * 3], raw[i * 3 + 1], raw[i * 3 + 2]});
+    for (size_t i = 0; i < static_cast<size_t>(*count); ++i) out.push_back({raw[i * 3], raw[i * 3 + 1], raw[i * 3 + 2]});
     return out;
 }
 

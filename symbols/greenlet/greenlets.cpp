@@ -161,9 +161,8 @@ public:
         if (thread) info.lwp = thread->lwp;
         if (threadEnded) info.note = "its thread has ended";
         if (thread && thread->currentGreenlet == object) info.state = "running";
-        else if (threadEnded) info.state = "dead";  // as greenlet says of it (greenlet.dead)
-        else if (info.main || stackStart) info.state = "suspended";
-        else if (stackStop) info.state = "dead";
+        else if (!threadEnded && (info.main || stackStart)) info.state = "suspended";
+        else if (threadEnded || stackStop) info.state = "dead";  // a thread that ended: as greenlet says of it (greenlet.dead)
         else info.state = "unstarted";
         if (info.state == "suspended") {
             info.savedFrameObject = g_.topFrame >= 0 ? read(impl + g_.topFrame) : 0;

@@ -108,7 +108,7 @@ long nsSince(const timespec& start) {
 // Waits for a stop of this process's (not peeked), kReleaseWaitNs at most from `start`; kPending
 // when it did not come. Async-signal-safe.
 int waitStop(int tid, const timespec& start) {
-    long pauseNs = 10 * 1000;
+    long pauseNs = 10'000;
     for (;;) {
         int sig = pollStop(tid, false);
         if (sig != kPending || nsSince(start) >= kReleaseWaitNs) return sig;
