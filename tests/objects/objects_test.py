@@ -17,7 +17,6 @@ Exit 0 when all agree, 1 with each difference, 77 (not a pass) when the interpre
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import locals_facts  # noqa: E402
 import scenario  # noqa: E402
 
 SOURCE = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -74,22 +74,9 @@ def interpreter(name, args):
 
 
 def py_locals_from_gdb(core):
-    """gdb's py-locals of waiter, the Python frame above snooze (Debian's python3.11: its
-    libpython gdb script is auto-loaded from python3.11-dbg)."""
-    out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
-                          "-iex", "add-auto-load-safe-path /usr", "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals",
-                          "/usr/bin/python3.11", core], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-    said = out.stdout.decode(errors="replace")
-    values = {}
-    inside = False
-    for line in said.splitlines():
-        if line.startswith("Locals for "):
-            inside = line == "Locals for waiter"
-            continue
-        m = re.match(r"^(\w+) = (.*)$", line)
-        if m and inside:
-            values[m.group(1)] = m.group(2)
-    return values, said
+    """gdb's py-locals of waiter (name -> value) and all gdb printed."""
+    said = locals_facts.gdb_py_locals_output(core)
+    return locals_facts.gdb_py_locals(said), said
 
 
 def main():
