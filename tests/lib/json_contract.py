@@ -27,7 +27,6 @@ def _load():
 def check(doc, where=""):
     """doc, once it is valid against the schema; AssertionError naming the first faults otherwise."""
     global checked
-    import jsonschema
     errors = sorted(_load().iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     # Of a branching rule (anyOf: an object or null), the branch's own fault, not the whole value.
     errors = [min(e.context, key=lambda c: -len(c.absolute_path)) if e.context else e for e in errors]
