@@ -153,8 +153,8 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
             out << " at " << hexAddress(s.faultAddress);
         if (s.code <= 0 && s.senderPid)
             out << (s.senderPid == report.target.pid ? " by the process itself" : " by process " + std::to_string(s.senderPid) + " (uid " + std::to_string(s.senderUid) + ")");
-        else if (s.code <= 0)  // si_pid 0: the kernel names no sender outside the target's PID namespace
-            out << " by a process outside its PID namespace";
+        else if (s.code <= 0)  // si_pid 0: a sender the target's PID namespace cannot name
+            out << " by a sender it cannot name (si_pid 0: outside its PID namespace, or the kernel)";
     }
     out << "\n";
     if (c.abort && c.abort->kind != "fatal-error") {

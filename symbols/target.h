@@ -41,8 +41,8 @@ struct CrashSignal {
     // process (kill) found it wherever it was, a wait included. Without siginfo (lldb gives none)
     // the signals a fault raises are the thread's own, and SIGABRT or SIGQUIT may have been sent.
     bool raisedByThread(int pid) const {
-        // si_pid 0 with a sender's si_code: a process outside the target's PID namespace sent it
-        // (the kernel names no sender it cannot show there); the thread's own abort() gives its pid.
+        // si_pid 0 with a sender's si_code: a sender the target's PID namespace cannot name (a
+        // process outside it, or the kernel); the thread's own abort() gives its own pid.
         if (haveSiginfo) return !(code <= 0 && senderPid != pid);
         return signal == SIGILL || signal == SIGTRAP || signal == SIGBUS || signal == SIGFPE || signal == SIGSEGV || signal == SIGSYS;
     }
