@@ -149,7 +149,13 @@ private:
                                             (verified ? " (build-id verified)" : ""));
             }
         }
-        if (!mod.problem.empty() && mod.problem != "no file") out_.warnings.push_back(mod.path + ": " + mod.problem);
+        if (!mod.problem.empty() && mod.problem != "no file") {
+            std::string warning = mod.path + ": " + mod.problem;
+            // A program moved, deleted or rebuilt since: its frames go unnamed and the stacks stop there.
+            if (isExe && !mod.elf && in_.executableOverride.empty())
+                warning += "; if the program was moved or rebuilt, give its file (--exe FILE, or the debugger's `file`)";
+            out_.warnings.push_back(warning);
+        }
         claimed_.insert({mod.path, mod.start});
         out_.modules.push_back(std::move(mod));
     }

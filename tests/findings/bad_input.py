@@ -112,6 +112,31 @@ def started_through_loader(args):
         scenario.cleanup(core)
 
 
+def moved_exe(args, tmp):
+    """A program moved since its core was written (CPython linked into it, as Debian's python3.X):
+    without --exe the one line says to give it; with --exe FILE the runtime is read, the pages gcore
+    left out (Py_Version in .rodata) served from FILE, not from the path the core names."""
+    moved = os.path.join(tmp, "py")
+    shutil.copy(scenario.PYTHON, moved)
+    code = ('import json, threading; t = threading.Thread(target=threading.Event().wait, daemon=True); t.start(); '
+            'print("FACTS " + json.dumps({"lwps": sorted([threading.get_native_id(), t.native_id])})); print("READY", flush=True); '
+            'import sys; sys.stdin.readline()')
+    facts, core = scenario.take_core([moved, "-c", code], "gcore")
+    try:
+        os.rename(moved, moved + ".moved")
+        expect_refused(args, ["check", "--core", core], "give the program's file with --exe FILE")
+        status, out, err = run(args, ["check", "--core", core, "--exe", moved + ".moved", "--json"])
+        expect(status == 0, "--exe the moved program: %d %s" % (status, err))
+        r = json_contract.loads(out)
+        lwps = sorted(ts["lwp"] for i in r["runtimes"][0]["interpreters"] for ts in i["tstates"])
+        expect(r["runtimes"][0]["version"].startswith(scenario.PYTHON_VERSION) and lwps == facts["lwps"],
+               "the runtime of the moved program is read: its thread states on LWPs %s" % facts["lwps"], r)
+        print("moved program: --exe %s reads CPython %s, thread states on LWPs %s" % (
+            os.path.basename(moved) + ".moved", r["runtimes"][0]["version"], lwps))
+    finally:
+        scenario.cleanup(core)
+
+
 def file_offset(core, addr):
     """The offset in the core file of a virtual address (PT_LOAD with file bytes)."""
     with open(core, "rb") as f:
@@ -500,6 +525,7 @@ def main():
         damaged_exe(args, tmp, work, core)
         special_files(args, tmp, core)
         started_through_loader(args)
+        moved_exe(args, tmp)
         damaged_crash_core(args, tmp)
         size = os.path.getsize(core)
         for frac in (0.001, 0.3, 0.7, 0.999):
