@@ -18,7 +18,7 @@ namespace {
 void addressOrNull(JsonWriter& w, std::string_view k, uint64_t v) { w.fieldOrNull(k, v != 0, hexAddress(v)); }
 void stringOrNull(JsonWriter& w, std::string_view k, const std::string& v) { w.fieldOrNull(k, !v.empty(), v); }
 
-// findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
+// findings[].history (docs/report.schema.json): the thread state's last life as recorded.
 void historyJson(JsonWriter& w, const Finding& f) {
     w.beginArray();
     for (const auto& h : f.history) {
