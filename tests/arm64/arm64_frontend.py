@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The gdb front end on arm64, under gdb-multiarch on this x86_64 machine (tests/lib/arm64.py):
 
-  core      the threads scenario's qemu core: `py-tstates-check --json` in gdb-multiarch (sysroot
-            the arm64 root) gives the CLI's thread states, LWPs, pthreads, PyGILState slots, waits,
-            findings and native frames on the same core (`pytstates check --core C --sysroot ROOT`);
+  core      the threads scenario's qemu core: `py-tstates-check --json --native` in gdb-multiarch
+            (sysroot the arm64 root) gives the CLI's thread states, LWPs, pthreads, PyGILState slots,
+            waits, findings and every native frame (function, pc, line) on the same core
+            (`pytstates check --native --core C --sysroot ROOT`). Not compared: the crash, which
+            the CLI has from pr_cursig and gdb gives no script ($_siginfo needs NT_SIGINFO, which
+            qemu does not write), and with it the crashed thread's frame parameters;
             the registers are read by aarch64's names (x0-x30 sp pc) and, once the core carries
             NT_ARM_TLS as real kernels write it, the thread pointer as gdb names it ($tpidr) gives
             each thread's struct pthread.
@@ -57,7 +60,7 @@ def report_of(out, what):
 
 
 def front_end_on_core(args, tree, core, extra=()):
-    argv = gdb_argv(tree, args.gdb_script) + list(extra) + ["-ex", "py-tstates-check --json", arm64.python(tree), core]
+    argv = gdb_argv(tree, args.gdb_script) + list(extra) + ["-ex", "py-tstates-check --json --native", arm64.python(tree), core]
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout.decode(errors="replace")
     return report_of(out, "gdb-multiarch's py-tstates-check"), out
 
@@ -72,7 +75,7 @@ def view(report):
         threads[r["lwp"]] = {"pthread": r["pthread"], "autotss": (r.get("autotss_key"), r.get("autotss_tstate")),
                              "current_tstate": r.get("current_tstate"), "tstates": r.get("tstates"),
                              "blocked_on": (waits.get("kind"), waits.get("function"), waits.get("call"), waits.get("object")),
-                             "native": [(f.get("function"), f.get("pc")) for f in r.get("native_frames") or []]}
+                             "native": [(f.get("function"), f.get("pc"), f.get("line"), f.get("inlined")) for f in r.get("native_frames") or []]}
     found = sorted((f["code"], f["severity"], f.get("lwp"), f.get("tstate")) for f in report["findings"])
     return tstates, threads, found
 
@@ -85,7 +88,7 @@ def compare(cli, gdb):
     for lwp, mine in c_threads.items():
         for field, value in mine.items():
             expect(g_threads[lwp][field] == value, "LWP %d: %s %s as the CLI has it, not %s" % (lwp, field, value, g_threads[lwp][field]), gdb)
-        expect(mine["native"], "LWP %d has native frames" % lwp, cli)
+        expect(len(mine["native"]) > 5, "LWP %d has its native stack" % lwp, cli)
     expect(g_findings == c_findings, "the CLI's findings %s" % c_findings, gdb)
     return c_tstates, c_threads, c_findings
 
@@ -94,7 +97,7 @@ def core_case(args, tree):
     workdir = tempfile.mkdtemp(prefix="pytstates-arm64-fe-")
     try:
         facts, core = arm64.take_core([arm64.python(tree), THREADS], workdir=workdir)
-        status, cli, err = scenario.run_pytstates(args.pytstates, ["check", "--json", "--core", core, "--sysroot", tree])
+        status, cli, err = scenario.run_pytstates(args.pytstates, ["check", "--json", "--native", "--core", core, "--sysroot", tree])
         expect(status in (0, 1), "pytstates exited %d: %s" % (status, err))
         check_threads_facts(facts, cli)
         gdb, out = front_end_on_core(args, tree, core)
