@@ -42,7 +42,8 @@ size_t readThroughGdb(const py::function& readMemory, uint64_t addr, void* buf, 
     }
 }
 
-// (lwp, fs_base, registers in DWARF order, then orig_rax when gdb has it: empty when gdb could not read them)
+// (lwp, thread pointer, registers in the DWARF order of the target's machine, then its syscall
+// register (orig_rax) when it has one and gdb reads it: empty when gdb could not read them)
 using GdbThread = std::tuple<int, uint64_t, std::vector<uint64_t>>;
 // (lwp, si_signo, si_code, si_addr, si_pid, si_uid) of the core's first thread, from $_siginfo
 using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
@@ -50,21 +51,22 @@ using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
 // What gdb knows of the process, as the C++ core takes it.
 DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
                         const std::string& executable, int pid, bool live, bool local, const std::string& sysroot,
-                        const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs) {
+                        const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs,
+                        const std::string& machine) {
     DebuggerInput input;
     input.read = [readMemory](uint64_t addr, void* buf, size_t len) { return readThroughGdb(readMemory, addr, buf, len); };
-    const Arch& arch = hostArch();
-    for (const auto& [lwp, fsBase, registers] : threads) {
+    // The machine gdb debugs (gdb-multiarch on an arm64 core is not this one); DebuggerTarget then
+    // holds the registers against its executable's.
+    const Arch* named = archNamed(machine);
+    const Arch& arch = named ? *named : hostArch();
+    for (const auto& [lwp, threadPointer, registers] : threads) {
         OsThread t;
         t.lwp = lwp;
-        t.threadPointer = fsBase;
-        t.pthread = fsBase;
-        if (registers.size() == arch.dwarfRegisters || registers.size() == arch.dwarfRegisters + 1) {
+        t.threadPointer = threadPointer;
+        bool withSyscall = arch.syscallRegister() && registers.size() == arch.dwarfRegisters + 1;
+        if (registers.size() == arch.dwarfRegisters || withSyscall) {
             t.registers.assign(registers.begin(), registers.begin() + arch.dwarfRegisters);
-            t.pc = registers[arch.pcRegister];
-            t.sp = registers[arch.spRegister];
-            if (registers.size() > arch.dwarfRegisters && static_cast<int64_t>(registers.back()) >= 0)
-                t.syscall = static_cast<int64_t>(registers.back());
+            if (withSyscall && static_cast<int64_t>(registers.back()) >= 0) t.syscall = static_cast<int64_t>(registers.back());
         }
         input.threads.push_back(t);
     }
@@ -106,14 +108,15 @@ std::tuple<int, std::string, std::string> run(const std::string& command, const 
                                               const py::function& readMemory, const std::vector<GdbThread>& threads,
                                               const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
                                               bool live, bool local, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
-                                              const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs) {
+                                              const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs,
+                                              const std::string& machine) {
     CommandRequest request;
     request.command = commandNamed(command);
     std::string error;
     if (!parseCommandArguments(args, &request, &error)) return {2, "", error};
     if (recording && !recording->log()->empty()) request.history = recording->log();
     try {
-        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, siginfo, debugDirs));
+        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, siginfo, debugDirs, machine));
         CommandResult result = runCommand(target, request, [&](int lwp) {
             auto it = gdbThreadNumbers.find(lwp);
             return it == gdbThreadNumbers.end() ? 0 : it->second;
@@ -131,14 +134,14 @@ using ProbeRow = std::tuple<uint64_t, std::string, std::string, std::string, uin
 std::tuple<int, std::string, std::string, std::vector<ProbeRow>, int> recordOn(
     const std::vector<std::string>& args, const py::function& readMemory, const std::vector<GdbThread>& threads,
     const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local, const std::string& sysroot,
-    const std::vector<std::string>& debugDirs) {
+    const std::vector<std::string>& debugDirs, const std::string& machine) {
     HistoryLog::Limits limits;
     int frames = 4;
     std::string error;
     if (!parseRecordOptions(args, &limits, &frames, &error)) return {2, "", error, {}, 0};
     try {
-        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs));
-        auto next = std::make_unique<Recording>(target, limits);
+        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs, machine));
+        auto next = std::make_unique<Recording>(target, limits, frames);
         std::vector<ProbeRow> rows;
         for (const auto& p : next->plan().probes)
             rows.emplace_back(p.address, lifecycleEventName(p.event), p.tstateRegister, p.keyRegister, p.keyOffset);
@@ -158,16 +161,74 @@ void recordHit(size_t probe, uint64_t tstate, int lwp, int64_t key, std::vector<
     recording->hit(probe, tstate, lwp, k, std::move(pcs));
 }
 
+// One breakpoint hit read through gdb (the hot path): read_register(name) -> int, read_memory(address,
+// length) -> bytes or None, pcs: an iterator over the frames' pcs, innermost first, pulled only as far
+// as the hit keeps. A Python error in any of them is an unreadable value, never an exception here.
+void recordHitFrom(size_t probe, const py::function& readRegister, const py::function& readMemory, int lwp, const py::iterable& pcs) {
+    if (!recording) return;
+    // PyIter_Next, not py::iterator: that reads one item ahead, a frame more for gdb to unwind.
+    py::object next = py::reinterpret_steal<py::object>(PyObject_GetIter(pcs.ptr()));
+    if (!next) PyErr_Clear();
+    HitReaders readers;
+    readers.readRegister = [&](const std::string& name) -> std::optional<uint64_t> {
+        try {
+            py::object value = readRegister(name);
+            unsigned long long v = PyLong_AsUnsignedLongLongMask(value.ptr());
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                return std::nullopt;
+            }
+            return v;
+        } catch (const py::error_already_set&) {
+            return std::nullopt;
+        }
+    };
+    readers.readMemory = [&](uint64_t address, void* buffer, size_t length) {
+        return readThroughGdb(readMemory, address, buffer, length) == length;
+    };
+    readers.nextPc = [&]() -> std::optional<uint64_t> {
+        if (!next) return std::nullopt;
+        py::object item = py::reinterpret_steal<py::object>(PyIter_Next(next.ptr()));
+        uint64_t pc = item ? PyLong_AsUnsignedLongLongMask(item.ptr()) : 0;
+        if (!item || PyErr_Occurred()) {
+            PyErr_Clear();
+            return std::nullopt;
+        }
+        return pc;
+    };
+    recording->hitFrom(probe, lwp, readers);
+}
+
+// The DWARF-ordered register names of a machine ("x86_64", "aarch64", gdb's "i386:x86-64"); empty
+// for one pytstates does not read.
+std::vector<std::string> registerNames(const std::string& machine) {
+    const Arch* arch = archNamed(machine);
+    return arch ? arch->registerNames() : std::vector<std::string>{};
+}
+
+// The thread pointer, and the register holding a blocked thread's system call when it is not a
+// DWARF register, as gdb and lldb name them; "" where there is none.
+std::string threadPointerRegister(const std::string& machine) {
+    const Arch* arch = archNamed(machine);
+    return arch ? arch->threadPointerRegister() : "";
+}
+
+std::string syscallRegister(const std::string& machine) {
+    const Arch* arch = archNamed(machine);
+    return arch && arch->syscallRegister() ? arch->syscallRegister() : "";
+}
+
 // show / save: names the frames through what gdb has open now.
 std::tuple<int, std::string, std::string> recordOutput(const std::string& what, const std::string& argument, const py::function& readMemory,
                                                        const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
                                                        const std::string& executable, int pid, bool live, bool local,
-                                                       const std::string& sysroot, const std::vector<std::string>& debugDirs) {
+                                                       const std::string& sysroot, const std::vector<std::string>& debugDirs,
+                                                       const std::string& machine) {
     if (!recording) return {2, "", "nothing recorded: py-tstates-record on first"};
     auto log = recording->log();
     try {
         if (!threads.empty()) {
-            DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, std::nullopt, debugDirs));
+            DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, std::nullopt, debugDirs, machine));
             log->nameFrames(target);
         }
         if (what == "show") {
@@ -184,10 +245,10 @@ std::tuple<int, std::string, std::string> recordOutput(const std::string& what, 
 
 // Names the recorded frames while the modules are still mapped (the process is about to exit).
 void recordName(const py::function& readMemory, const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                bool local, const std::string& sysroot, const std::vector<std::string>& debugDirs) {
+                bool local, const std::string& sysroot, const std::vector<std::string>& debugDirs, const std::string& machine) {
     if (!recording) return;
     try {
-        DebuggerTarget target(inputFrom(readMemory, {}, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs));
+        DebuggerTarget target(inputFrom(readMemory, {}, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs, machine));
         recording->log()->nameFrames(target);
     } catch (const std::exception&) {
     }
@@ -210,6 +271,10 @@ PYBIND11_MODULE(_pytstates_gdb, m) {
     m.def("help", &help);
     m.def("record_on", &recordOn, "Plan the lifecycle breakpoints; returns (status, text, error, probes, frames)");
     m.def("record_hit", &recordHit, "One breakpoint hit");
+    m.def("record_hit_from", &recordHitFrom, "One breakpoint hit, read through callbacks: what it keeps is decided here");
+    m.def("register_names", &registerNames, "DWARF-ordered register names of a machine");
+    m.def("thread_pointer_register", &threadPointerRegister, "fs_base | tpidr");
+    m.def("syscall_register", &syscallRegister, "orig_rax | '' (aarch64: x8, among the DWARF registers)");
     m.def("record_output", &recordOutput, "show [N] | save FILE");
     m.def("record_stats", &recordStats);
     m.def("record_name", &recordName);

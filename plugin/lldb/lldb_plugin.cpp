@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // pytstates in lldb: an SB API plugin (lldb-14's Python cannot run scripts as Debian ships it)
 // registering py-tstates, pybind-internals and py-tstates-check. Memory through
-// SBProcess::ReadMemory, threads through SBThread; a thread's fs_base from its registers where
-// lldb has it (live processes), else from glibc's thread lists in memory (lldb 14 shows no
-// fs_base for core files). Load: plugin load /path/to/libpytstates-lldb.so
+// SBProcess::ReadMemory, threads through SBThread, registers by the names symbols/arch gives the
+// target's machine; a thread's thread pointer (fs_base, tpidr) from its registers where lldb has
+// it (live processes), else from glibc's thread lists in memory (lldb 14 shows no fs_base for
+// core files). Load: plugin load /path/to/libpytstates-lldb.so
 #include <elf.h>
 #include <lldb/API/LLDB.h>
 
@@ -90,14 +91,19 @@ std::optional<uint64_t> registerValue(lldb::SBFrame& frame, const char* name) {
     return v;
 }
 
-// The innermost frame's general registers in DWARF order (x86_64: rax, rdx, rcx, rbx, rsi, rdi,
-// rbp, rsp, r8-r15, rip), for the unwinder; empty when lldb lacks one.
-std::vector<uint64_t> registers(lldb::SBFrame& frame) {
-    static const char* const names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
-                                        "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
+// The machine of the target lldb debugs (its triple), else this one's.
+const Arch& archOf(lldb::SBTarget target) {
+    const char* triple = target.GetTriple();
+    const Arch* arch = triple ? archNamed(triple) : nullptr;
+    return arch ? *arch : hostArch();
+}
+
+// The innermost frame's general registers in DWARF order, for the unwinder; empty when lldb
+// lacks one.
+std::vector<uint64_t> registers(lldb::SBFrame& frame, const std::vector<std::string>& names) {
     std::vector<uint64_t> out;
-    for (const char* name : names) {
-        auto v = registerValue(frame, name);
+    for (const auto& name : names) {
+        auto v = registerValue(frame, name.c_str());
         if (!v) return {};
         out.push_back(*v);
     }
@@ -143,17 +149,16 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
         size_t fromFile = target.ReadMemory(where, buf, len, fileError);
         return fileError.Success() ? fromFile : (e.Success() ? n : 0);
     };
+    const Arch& arch = archOf(target);
+    const std::vector<std::string> names = arch.registerNames();
     for (uint32_t i = 0; withThreads && i < process.GetNumThreads(); ++i) {
         lldb::SBThread thread = process.GetThreadAtIndex(i);
         OsThread t;
         t.lwp = static_cast<int>(thread.GetThreadID());
         lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-        if (auto fsBase = registerValue(frame, "fs_base")) t.threadPointer = t.pthread = *fsBase;
-        t.registers = registers(frame);
-        if (!t.registers.empty()) {
-            t.pc = t.registers[hostArch().pcRegister];
-            t.sp = t.registers[hostArch().spRegister];
-        }
+        // struct pthread, pc and sp follow in DebuggerTarget, by the executable's machine
+        if (auto tp = registerValue(frame, arch.threadPointerRegister())) t.threadPointer = *tp;
+        t.registers = registers(frame, names);
         // A core's first thread took the fatal signal (lldb's stop reason of each thread); in a
         // live process, the thread lldb stopped on a signal (DebuggerTarget keeps the fatal ones).
         if ((live ? !input.crash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal &&
@@ -177,7 +182,7 @@ DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live,
     input.pid = static_cast<int>(process.GetProcessID());
     input.live = live;
     input.search.debugDirs = debugFileSearchPaths(target.GetDebugger());
-    // lldb hands over no orig_rax: for a live process on this machine (the host platform, not a
+    // lldb hands over no syscall register (orig_rax): for a live process on this machine (the host platform, not a
     // remote lldb-server's) the kernel says which call each blocked thread is in.
     const char* platform = target.GetPlatform().GetName();
     if (live && input.pid > 0 && platform && std::string(platform) == "host") {
@@ -192,43 +197,32 @@ struct Recorder {
     std::unique_ptr<Recording> recording;
     std::vector<lldb::break_id_t> breakpoints;
     lldb::SBTarget target;
-    int frames = 4;
 };
 Recorder recorder;
 
-struct ProbeBaton {
-    size_t index;
-    std::string tstateRegister, keyRegister;
-    uint64_t keyOffset;
-};
-std::vector<std::unique_ptr<ProbeBaton>> batons;  // alive while their breakpoints are
+std::vector<std::unique_ptr<size_t>> batons;  // each probe's index, alive while their breakpoints are
 
-// One lifecycle breakpoint hit, on lldb's private thread: registers, a key, the pcs of the top
-// frames (names come later, at show, save or check), then on without stopping.
+// One lifecycle breakpoint hit, on lldb's private thread: the core reads what it keeps through
+// lldb (Recording::hitFrom: registers, a key, the pcs of the top frames; names come later, at
+// show, save or check), then on without stopping.
 bool onProbe(void* baton, lldb::SBProcess& process, lldb::SBThread& thread, lldb::SBBreakpointLocation&) {
     try {
-        const auto* b = static_cast<const ProbeBaton*>(baton);
         if (!recorder.recording) return false;
         lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-        auto tstate = registerValue(frame, b->tstateRegister.c_str());
-        if (!tstate) return false;
-        std::optional<uint32_t> key;
-        if (!b->keyRegister.empty()) {
-            if (auto where = registerValue(frame, b->keyRegister.c_str())) {
-                uint32_t k = 0;
-                lldb::SBError e;
-                if (process.ReadMemory(*where + b->keyOffset, &k, sizeof k, e) == sizeof k && e.Success()) key = k;
-            }
-        }
-        std::vector<uint64_t> pcs;
-        pcs.push_back(frame.GetPC());
-        for (uint32_t i = 1; i < static_cast<uint32_t>(recorder.frames); ++i) {
-            lldb::SBFrame older = thread.GetFrameAtIndex(i);
-            if (!older.IsValid()) break;
-            uint64_t pc = older.GetPC();
-            if (pc != pcs.back()) pcs.push_back(pc);  // an inlined call shares its caller's pc
-        }
-        recorder.recording->hit(b->index, *tstate, static_cast<int>(thread.GetThreadID()), key, std::move(pcs));
+        uint32_t next = 0;
+        HitReaders readers;
+        readers.readRegister = [&](const std::string& name) { return registerValue(frame, name.c_str()); };
+        readers.readMemory = [&](uint64_t address, void* buffer, size_t length) {
+            lldb::SBError e;
+            return process.ReadMemory(address, buffer, length, e) == length && e.Success();
+        };
+        readers.nextPc = [&]() -> std::optional<uint64_t> {
+            lldb::SBFrame f = next == 0 ? frame : thread.GetFrameAtIndex(next);
+            ++next;
+            if (!f.IsValid()) return std::nullopt;
+            return f.GetPC();
+        };
+        recorder.recording->hitFrom(*static_cast<const size_t*>(baton), static_cast<int>(thread.GetThreadID()), readers);
     } catch (...) {
     }
     return false;
@@ -276,14 +270,13 @@ private:
             if (!parseRecordOptions(args, &limits, &frames, &error)) return fail(result, error);
             removeBreakpoints();
             DebuggerTarget pyTarget(inputOf(target, process, true, nullptr));
-            auto next = std::make_unique<Recording>(pyTarget, limits);
+            auto next = std::make_unique<Recording>(pyTarget, limits, frames);
             batons.clear();
             recorder.recording = std::move(next);
             recorder.target = target;
-            recorder.frames = frames;
             const auto& probes = recorder.recording->plan().probes;
             for (size_t i = 0; i < probes.size(); ++i) {
-                batons.push_back(std::make_unique<ProbeBaton>(ProbeBaton{i, probes[i].tstateRegister, probes[i].keyRegister, probes[i].keyOffset}));
+                batons.push_back(std::make_unique<size_t>(i));
                 lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].address);
                 bp.SetCallback(onProbe, batons.back().get());
                 recorder.breakpoints.push_back(bp.GetID());
