@@ -22,6 +22,13 @@ foreach(root IN LISTS PYTSTATES_PORTABLE_DEPS)
   list(APPEND CMAKE_PREFIX_PATH ${root}/usr)
 endforeach()
 
+# Looked up again at every configure: a cached path can name a file a new root no longer has.
+foreach(var PORTABLE_LIBDW_INCLUDE PORTABLE_LIBELF_INCLUDE PORTABLE_DEBUGINFOD_INCLUDE PORTABLE_CAPSTONE_INCLUDE
+            PORTABLE_LIBDW PORTABLE_LIBELF PORTABLE_LIBZ PORTABLE_LIBLZMA PORTABLE_LIBBZ2 PORTABLE_LIBZSTD
+            PORTABLE_LIBLZ4 PORTABLE_CAPSTONE_SO)
+  unset(${var} CACHE)
+endforeach()
+
 function(portable_static var name)
   find_library(${var} NAMES lib${name}.a HINTS ${portable_library_dirs} NO_CMAKE_PATH NO_CMAKE_ENVIRONMENT_PATH)
   if(NOT ${var})
