@@ -86,4 +86,6 @@ add_link_options(-static-libstdc++ -static-libgcc)
 # The static archives' symbols stay inside whatever links them (the engine's shared library
 # exports its C ABI only).
 add_link_options(LINKER:--exclude-libs,ALL)
-set(CMAKE_INSTALL_RPATH "\$ORIGIN/../lib/pytstates")
+# bin/ -> lib/pytstates/ for the binary; $ORIGIN for the engine's lib/pytstates/libpytstates.so.0,
+# whose own run path is the one its dlopen of capstone searches.
+set(CMAKE_INSTALL_RPATH "\$ORIGIN/../lib/pytstates;\$ORIGIN")
