@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--pytstates", required=True, help="the build tree's pytstates")
     ap.add_argument("--scenarios", required=True, help="the build tree's findings scenarios")
     args = ap.parse_args()
+    args.pytstates, args.scenarios = os.path.abspath(args.pytstates), os.path.abspath(args.scenarios)
     archive = find_archive(args.archive_dir)
     if not archive:
         print("no portable archive in %s: run scripts/portable first (skipped, not passed)" % args.archive_dir)
