@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The portable archive (scripts/portable), unpacked into a fresh directory:
+  bounds  bin/pytstates and every shared object beside it need nothing outside glibc (objdump -p's
+          NEEDED, ldd) and no symbol version above GLIBC_2.31, none of libstdc++ or libgcc_s
+          (objdump -T); the highest GLIBC_ version is printed.
+  check   its `check --json` on a gcore'd core of the seed scenario (pybind11 internals, a stale
+          thread state) and of a Python process with threads, and `check --json --pid` on that
+          process live, equal the build tree's own pytstates' output on the same targets (the
+          live stop's duration left out), with every thread state there.
+The archive is the one scripts/portable made (PYTSTATES_PORTABLE_ARCHIVE, or the newest
+pytstates-*-linux.tar.gz in --archive-dir); without one the test exits 77, which ctest reports as
+skipped (not passed): run scripts/portable first (.ci/run does), then `ctest -L portable`."""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import scenario  # noqa: E402
+from findings_cases import expect  # noqa: E402
+
+SKIP = 77
+GLIBC_BOUND = (2, 31)
+GLIBC_SONAMES = re.compile(r"^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[-a-z0-9_]*)\.so(\.[0-9.]+)?$")
+
+
+def find_archive(archive_dir):
+    named = os.environ.get("PYTSTATES_PORTABLE_ARCHIVE")
+    if named:
+        expect(os.path.isfile(named), "PYTSTATES_PORTABLE_ARCHIVE names no file: " + named)
+        return named
+    found = sorted(glob.glob(os.path.join(archive_dir, "pytstates-*-linux.tar.gz")), key=os.path.getmtime)
+    return found[-1] if found else None
+
+
+def unpack(archive, into):
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        top = {n.split("/")[0] for n in names}
+        expect(len(top) == 1, "the archive has one top directory", sorted(top))
+        expect(all(not n.startswith("/") and ".." not in n.split("/") for n in names), "the archive's paths stay inside it")
+        tar.extractall(into)
+    return os.path.join(into, top.pop())
+
+
+def output(argv):
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    expect(out.returncode == 0, "%s exited %d" % (" ".join(argv), out.returncode), out.stdout.decode(errors="replace")[-2000:])
+    return out.stdout.decode(errors="replace")
+
+
+def version_tuple(name):
+    return tuple(int(x) for x in name.split("_", 1)[1].split("."))
+
+
+def bounds(top):
+    exe = os.path.join(top, "bin", "pytstates")
+    expect(os.access(exe, os.X_OK), "bin/pytstates is an executable")
+    objects = [exe] + sorted(p for p in glob.glob(os.path.join(top, "lib", "pytstates", "**", "*.so*"), recursive=True)
+                             if os.path.isfile(p))
+    highest = (0, 0)
+    for obj in objects:
+        rel = os.path.relpath(obj, top)
+        needed = re.findall(r"^\s*NEEDED\s+(\S+)", output(["objdump", "-p", obj]), re.M)
+        outside = [n for n in needed if not GLIBC_SONAMES.match(n)]
+        # The archive's own engine, lib/pytstates/libpytstates.so.0 (found through $ORIGIN run paths).
+        outside = [n for n in outside if not n.startswith("libpytstates.so")]
+        expect(not outside, "%s needs only glibc" % rel, needed)
+        symbols = output(["objdump", "-T", obj])
+        versions = set(re.findall(r"\b(GLIBC_[0-9.]+)\b", symbols))
+        top_version = max((version_tuple(v) for v in versions), default=(0, 0))
+        expect(top_version <= GLIBC_BOUND, "%s asks for no symbol version above GLIBC_2.31" % rel, sorted(versions))
+        others = sorted(set(re.findall(r"\b((?:GLIBCXX|CXXABI|GCC)_[0-9.]+)\b", symbols)))
+        expect(not others, "%s asks nothing of libstdc++ or libgcc_s" % rel, others)
+        highest = max(highest, top_version)
+        print("%s: NEEDED %s; highest GLIBC_%s" % (rel, " ".join(needed), ".".join(map(str, top_version))))
+    ldd = output(["ldd", exe])
+    print("ldd bin/pytstates:\n" + ldd.rstrip())
+    for line in ldd.splitlines():
+        name = line.split()[0]
+        expect("not found" not in line, "ldd finds everything", line)
+        if name.startswith("libpytstates.so"):
+            where = os.path.realpath(line.split("=>")[1].split("(")[0].strip())
+            expect(where.startswith(os.path.realpath(top) + os.sep), "the engine is the archive's own", line)
+            continue
+        expect(name == "linux-vdso.so.1" or GLIBC_SONAMES.match(os.path.basename(name)),
+               "ldd bin/pytstates lists only glibc (and the archive's engine)", line)
+    print("highest symbol version of the archive: GLIBC_%s" % ".".join(map(str, highest)))
+    version = output([exe, "--version"]).strip()
+    expect(version.startswith("pytstates "), "bin/pytstates --version says its name", version)
+    print("bin/pytstates --version: " + version)
+
+
+def comparable(report):
+    """The report without what differs between two runs by nature: how long a live target was
+    stopped. (A core's report is the same byte for byte.)"""
+    report = dict(report, target=dict(report["target"]))
+    report["target"].pop("stopped_ms", None)
+    return report
+
+
+def same_report(label, built, portable, args, min_tstates, min_findings=0):
+    status_b, report_b, err_b = scenario.run_pytstates(built, args)
+    status_p, report_p, err_p = scenario.run_pytstates(portable, args)
+    expect(status_b in (0, 1) and isinstance(report_b, dict), "the build tree's %s gave a report" % label, err_b)
+    expect(status_p == status_b, "the archive's %s exits %d as the build tree's does" % (label, status_b), err_p)
+    a, b = comparable(report_b), comparable(report_p)
+    if a != b:
+        diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        expect(False, "the archive's %s equals the build tree's (differing keys: %s)" % (label, diff),
+               {"build": {k: a.get(k) for k in diff}, "portable": {k: b.get(k) for k in diff}})
+    tstates = sum(len(i["tstates"]) for r in report_p["runtimes"] for i in r["interpreters"])
+    findings = len(report_p["findings"])
+    print("%s: status %d, %d thread states, %d findings, %d internals records: same as the build tree's" % (
+        label, status_p, tstates, findings, len(report_p["internals"])))
+    expect(tstates >= min_tstates and findings >= min_findings,
+           "%s: at least %d thread states and %d findings" % (label, min_tstates, min_findings), (tstates, findings))
+
+
+def check(top, built, scenarios):
+    portable = os.path.join(top, "bin", "pytstates")
+    seed = os.path.join(scenarios, "scenario_seed_host")
+    expect(os.access(seed, os.X_OK), "the seed scenario is built: " + seed)
+    facts, core = scenario.take_core([seed, "svr2", "pause"], "gcore")
+    try:
+        same_report("check --json --core (seed)", built, portable, ["check", "--json", "--core", core], 1, 1)
+    finally:
+        scenario.cleanup(core)
+    threads_py = os.path.join(HERE, "..", "scenarios", "live", "many_threads.py")
+    facts, core = scenario.take_core([scenario.PYTHON, threads_py, "8"], "gcore")
+    try:
+        same_report("check --json --core (python3, 9 threads)", built, portable, ["check", "--json", "--core", core], 9)
+    finally:
+        scenario.cleanup(core)
+    with scenario.running([scenario.PYTHON, threads_py, "8"]) as (proc, facts):
+        same_report("check --json --pid (python3, 9 threads)", built, portable, ["check", "--json", "--pid", str(proc.pid)], 9)
+        expect(scenario.still_answers(proc), "the process answers after both attaches")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["bounds", "check"])
+    ap.add_argument("--archive-dir", required=True)
+    ap.add_argument("--pytstates", required=True, help="the build tree's pytstates")
+    ap.add_argument("--scenarios", required=True, help="the build tree's findings scenarios")
+    args = ap.parse_args()
+    args.pytstates, args.scenarios = os.path.abspath(args.pytstates), os.path.abspath(args.scenarios)
+    archive = find_archive(args.archive_dir)
+    if not archive:
+        print("no portable archive in %s: run scripts/portable first (skipped, not passed)" % args.archive_dir)
+        return SKIP
+    print("archive: %s (%.1f MiB)" % (archive, os.path.getsize(archive) / 2**20))
+    work = tempfile.mkdtemp(prefix="pytstates-portable-")
+    try:
+        top = unpack(archive, work)
+        if args.what == "bounds":
+            bounds(top)
+        else:
+            check(top, args.pytstates, args.scenarios)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
