@@ -166,7 +166,7 @@ def tstates_of(report):
     return [t for r in report.get("runtimes", []) for i in r.get("interpreters", []) for t in i.get("tstates", [])]
 
 
-def check_report(smoke, step, report, facts, debugger_lwps=None):
+def check_report(smoke, step, report, facts, oracle=None):
     """The report against the program's own facts and, when given, the debugger's thread list."""
     problems = []
     tstates = tstates_of(report)
@@ -184,8 +184,8 @@ def check_report(smoke, step, report, facts, debugger_lwps=None):
     threads = sorted(t.get("lwp") for t in report.get("threads", []))
     if threads != sorted(facts):
         problems.append("threads %s, the program's %s" % (threads, sorted(facts)))
-    if debugger_lwps is not None and sorted(debugger_lwps) != threads:
-        problems.append("threads %s, the debugger's own list %s" % (threads, sorted(debugger_lwps)))
+    if oracle is not None and sorted(oracle[1]) != threads:
+        problems.append("threads %s, %s %s" % (threads, oracle[0], sorted(oracle[1])))
     errors = [f for f in report.get("findings", []) if f.get("severity") == "error"]
     if errors:
         problems.append("error findings: %s" % "; ".join(f.get("message", "?") for f in errors))
@@ -195,7 +195,7 @@ def check_report(smoke, step, report, facts, debugger_lwps=None):
         smoke.ok(step, "%d thread states, LWPs %s, innermost %s%s" % (
             len(tstates), " ".join(str(l) for l in sorted(facts)),
             " ".join(facts[l] for l in sorted(facts)),
-            "; the debugger's threads agree" if debugger_lwps is not None else ""))
+            "; %s agrees" % oracle[0] if oracle is not None else ""))
 
 
 def parse_json_after(text, marker):
@@ -212,7 +212,18 @@ def parse_json_after(text, marker):
         return None
 
 
-def cli(smoke, step, target_args, facts):
+def gdb_threads(smoke, step, target):
+    """gdb's own `info threads` (no front end): the second oracle for the CLI."""
+    s, out, err = run(["gdb", "-nx", "-batch", "-ex", "info threads"] + target)
+    lwps = sorted({int(m) for m in re.findall(r"LWP (\d+)", out)})
+    if not lwps:
+        smoke.fail(step, "gdb's info threads listed no thread (exit status %s): %s" % (s, first_line(err)))
+        return None
+    print("%s: gdb's info threads: LWPs %s" % (step, " ".join(str(l) for l in lwps)), flush=True)
+    return ("gdb's info threads", lwps)
+
+
+def cli(smoke, step, target_args, facts, gdb_lwps):
     s, out, err = run([CLI, "check"] + target_args + ["--json"])
     if s is None:
         smoke.fail(step, "timed out")
@@ -229,10 +240,10 @@ def cli(smoke, step, target_args, facts):
     except ValueError:
         smoke.fail(step, "not JSON: %s" % first_line(out))
         return
-    check_report(smoke, step, report, facts)
+    check_report(smoke, step, report, facts, gdb_lwps)
 
 
-def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, facts):
+def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, oracle_name, facts):
     s, out, err = run(argv)
     text = out + "\n" + err
     if s is None:
@@ -252,7 +263,7 @@ def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, facts):
     if not lwps:
         smoke.fail(step, "the debugger listed no thread: %s" % first_line(section))
         return
-    check_report(smoke, step, report, facts, lwps)
+    check_report(smoke, step, report, facts, (oracle_name, lwps))
 
 
 def gdb_argv(target):
@@ -284,7 +295,8 @@ def main():
     try:
         print("target: pid %d (%s), LWPs and functions as it printed them: %s" % (
             target.pid, exe, ", ".join("%d %s" % (l, facts[l]) for l in sorted(facts))), flush=True)
-        cli(smoke, "cli check --pid", ["--pid", str(target.pid)], facts)
+        cli(smoke, "cli check --pid", ["--pid", str(target.pid)], facts,
+            gdb_threads(smoke, "live", ["-p", str(target.pid)]))
 
         core = None
         s, out, err = run(["gcore", "-o", os.path.join(work, "core"), str(target.pid)])
@@ -295,17 +307,17 @@ def main():
         else:
             smoke.fail("gcore", "exit status %s: %s" % (s, first_line(err)))
         if core:
-            cli(smoke, "cli check --core", ["--core", core], facts)
+            cli(smoke, "cli check --core", ["--core", core], facts, gdb_threads(smoke, "core", [exe, core]))
 
         gdb_lwp = r"LWP (\d+)"
         if not os.path.exists(GDB_FE):
             smoke.cannot("gdb front end", "%s is not installed (branch engine's layout)" % GDB_FE)
         else:
             debugger(smoke, "gdb front end --pid", gdb_argv(["-p", str(target.pid)]),
-                     "@@threads", "@@pytstates", gdb_lwp, facts)
+                     "@@threads", "@@pytstates", gdb_lwp, "gdb's info threads", facts)
             if core:
                 debugger(smoke, "gdb front end core", gdb_argv([exe, core]),
-                         "@@threads", "@@pytstates", gdb_lwp, facts)
+                         "@@threads", "@@pytstates", gdb_lwp, "gdb's info threads", facts)
 
         if shutil.which(LLDB):
             lldb_lwp = r"tid = (\d+)"
@@ -313,10 +325,10 @@ def main():
                 smoke.cannot("lldb front end", "%s is not installed (branch engine's layout)" % LLDB_FE)
             else:
                 debugger(smoke, "lldb front end --pid", lldb_argv(["-p", str(target.pid)]),
-                         "@@threads", "@@pytstates", lldb_lwp, facts)
+                         "@@threads", "@@pytstates", lldb_lwp, "lldb's thread list", facts)
                 if core:
                     debugger(smoke, "lldb front end core", lldb_argv(["-c", core, exe]),
-                             "@@threads", "@@pytstates", lldb_lwp, facts)
+                             "@@threads", "@@pytstates", lldb_lwp, "lldb's thread list", facts)
         elif args.suite == "trixie":
             smoke.fail("lldb front end", "%s is not in the trixie root" % LLDB)
 
