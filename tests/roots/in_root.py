@@ -252,7 +252,12 @@ def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, oracle_
     report = parse_json_after(out, json_marker)
     if report is None:
         why = loader_error(text)
-        line = why or first_line(out[out.find(json_marker):] if json_marker in out else "") or first_line(err)
+        # What the debugger said after the marker: its error line, else its first line of its own
+        # (lldb echoes each command as "(lldb) ...").
+        after = text[text.rfind(json_marker) + len(json_marker):] if json_marker in text else text
+        said = [l.strip() for l in after.splitlines() if l.strip() and not l.startswith("(lldb)")]
+        errors = [l for l in said if re.search(r"error|undefined|not loaded|Traceback", l, re.I)]
+        line = (errors or said or [""])[0]
         if why:
             smoke.cannot(step, "the front end does not load here: " + why)
         else:
