@@ -84,11 +84,12 @@ class Smoke:
             print("  NOT RUN %-22s %s" % (step, why), flush=True)
 
 
-def run(argv, timeout=TIMEOUT):
-    """(status, stdout, stderr); status None when it timed out (then killed)."""
+def run(argv, timeout=TIMEOUT, env=None):
+    """(status, stdout, stderr); status None when it timed out (then killed). env: added variables."""
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                           universal_newlines=True, errors="replace")
+                           universal_newlines=True, errors="replace",
+                           env=dict(os.environ, **env) if env else None)
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
         return None, e.stdout or "", e.stderr or ""
@@ -166,7 +167,7 @@ def tstates_of(report):
     return [t for r in report.get("runtimes", []) for i in r.get("interpreters", []) for t in i.get("tstates", [])]
 
 
-def check_report(smoke, step, report, facts, oracle=None):
+def check_report(smoke, step, report, facts, oracle=None, note=None):
     """The report against the program's own facts and, when given, the debugger's thread list."""
     problems = []
     tstates = tstates_of(report)
@@ -195,7 +196,7 @@ def check_report(smoke, step, report, facts, oracle=None):
         smoke.ok(step, "%d thread states, LWPs %s, innermost %s%s" % (
             len(tstates), " ".join(str(l) for l in sorted(facts)),
             " ".join(facts[l] for l in sorted(facts)),
-            "; %s agrees" % oracle[0] if oracle is not None else ""))
+            "; %s agrees" % oracle[0] if oracle is not None else "") + ("; " + note if note else ""))
 
 
 def parse_json_after(text, marker):
@@ -243,8 +244,9 @@ def cli(smoke, step, target_args, facts, gdb_lwps):
     check_report(smoke, step, report, facts, gdb_lwps)
 
 
-def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, oracle_name, facts):
-    s, out, err = run(argv)
+def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, oracle_name, facts, env=None,
+             want_binding=None):
+    s, out, err = run(argv, env=env)
     text = out + "\n" + err
     if s is None:
         smoke.fail(step, "timed out")
@@ -268,18 +270,33 @@ def debugger(smoke, step, argv, thread_marker, json_marker, lwp_pattern, oracle_
     if not lwps:
         smoke.fail(step, "the debugger listed no thread: %s" % first_line(section))
         return
-    check_report(smoke, step, report, facts, (oracle_name, lwps))
+    binding = re.search(r"^pytstates binding: (.*)$", out, re.M)
+    if want_binding and not (binding and want_binding in binding.group(1)):
+        smoke.fail(step, "the front end did not load %s: %s" % (
+            want_binding, binding.group(1) if binding else "no binding printed"))
+        return
+    check_report(smoke, step, report, facts, (oracle_name, lwps),
+                 "binding " + (binding.group(1).strip() if binding else "?"))
+
+
+# Which binding the front end loaded (its loader, pytstates/core.py: `core`, the pybind11 module
+# built for the debugger's Python, else ctypes over libpytstates.so.0; `error` when neither),
+# printed after the report. lldb imports the package under another name: found by its attributes.
+BINDING = ("import sys; print('pytstates binding: %s' % (', '.join(sorted(set("
+           "(m.core.__name__ if m.core else 'none: %s' % m.error) for n, m in list(sys.modules.items()) "
+           "if n.endswith('.core') and hasattr(m, 'core') and hasattr(m, 'error')))) or '?'))")
 
 
 def gdb_argv(target):
     return (["gdb", "-nx", "-batch", "-ex", "echo @@threads\\n", "-ex", "info threads",
-             "-ex", "echo @@pytstates\\n", "-ex", "source " + GDB_FE, "-ex", "py-tstates-check --json"] + target)
+             "-ex", "echo @@pytstates\\n", "-ex", "source " + GDB_FE, "-ex", "py-tstates-check --json",
+             "-ex", "python " + BINDING] + target)
 
 
 def lldb_argv(target):
     return ([LLDB, "--no-lldbinit", "--batch", "-o", "script print('@@threads')", "-o", "thread list",
              "-o", "script print('@@pytstates')", "-o", "command script import " + LLDB_FE,
-             "-o", "py-tstates-check --json"] + target)
+             "-o", "py-tstates-check --json", "-o", "script " + BINDING] + target)
 
 
 def main():
@@ -323,6 +340,13 @@ def main():
             if core:
                 debugger(smoke, "gdb front end core", gdb_argv([exe, core]),
                          "@@threads", "@@pytstates", gdb_lwp, "gdb's info threads", facts)
+            # The same through ctypes, the path of a gdb whose Python has no module in the tree.
+            ctypes = {"PYTSTATES_CORE": "ctypes"}
+            debugger(smoke, "gdb ctypes --pid", gdb_argv(["-p", str(target.pid)]),
+                     "@@threads", "@@pytstates", gdb_lwp, "gdb's info threads", facts, ctypes, "_ctypes_core")
+            if core:
+                debugger(smoke, "gdb ctypes core", gdb_argv([exe, core]),
+                         "@@threads", "@@pytstates", gdb_lwp, "gdb's info threads", facts, ctypes, "_ctypes_core")
 
         if shutil.which(LLDB):
             lldb_lwp = r"tid = (\d+)"
