@@ -311,9 +311,9 @@ def main():
     s, out, _ = run([CLI, "--version"])
     print("pytstates --version: %s" % (first_line(out) if s == 0 else "exit status %s" % s), flush=True)
 
-    work = tempfile.mkdtemp(prefix="pytstates-smoke-")
     target, facts = start_target()
     exe = os.readlink("/proc/%d/exe" % target.pid)
+    work = tempfile.mkdtemp(prefix="pytstates-smoke-")
     try:
         print("target: pid %d (%s), LWPs and functions as it printed them: %s" % (
             target.pid, exe, ", ".join("%d %s" % (l, facts[l]) for l in sorted(facts))), flush=True)
@@ -361,9 +361,17 @@ def main():
         elif args.suite == "trixie":
             smoke.fail("lldb front end", "%s is not in the trixie root" % LLDB)
 
-        # Every attach detached: the target runs on.
+        # Every attach detached: the target runs on, not left stopped.
         if target.poll() is not None:
             smoke.fail("target", "the target exited (status %s) during the test" % target.returncode)
+        else:
+            stopped = []
+            for lwp in sorted(facts):
+                with open("/proc/%d/task/%d/stat" % (target.pid, lwp)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                        stopped.append(lwp)
+            if stopped:
+                smoke.fail("target", "LWPs %s left stopped" % stopped)
     finally:
         target.kill()
         target.wait()
