@@ -8,6 +8,7 @@
 #include "commands/finding_codes.h"
 #include "commands/history/history_words.h"
 #include "commands/report.h"
+#include "commands/summary.h"
 #include "commands/text_encoding.h"
 #include "commands/version.h"
 
@@ -65,12 +66,15 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         render.command = request.command;
         render.types = request.types;
         render.greenlets = request.greenlets;
+        // Narrower than 40 columns, a line holds too little of a table to be read.
+        render.width = request.width > 0 ? static_cast<size_t>(std::max(request.width, 40)) : 0;
+        render.color = request.color && !request.json;
         if (debuggerThread) {
             render.showDebuggerThreads = true;
             for (auto& row : report.threads) row.debuggerThread = debuggerThread(row.lwp);
         }
         result.output = request.json ? renderJson(report, render) : renderText(report, render);
-        result.status = report.hasError() ? 1 : 0;
+        result.status = reportExitStatus(report);
     } catch (const std::exception& e) {
         result.status = 2;
         result.error = shown(e.what());  // may name what the target holds: a front end prints it as it is
@@ -110,6 +114,25 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 *error = "--frames needs a number of frames, got '" + value + "'";
                 return false;
             }
+        } else if (a == "--width" || a.rfind("--width=", 0) == 0) {
+            std::string value = a.rfind("--width=", 0) == 0 ? a.substr(8) : (i + 1 < args.size() ? args[++i] : "");
+            try {
+                size_t used = 0;
+                int n = std::stoi(value, &used);
+                if (used != value.size() || n < 0) throw std::invalid_argument(value);
+                request->width = n;
+            } catch (const std::exception&) {
+                *error = "--width needs a number of columns (0: unwrapped), got '" + value + "'";
+                return false;
+            }
+        } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
+            std::string value = a.rfind("--color=", 0) == 0 ? a.substr(8) : (i + 1 < args.size() ? args[++i] : "");
+            // auto is the front end's to decide; a debugger's own output is no tty of ours: no colour.
+            if (value != "always" && value != "never" && value != "auto") {
+                *error = "--color needs auto, always or never, got '" + value + "'";
+                return false;
+            }
+            request->color = value == "always";
         } else if (a == "--history") {
             if (i + 1 >= args.size()) {
                 *error = "--history needs a FILE saved by py-tstates-record save";
@@ -121,7 +144,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             }
             request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits" +
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits, --width N, --color WHEN" +
                      (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }
