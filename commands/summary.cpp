@@ -96,10 +96,10 @@ std::string summaryLine(const Report& report, const RenderOptions& options) {
         }
         return "pytstates: " + body + tail;
     };
-    // Fewer codes named when the line is wider than the terminal; the counts say the rest.
+    // Fewer codes named (one at least) when the line is wider than the terminal; the counts say the rest.
     size_t shownNames = names.size();
     std::string line = compose(shownNames);
-    while (options.width && shownNames > 0 && displayWidth(line) > options.width + 1) line = compose(--shownNames);
+    while (options.width && shownNames > 1 && displayWidth(line) > options.width + 1) line = compose(--shownNames);
     return line;
 }
 

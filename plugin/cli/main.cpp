@@ -100,7 +100,7 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
     cmd->add_option("--width", a.width, "wrap the text to N columns (0: unwrapped; default: COLUMNS, else the terminal's width, "
-                    "else unwrapped)")->check(CLI::NonNegativeNumber);
+                    "else unwrapped)")->check(CLI::Range(0, 100000));
     cmd->add_option("--color", a.color, "CRASH, HANG, error and warning in colour: auto (stdout a terminal, NO_COLOR unset), "
                     "always, never; never in --json")->check(CLI::IsMember({"auto", "always", "never"}));
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
