@@ -142,7 +142,7 @@ def sleep_call(facts):
 
 
 def check_blocked(facts, report, status):
-    expect(status == 0, "exit status 0 (a warning only): %d" % status)
+    expect(status == 1, "exit status 1 (a warning, but a hang: the loop is blocked): %d" % status)
     tasks = check_loops(facts, report)
     freezer = tasks["freezer"]
     lwp = facts["loops"][0]["lwp"]
