@@ -183,7 +183,9 @@ std::string commandHelpText(Command command) {
                    "state, coroutine frames (innermost first) and what it awaits (a task, an Event, a Lock, a Queue, a sleep,\n"
                    "a gather); CPython 3.11 so far, other versions say so.\n"
                    "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
-                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).";
+                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).\n"
+                   "--width N: the text wrapped to N columns (gdb: its `set width`; 0: unwrapped); --color always|never.\n"
+                   "The last line repeats the answer: a CRASH, a HANG, the findings.";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -198,7 +200,9 @@ std::string commandHelpText(Command command) {
                    "--tasks (asyncio's loops and tasks, as py-tstates --tasks, with task deadlocks and event-loop-blocked),\n"
                    "--locals (each Python frame's arguments and locals),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
-                   "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";
+                   "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it),\n"
+                   "--width N (gdb: its `set width`; 0: unwrapped), --color always|never.\n"
+                   "The last line repeats the answer: pytstates: CRASH SIGSEGV LWP n \xe2\x80\x94 stale-tstate (1 error); exit 1.";
     }
     return {};
 }
