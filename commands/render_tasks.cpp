@@ -8,6 +8,7 @@
 #include "commands/render_stacks.h"
 #include "commands/tasks.h"
 #include "commands/text_encoding.h"
+#include "commands/text_layout.h"
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"
 
@@ -136,14 +137,14 @@ void renderTasksText(std::ostringstream& out, const Report& report) {
     out << "\n";
 }
 
-bool renderTaskHang(std::ostringstream& out, const Report& report) {
+bool renderTaskHang(std::ostringstream& out, const Report& report, bool color) {
     bool any = false;
     for (const auto& f : report.findings) {
         if (!f.taskCycle.empty()) {
             any = true;
             std::map<uint64_t, std::string> names;
             for (const auto& s : f.taskCycle) names[s.task] = "'" + shown(s.name) + "' ";
-            out << "HANG  deadlock: " << f.taskCycle.size() << " asyncio tasks wait for each other\n";
+            out << paint("HANG", Paint::Hang, color) << "  deadlock: " << f.taskCycle.size() << " asyncio tasks wait for each other\n";
             for (size_t i = 0; i < f.taskCycle.size(); ++i) {
                 const TaskCycleStep& s = f.taskCycle[i];
                 out << "  " << (i ? "-> " : "   ") << "task '" << shown(s.name) << "' " << hexAddress(s.task) << "  ";
@@ -156,7 +157,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report) {
             out << "  -> back to task '" << shown(f.taskCycle.front().name) << "'\n";
         } else if (f.code == FindingCode::EventLoopBlocked) {
             any = true;
-            out << "HANG  event loop " << hexAddress(f.loop) << " is blocked by a task; " << f.readyCallbacks << " ready callback"
+            out << paint("HANG", Paint::Hang, color) << "  event loop " << hexAddress(f.loop) << " is blocked by a task; " << f.readyCallbacks << " ready callback"
                 << (f.readyCallbacks == 1 ? " waits" : "s wait") << "\n";
             out << "     LWP " << (f.lwp ? std::to_string(*f.lwp) : "?") << "  task '" << shown(f.taskName) << "' " << hexAddress(f.task)
                 << " is blocked in " << (f.function.empty() ? std::string("a blocking call") : shown(f.function) + "()") << "\n";

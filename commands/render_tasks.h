@@ -13,7 +13,7 @@ namespace pytstates {
 // "ASYNCIO ..." with one await tree per event loop; nothing when the tasks were not read.
 void renderTasksText(std::ostringstream& out, const Report& report);
 // The HANG lines of a deadlock through tasks and of an event loop blocked by a task; true when any.
-bool renderTaskHang(std::ostringstream& out, const Report& report);
+bool renderTaskHang(std::ostringstream& out, const Report& report, bool color = false);
 // True when a task is stuck (a finding about tasks): the tree is then shown above the thread list.
 bool tasksStuck(const Report& report);
 // Nothing: what --tasks could not read is in warnings[] ("asyncio: ..."), as the schema has it.

@@ -16,7 +16,9 @@
 #include "commands/render.h"
 #include "commands/finding_words.h"
 #include "commands/render_python_state.h"
+#include "commands/summary.h"
 #include "commands/text_encoding.h"
+#include "commands/text_layout.h"
 #include "symbols/core/signal_names.h"
 #include "symbols/pybind11/internals_id.h"
 #include "symbols/text/base_name.h"
@@ -33,21 +35,6 @@ std::string layoutWords(const std::string& source) {
     if (source == "dwarf") return "layout from DWARF";
     if (source == "debug_offsets") return "layout from _Py_DebugOffsets";
     return "built-in layout table";
-}
-
-std::string wrap(const std::string& text, size_t width, const std::string& indent) {
-    std::string out, line;
-    std::istringstream words(text);
-    std::string word;
-    while (words >> word) {
-        if (!line.empty() && line.size() + 1 + word.size() > width) {
-            out += indent + line + "\n";
-            line.clear();
-        }
-        line += (line.empty() ? "" : " ") + word;
-    }
-    if (!line.empty()) out += indent + line + "\n";
-    return out;
 }
 
 std::string threadLabel(const Report& report, int lwp, const RenderOptions& options) {
@@ -85,10 +72,11 @@ std::string shortFunction(const std::string& name) {
 }
 
 // "#3  0x00007f3a68265fd6 take_gil (tstate=0x7f3a60000d10)  ceval_gil.h:231  (libpython3.11.so.1.0+0x265fd6)"
-std::string nativeFrameLine(const NativeFrame& f, size_t index) {
+// narrow: an inlined frame's empty pc column left out, for a terminal with no room to align it.
+std::string nativeFrameLine(const NativeFrame& f, size_t index, bool narrow) {
     char pc[32];
     std::snprintf(pc, sizeof pc, "0x%016llx", static_cast<unsigned long long>(f.pc));
-    std::string line = "#" + std::to_string(index) + "  " + (f.inlined ? std::string(18, ' ') : std::string(pc)) + " " +
+    std::string line = "#" + std::to_string(index) + "  " + (f.inlined ? std::string(narrow ? 0 : 19, ' ') : std::string(pc) + " ") +
                        (f.function.empty() ? "??" : shown(shortFunction(f.function)));
     std::string params;
     for (const auto& v : f.values)
@@ -107,9 +95,9 @@ std::string nativeFrameLine(const NativeFrame& f, size_t index) {
 }
 
 void renderNativeFrames(std::ostringstream& out, const std::vector<NativeFrame>& frames, const std::string& end,
-                        const std::string& indent, size_t limit) {
+                        const std::string& indent, size_t limit, size_t width) {
     for (size_t i = 0; i < frames.size() && i < limit; ++i) {
-        out << indent << nativeFrameLine(frames[i], i) << "\n";
+        out << indent << nativeFrameLine(frames[i], i, width && width < 120) << "\n";
         for (const auto& p : frames[i].python)
             out << indent << "      Python: " << shown(p.function) << " (" << shown(baseName(p.file)) << ":" << p.line << ")\n";
     }
@@ -145,7 +133,7 @@ std::string enteringWords(const Report& report, const CrashReport& c) {
 void renderCrash(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     const CrashReport& c = *report.crash;
     const CrashSignal& s = c.signal;
-    out << "CRASH  " << threadLabel(report, s.lwp, options) << "  " << signalName(s.signal);
+    out << paint("CRASH", Paint::Crash, options.color) << "  " << threadLabel(report, s.lwp, options) << "  " << signalName(s.signal);
     if (s.haveSiginfo) {
         std::string code = signalCodeName(s.signal, s.code), words = signalCodeWords(s.signal, s.code);
         if (!code.empty()) out << " (" << code << (words.empty() ? "" : ": " + words) << ")";
@@ -162,12 +150,12 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
         std::string line = a.kind == "assert" ? "assertion failed: " : a.kind == "uncaught-exception" ? "uncaught exception " : "abort message: ";
         if (!a.type.empty()) line += a.type + (a.message.empty() ? "" : ": ");
         line += a.message.empty() && a.type.empty() ? "(" + (a.note.empty() ? std::string("its text is unknown") : a.note) + ")" : a.message;
-        out << wrap(shown(line), 96, "  ");
+        out << wrapText(shown(line), options.width, "  ");
     }
-    if (!c.fatalError.empty()) out << wrap(shown(c.fatalError), 96, "  ");
-    if (!c.explanation.empty()) out << wrap(shown(c.explanation), 96, "  ");
-    if (c.entering) out << wrap(shown(enteringWords(report, c)), 96, "  ");
-    renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown);
+    if (!c.fatalError.empty()) out << wrapText(shown(c.fatalError), options.width, "  ");
+    if (!c.explanation.empty()) out << wrapText(shown(c.explanation), options.width, "  ");
+    if (c.entering) out << wrapText(shown(enteringWords(report, c)), options.width, "  ");
+    renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown, options.width);
     out << "\n";
 }
 
@@ -196,7 +184,7 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
         if (!info.hang || !f.taskCycle.empty() || info.subject == FindingSubject::Task) continue;  // tasks: renderTaskHang
         if (info.subject == FindingSubject::Cycle) {
             any = true;
-            out << "HANG  deadlock: " << (f.cycle.size() == 1 ? std::string("1 thread waits for itself") : std::to_string(f.cycle.size()) + " threads wait for each other") << "\n";
+            out << paint("HANG", Paint::Hang, options.color) << "  deadlock: " << (f.cycle.size() == 1 ? std::string("1 thread waits for itself") : std::to_string(f.cycle.size()) + " threads wait for each other") << "\n";
             for (size_t i = 0; i < f.cycle.size(); ++i) {
                 const CycleStep& s = f.cycle[i];
                 const ThreadRow* row = rows.count(s.lwp) ? rows[s.lwp] : nullptr;
@@ -220,10 +208,10 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
             bool gil = f.code == FindingCode::GilHeldWhileBlocked;
             const BlockedOn& b = *rows[*f.lwp]->blockedOn;
             if (gil)
-                out << "HANG  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
+                out << paint("HANG", Paint::Hang, options.color) << "  the GIL's holder is blocked; " << f.waiters.size() << (f.waiters.size() == 1 ? " thread waits" : " threads wait")
                     << " for the GIL\n";
             else
-                out << "HANG  a stop of the world waits for a blocked thread\n";
+                out << paint("HANG", Paint::Hang, options.color) << "  a stop of the world waits for a blocked thread\n";
             out << "     " << threadLabel(report, *f.lwp, options) << (gil ? "  holds the GIL and " : "  is attached and ")
                 << waitWords(b.kind, b.object, b.call) << heldByWords(b.kind, b.heldBy) << "\n";
             std::string at = waitAt(b.at, b.pythonAt);
@@ -250,7 +238,7 @@ void renderNativeStacks(std::ostringstream& out, const Report& report, const Ren
     out << "\nNATIVE STACKS (innermost first; Python frames under the eval-loop frame that runs them)\n";
     for (const auto& t : report.threads) {
         out << "  " << threadLabel(report, t.lwp, options) << "\n";
-        renderNativeFrames(out, t.nativeFrames, t.nativeEnd, "    ", SIZE_MAX);
+        renderNativeFrames(out, t.nativeFrames, t.nativeEnd, "    ", SIZE_MAX, options.width);
     }
 }
 
@@ -263,14 +251,17 @@ void renderFindings(std::ostringstream& out, const Report& report, const RenderO
     for (const auto& f : report.findings) errors += findingSeverity(f.code) == Severity::Error;
     out << "FINDINGS (" << report.findings.size() << ", " << errors << " error" << (errors == 1 ? "" : "s") << ")\n";
     for (const auto& f : report.findings) {
-        out << "  " << pad(severityName(findingSeverity(f.code)), 8) << pad(findingName(f.code), 26);
+        Severity severity = findingSeverity(f.code);
+        std::string word = pad(severityName(severity), 8);
+        if (severity != Severity::Info) word = paint(word, severity == Severity::Error ? Paint::Error : Paint::Warning, options.color);
+        out << "  " << word << pad(findingName(f.code), 26);
         if (f.lwp) out << threadLabel(report, *f.lwp, options);
         if (f.tstate) out << "  tstate " << hexAddress(f.tstate);
-        out << "\n" << wrap(shown(findingMessage(f)), 96, "      ");
-        for (const auto& line : f.historyWords) out << wrap(shown(line), 96, "      ");
+        out << "\n" << wrapText(shown(findingMessage(f)), options.width, "      ");
+        for (const auto& line : f.historyWords) out << wrapText(shown(line), options.width, "      ");
         // A hang's evidence is spread over threads: say where each fact was read.
         if (findingInfo(f.code).hang)
-            for (const auto& s : findingSourceLines(f)) out << wrap("from " + shown(s), 96, "      ");
+            for (const auto& s : findingSourceLines(f)) out << wrapText("from " + shown(s), options.width, "      ");
     }
     out << "\n";
 }
@@ -422,23 +413,33 @@ std::string pointerCell(const Report& report, uint64_t value) {
     return hexAddress(value) + (report.listed(value) ? "" : "!");
 }
 
-void renderThreads(std::ostringstream& out, const Report& report, const RenderOptions& options) {
-    out << "OS THREADS (" << report.threads.size() << ")";
-    bool pybind = !report.internals.empty();
-    if (pybind || !report.threads.empty())
-        out << "   (PYTHREADSTATE: the thread state the thread runs, +N: N more beneath it; ! = names no listed thread state)";
-    out << "\n  ";
-    if (options.showDebuggerThreads) out << pad("THR", 5);
-    out << pad("LWP", 9) << pad("PTHREAD", 17) << pad("PYTHREADSTATE", 20) << pad("CURRENT", 17);
+// The thread table's pointer columns, one row of cells per thread (a header row first).
+struct ThreadTable {
+    std::vector<std::string> header;
+    std::vector<size_t> pads;  // each column's width on one wide line, as it has always been
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> tails;  // NATIVE and NAME, after the pointer columns
+};
+
+ThreadTable threadTable(const Report& report, const RenderOptions& options) {
+    ThreadTable table;
+    auto column = [&table](const std::string& name, size_t width) {
+        table.header.push_back(name);
+        table.pads.push_back(width);
+    };
+    if (options.showDebuggerThreads) column("THR", 5);
+    column("LWP", 9);
+    column("PTHREAD", 17);
+    column("PYTHREADSTATE", 20);
+    column("CURRENT", 17);
     std::string autotss = "AUTOTSS";
     for (const auto& t : report.threads) {
         if (t.autotssKey) autotss = "AUTOTSS(k" + std::to_string(*t.autotssKey) + ")";
         if (t.autotssThreadLocal) autotss = "GILSTATE(tls)";
     }
-    out << pad(autotss, 18);
+    column(autotss, 18);
     for (const auto& view : report.internals)
-        if (view.record.tlsKey) out << pad("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
-    out << "NATIVE (innermost frame), NAME (Python's Thread.name, or the kernel's comm)\n";
+        if (view.record.tlsKey) column("PYBIND11(k" + std::to_string(*view.record.tlsKey) + ")", 18);
     auto runsOn = report.tstatesByLwp();
     static const std::vector<uint64_t> kNoRuns;
     for (const auto& t : report.threads) {
@@ -448,23 +449,81 @@ void renderThreads(std::ostringstream& out, const Report& report, const RenderOp
         const auto& runs = on != runsOn.end() ? on->second : kNoRuns;
         std::string owned = runs.empty() ? "-" : hexAddress(runs.front());
         if (runs.size() > 1) owned += " +" + std::to_string(runs.size() - 1);
-        out << "  ";
-        if (options.showDebuggerThreads) out << pad(t.debuggerThread ? std::to_string(t.debuggerThread) : "-", 5);
-        out << pad(std::to_string(t.lwp), 9) << pad(hexAddress(t.pthread), 17) << pad(owned, 20)
-            << pad(t.currentStatus.empty() ? pointerCell(report, t.currentTstate) : "n/a", 17)
-            << pad(pointerCell(report, t.autotssTstate), 18);
+        std::vector<std::string> row;
+        if (options.showDebuggerThreads) row.push_back(t.debuggerThread ? std::to_string(t.debuggerThread) : "-");
+        row.push_back(std::to_string(t.lwp));
+        row.push_back(hexAddress(t.pthread));
+        row.push_back(owned);
+        row.push_back(t.currentStatus.empty() ? pointerCell(report, t.currentTstate) : "n/a");
+        row.push_back(pointerCell(report, t.autotssTstate));
         for (const auto& view : report.internals) {
             if (!view.record.tlsKey) continue;
             uint64_t value = 0;
             for (const auto& v : view.values)
                 if (v.lwp == t.lwp) value = v.tstate;
-            out << pad(pointerCell(report, value), 18);
+            row.push_back(pointerCell(report, value));
         }
-        out << (t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function)));
+        table.rows.push_back(row);
+        std::string tail = t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function));
         if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
-            out << "  [" << blockedOnWords(*t.blockedOn) << finalizingWaitWords(*t.blockedOn) << "]";
-        out << threadNameWords(t) << "\n";
+            tail += "  [" + blockedOnWords(*t.blockedOn) + finalizingWaitWords(*t.blockedOn) + "]";
+        table.tails.push_back(tail + threadNameWords(t));
     }
+    return table;
+}
+
+const char* const kThreadsLegend = "(PYTHREADSTATE: the thread state the thread runs, +N: N more beneath it; ! = names no listed thread state)";
+const char* const kThreadsTail = "NATIVE (innermost frame), NAME (Python's Thread.name, or the kernel's comm)";
+
+void renderThreads(std::ostringstream& out, const Report& report, const RenderOptions& options) {
+    ThreadTable table = threadTable(report, options);
+    bool legend = !report.internals.empty() || !report.threads.empty();
+    // One line per thread, as wide as it takes, where the terminal has the room (or is no terminal).
+    size_t wide = 2;
+    for (size_t pad : table.pads) wide += pad;
+    size_t longestTail = displayWidth(kThreadsTail);
+    for (const auto& tail : table.tails) longestTail = std::max(longestTail, displayWidth(tail));
+    if (!options.width || wide + longestTail <= options.width) {
+        out << "OS THREADS (" << report.threads.size() << ")" << (legend ? std::string("   ") + kThreadsLegend : "") << "\n  ";
+        for (size_t c = 0; c < table.header.size(); ++c) out << pad(table.header[c], table.pads[c]);
+        out << kThreadsTail << "\n";
+        for (size_t r = 0; r < table.rows.size(); ++r) {
+            out << "  ";
+            for (size_t c = 0; c < table.rows[r].size(); ++c) out << pad(table.rows[r][c], table.pads[c]);
+            out << table.tails[r] << "\n";
+        }
+        return;
+    }
+    // A narrow terminal: each column as wide as its widest cell, the columns on as many lines as
+    // they need, then NATIVE and NAME on a line of their own (two lines per thread at 80 columns
+    // for a table without pybind11 records).
+    out << "OS THREADS (" << report.threads.size() << ")\n";
+    if (legend) out << wrapText(kThreadsLegend, options.width, "  ");
+    std::vector<size_t> widths(table.header.size());
+    for (size_t c = 0; c < widths.size(); ++c) {
+        widths[c] = table.header[c].size();
+        for (const auto& row : table.rows) widths[c] = std::max(widths[c], row[c].size());
+        widths[c] += 2;
+    }
+    std::vector<size_t> breaks;  // the columns that start a line after the first
+    size_t used = 2;
+    for (size_t c = 0; c < widths.size(); ++c) {
+        if (c && used + widths[c] - 2 > options.width) {
+            breaks.push_back(c);
+            used = 6;
+        }
+        used += widths[c];
+    }
+    auto line = [&](const std::vector<std::string>& cells, const std::string& tail) {
+        out << "  ";
+        for (size_t c = 0; c < cells.size(); ++c) {
+            if (std::find(breaks.begin(), breaks.end(), c) != breaks.end()) out << "\n      ";
+            out << pad(cells[c], widths[c]);
+        }
+        out << "\n      " << tail << "\n";
+    };
+    line(table.header, "NATIVE (innermost frame), NAME (Thread.name, or the kernel's comm)");
+    for (size_t r = 0; r < table.rows.size(); ++r) line(table.rows[r], table.tails[r]);
 }
 
 // One line when files were not simply read at the paths the target names: the process's own
@@ -540,7 +599,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     bool killed = report.crash && !report.crash->signal.raisedByThread(report.target.pid);
     if (report.crash && !killed) renderCrash(out, report, options);
     renderHang(out, report, options);
-    renderTaskHang(out, report);
+    renderTaskHang(out, report, options.color);
     bool tasksFirst = tasksStuck(report);  // a stuck task: the await tree before the thread states
     if (tasksFirst) renderTasksText(out, report);
     if (killed) renderCrash(out, report, options);
@@ -558,7 +617,10 @@ std::string renderText(const Report& report, const RenderOptions& options) {
         out << "\n";
         renderFindings(out, report, options);
     }
-    return out.str();
+    // The answer again, last: the first screen has scrolled away by now.
+    std::string text = out.str();
+    if (text.size() < 2 || text.compare(text.size() - 2, 2, "\n\n") != 0) text += "\n";
+    return foldLines(text + summaryLine(report, options), options.width);
 }
 
 }  // namespace pytstates

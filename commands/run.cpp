@@ -8,6 +8,7 @@
 #include "commands/finding_codes.h"
 #include "commands/history/history_words.h"
 #include "commands/report.h"
+#include "commands/summary.h"
 #include "commands/text_encoding.h"
 #include "commands/version.h"
 
@@ -65,12 +66,15 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         render.command = request.command;
         render.types = request.types;
         render.greenlets = request.greenlets;
+        // Narrower than 40 columns, a line holds too little of a table to be read.
+        render.width = request.width > 0 ? static_cast<size_t>(std::max(request.width, 40)) : 0;
+        render.color = request.color && !request.json;
         if (debuggerThread) {
             render.showDebuggerThreads = true;
             for (auto& row : report.threads) row.debuggerThread = debuggerThread(row.lwp);
         }
         result.output = request.json ? renderJson(report, render) : renderText(report, render);
-        result.status = report.hasError() ? 1 : 0;
+        result.status = reportExitStatus(report);
     } catch (const std::exception& e) {
         result.status = 2;
         result.error = shown(e.what());  // may name what the target holds: a front end prints it as it is
@@ -110,6 +114,25 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
                 *error = "--frames needs a number of frames, got '" + value + "'";
                 return false;
             }
+        } else if (a == "--width" || a.rfind("--width=", 0) == 0) {
+            std::string value = a.rfind("--width=", 0) == 0 ? a.substr(8) : (i + 1 < args.size() ? args[++i] : "");
+            try {
+                size_t used = 0;
+                int n = std::stoi(value, &used);
+                if (used != value.size() || n < 0) throw std::invalid_argument(value);
+                request->width = n;
+            } catch (const std::exception&) {
+                *error = "--width needs a number of columns (0: unwrapped), got '" + value + "'";
+                return false;
+            }
+        } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
+            std::string value = a.rfind("--color=", 0) == 0 ? a.substr(8) : (i + 1 < args.size() ? args[++i] : "");
+            // auto is the front end's to decide; a debugger's own output is no tty of ours: no colour.
+            if (value != "always" && value != "never" && value != "auto") {
+                *error = "--color needs auto, always or never, got '" + value + "'";
+                return false;
+            }
+            request->color = value == "always";
         } else if (a == "--history") {
             if (i + 1 >= args.size()) {
                 *error = "--history needs a FILE saved by py-tstates-record save";
@@ -121,7 +144,7 @@ bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest*
             }
             request->historyFile = args[++i];
         } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits" +
+            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits, --width N, --color WHEN" +
                      (request->command == Command::Check ? ", --history FILE)" : ")");
             return false;
         }
@@ -160,7 +183,9 @@ std::string commandHelpText(Command command) {
                    "state, coroutine frames (innermost first) and what it awaits (a task, an Event, a Lock, a Queue, a sleep,\n"
                    "a gather); CPython 3.11 so far, other versions say so.\n"
                    "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
-                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).";
+                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).\n"
+                   "--width N: the text wrapped to N columns (gdb: its `set width`; 0: unwrapped); --color always|never.\n"
+                   "The last line repeats the answer: a CRASH, a HANG, the findings.";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
                    "thread-state TLS key and the value each thread holds under it.\n"
@@ -175,7 +200,9 @@ std::string commandHelpText(Command command) {
                    "--tasks (asyncio's loops and tasks, as py-tstates --tasks, with task deadlocks and event-loop-blocked),\n"
                    "--locals (each Python frame's arguments and locals),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
-                   "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it).";
+                   "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it),\n"
+                   "--width N (gdb: its `set width`; 0: unwrapped), --color always|never.\n"
+                   "The last line repeats the answer: pytstates: CRASH SIGSEGV LWP n \xe2\x80\x94 stale-tstate (1 error); exit 1.";
     }
     return {};
 }

@@ -25,6 +25,8 @@ struct CommandRequest {
     bool greenlets = false;  // every greenlet with its frames
     bool tasks = false;      // every asyncio event loop and task (--tasks)
     bool locals = false;     // --locals: each Python frame's arguments and locals
+    int width = 0;        // --width N: text wrapped to N columns; 0: unwrapped (RenderOptions::width)
+    bool color = false;   // --color always: CRASH, HANG, error, warning in colour (never in JSON)
     bool waits = true;       // what each thread waits for, deadlock, gil-held-while-blocked, stop-the-world-blocked (--no-waits)
     // A recorded thread-state history (py-tstates-record, --history FILE): check joins it to
     // the findings about one thread state.
@@ -44,7 +46,7 @@ struct CommandRequest {
 };
 
 struct CommandResult {
-    int status = 2;      // 0, 1 (an error finding), 2 (could not analyse)
+    int status = 2;      // 0, 1 (a crash, an abort, a hang or an error finding: reportExitStatus), 2 (could not analyse)
     std::string output;  // text or JSON; empty when status is 2
     std::string error;   // one line when status is 2
 };
@@ -53,7 +55,8 @@ struct CommandResult {
 CommandResult runCommand(const Target& target, const CommandRequest& request,
                          const std::function<int(int)>& debuggerThread = nullptr);
 
-// Parses a debugger command's arguments ("--json --frames 3 --types", check's "--history FILE")
+// Parses a debugger command's arguments ("--json --frames 3 --types", check's "--history FILE",
+// "--width N" and "--color always|never", which a front end may put first from its own settings)
 // for request->command, set before; false and *error on a bad argument.
 bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error);
 

@@ -18,6 +18,7 @@
 #include "commands/run.h"
 #include "commands/text_encoding.h"
 #include "commands/version.h"
+#include "plugin/cli/terminal.h"
 #include "symbols/core/core_target.h"
 #include "symbols/elf/type_cache.h"
 #include "symbols/progress.h"
@@ -51,6 +52,8 @@ struct Arguments {
     int frames = 5;
     std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
     std::string maxDecoded;  // --max-decoded SIZE
+    int width = -1;              // --width N; -1: COLUMNS or the terminal's (plugin/cli/terminal.h)
+    std::string color = "auto";  // --color auto|always|never
 };
 
 // The progress line: shown on a terminal only, once a run has taken a second
@@ -96,6 +99,10 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     core->excludes(pid);
     cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
     cmd->add_flag("--json", a.json, "one JSON object on stdout (CONTRACT.md)");
+    cmd->add_option("--width", a.width, "wrap the text to N columns (0: unwrapped; default: COLUMNS, else the terminal's width, "
+                    "else unwrapped)")->check(CLI::Range(0, 100000));
+    cmd->add_option("--color", a.color, "CRASH, HANG, error and warning in colour: auto (stdout a terminal, NO_COLOR unset), "
+                    "always, never; never in --json")->check(CLI::IsMember({"auto", "always", "never"}));
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
     cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
@@ -169,6 +176,8 @@ int run(pytstates::Command command, Arguments a) {
     request.locals = a.locals;
     request.waits = !a.noWaits;
     request.tasks = a.tasks;
+    request.width = a.width >= 0 ? a.width : terminalWidth();
+    request.color = useColor(a.color);
     if (!a.history.empty()) {
         if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
         request.history = HistoryLog::fromFile(a.history);

@@ -62,7 +62,10 @@ def examine(args, target, facts, where, exe=None, core=None, gil=True, show=Fals
             also(report, name)
     status, report = pytstates(args, target, ["--json"])
     check(report, where)
-    expect(status == (1 if errors else 0), "%s: exit status %d with %s" % (where, status, sorted(errors or ()) or "no error finding"), report)
+    # a kernel core (these take it with SIGABRT) is a CRASH: exit status 1 with no error finding either
+    crashed = report["target"].get("crash") is not None
+    expect(status == (1 if errors or crashed else 0), "%s: exit status %d with %s%s" % (
+        where, status, sorted(errors or ()) or "no error finding", ", a crash" if crashed else ""), report)
     # without DWARF: layouts from _Py_DebugOffsets or the built-in tables, no eval-loop arguments
     _, bare = pytstates(args, target, ["--json", "--no-dwarf"])
     check(bare, where + " --no-dwarf")

@@ -101,6 +101,13 @@ def gcore(pid, prefix, timeout=120, error=None):
     raise error("gcore made no core: " + said[-2000:])
 
 
+def quiet_status(kind):
+    """pytstates' exit status on a core of take_core's kind with no error finding and no hang: 1 for
+    'kernel' and 'crash', whose process died of a signal (SIGABRT sent while paused, or its own
+    crash): a CRASH, exit status 1 (CONTRACT.md); 0 for a gcore or a live process."""
+    return 1 if kind in ("kernel", "crash") else 0
+
+
 def take_core(argv, kind="gcore", workdir=None, env=None, after_ready=None):
     """kind: 'gcore' (gdb's gcore while paused), 'kernel' (SIGABRT while paused, the kernel's core),
     'crash' (no pause expected after READY: let it die by itself and take the kernel's core)."""

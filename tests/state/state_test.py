@@ -121,8 +121,9 @@ def names_case(args):
         return
     facts, core = scenario.take_core(argv, args.kind)
     try:
-        _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json"], 0)
-        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core], 0)
+        quiet = scenario.quiet_status(args.kind)  # a kernel core's SIGABRT: a CRASH, exit status 1
+        _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json"], quiet)
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core], quiet)
         check_names(report, text, facts, args.kind)
         # gdb: which LWP runs each ident (pthread_self) the program printed.
         by_pthread = gdb_threads(argv[0], core)

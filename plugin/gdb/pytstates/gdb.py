@@ -211,7 +211,8 @@ class _PyTstatesCommand(gdb.Command):
         names = _Names(_machine())
         threads, numbers, siginfo = _threads(inferior, live, names)
         executable = inferior.progspace.filename if inferior.progspace else ""
-        return _core.run(self._command, gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
+        width = gdb.parameter("width") or 0  # gdb's own columns (None: unlimited, as in batch mode); a --width typed wins
+        return _core.run(self._command, ["--width", str(width)] + gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
                          executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), numbers, _sysroot(), siginfo,
                          _debug_dirs(), names.machine)
 

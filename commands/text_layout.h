@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// Text for a terminal: paragraphs wrapped to its width, over-long lines folded, a few words in
+// colour. Width 0 is no terminal: one logical line per line, as a pipe or a log wants it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace pytstates {
+
+// Columns a line takes: UTF-8 sequences count one, colour escapes (ESC [ ... m) none.
+size_t displayWidth(const std::string& line);
+
+// The words of text on lines of at most width columns, each starting with indent; width 0:
+// one line.
+std::string wrapText(const std::string& text, size_t width, const std::string& indent);
+
+// Every line wider than width broken at spaces (a word wider than the room, inside it), the
+// rest indented 4 past the line's own indent. Width 0: text as it is.
+std::string foldLines(const std::string& text, size_t width);
+
+enum class Paint { Crash, Hang, Error, Warning };
+
+// word in its colour when color is set (bold red, bold magenta, red, yellow), else word.
+std::string paint(const std::string& word, Paint how, bool color);
+
+}  // namespace pytstates
