@@ -591,10 +591,12 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     // they were: the hang it was sent for comes first.
     if (!report.noRuntime.empty()) {  // a core of a process without Python: its crash and threads
         if (report.crash) renderCrash(out, report, options);
-        out << wrap(shown(report.noRuntime) + (report.nativeStacks ? "" : " (--native: every thread's whole native stack)"), 96, "") << "\n";
+        out << wrapText(shown(report.noRuntime) + (report.nativeStacks ? "" : " (--native: every thread's whole native stack)"),
+                        options.width, "")
+            << "\n";
         renderThreads(out, report, options);
         if (report.nativeStacks) renderNativeStacks(out, report, options);
-        return out.str();
+        return foldLines(out.str() + summaryLine(report, options), options.width);
     }
     bool killed = report.crash && !report.crash->signal.raisedByThread(report.target.pid);
     if (report.crash && !killed) renderCrash(out, report, options);

@@ -52,6 +52,7 @@ std::string summaryLine(const Report& report, const RenderOptions& options) {
         head = paint("CRASH", Paint::Crash, color) + " " + signalName(s.signal) + " LWP " + std::to_string(s.lwp);
         if (report.crash->abort) head += " (" + abortWords(*report.crash->abort) + ")";
     }
+    if (!report.noRuntime.empty()) head += (head.empty() ? "" : "; ") + std::string("no CPython runtime");
     std::vector<const Finding*> hangs;
     for (const auto& f : report.findings)
         if (isHang(f)) hangs.push_back(&f);

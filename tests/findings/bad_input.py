@@ -340,9 +340,10 @@ def no_python_core(args):
                                      "kernel")
     try:
         status, out, err = run(args, ["check", "--core", core, "--native"])
-        expect(status == 0 and not err and "CRASH" in out and "the process does not run CPython" in out
-               and "NATIVE STACKS" in out and "Traceback" not in out,
-               "a core without Python: a report with its crash and native stacks, exit 0; got %d:\n%s%s" % (status, out, err))
+        expect(status == 1 and not err and "CRASH" in out and "the process does not run CPython" in out
+               and "NATIVE STACKS" in out and "Traceback" not in out
+               and out.splitlines()[-1] == "pytstates: CRASH SIGABRT LWP %d; no CPython runtime \u2014 no findings; exit 1" % facts["pid"],
+               "a core without Python: a report with its crash and native stacks, exit 1 (a crash); got %d:\n%s%s" % (status, out, err))
         status, text, _ = run(args, ["check", "--core", core, "--json"])
         report = json_contract.loads(text)
         process = report["target"]["process"]
