@@ -122,7 +122,7 @@ def main():
         for f in EXPECTED_FILES:
             expect(f in listed, "the package holds %s" % f)
         tag = scenario.PYTHON_VERSION.replace(".", "")
-        expect(any(re.match(r"\./usr/lib/pytstates/python/pytstates/_pytstates_gdb\.cpython-%s-x86_64-linux-gnu\.so$" % tag, f) for f in listed),
+        expect(any(re.match(r"\./usr/lib/pytstates/python/pytstates/_pytstates_core\.cpython-%s-x86_64-linux-gnu\.so$" % tag, f) for f in listed),
                "the gdb module, built for gdb's Python %s" % scenario.PYTHON_VERSION)
         print(contents)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The C++ core as a Python extension for gdb's embedded Python: one call runs a command on a
-// DebuggerTarget whose memory, threads and auxiliary vector come from gdb (plugin/gdb/pytstates).
+// DebuggerTarget whose memory, threads and auxiliary vector come from gdb (plugin/python/pytstates).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -204,7 +204,7 @@ std::string help(const std::string& command) { return commandHelp(commandNamed(c
 
 }  // namespace
 
-PYBIND11_MODULE(_pytstates_gdb, m) {
+PYBIND11_MODULE(_pytstates_core, m) {
     m.doc() = "pytstates core for gdb";
     m.def("run", &run, "Run tstates|internals|check on what gdb debugs; returns (status, output, error)");
     m.def("help", &help);
