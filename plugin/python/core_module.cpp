@@ -1,40 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
-// The C++ core as a Python extension for gdb's embedded Python: one call runs a command on a
-// DebuggerTarget whose memory, threads and auxiliary vector come from gdb (plugin/python/pytstates).
+// _pytstates_core: the pybind11 binding of libpytstates.so.0 (plugin/engine/pytstates.h) for the
+// Python a debugger embeds (one build per CPython minor). The same functions, with the same
+// arguments, as _ctypes_core.py drives through ctypes where no build matches (pytstates/core.py):
+//   run(command, args, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs)
+//   record_on(args, read_memory, threads, auxv, executable, pid, local, sysroot, debug_dirs)
+//   record_output(what, argument, read_memory, threads, auxv, executable, pid, live, local, sysroot, debug_dirs)
+//   record_name(read_memory, auxv, executable, pid, local, sysroot, debug_dirs)
+// threads: (lwp, thread_pointer, registers[, syscall]); read_memory(address, length) -> bytes or
+// None; siginfo: None or (lwp, signo, code, address, sender_pid, sender_uid), code NO_SIGINFO
+// when only the signal is known.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
-#include <memory>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "commands/history/history_show.h"
-#include "commands/history/recording.h"
-#include "commands/run.h"
-#include "symbols/debugger/debugger_target.h"
+#include "plugin/engine/pytstates.h"
 
 namespace py = pybind11;
-using namespace pytstates;
 
 namespace {
 
-Command commandNamed(const std::string& name) {
-    if (name == "internals") return Command::Internals;
-    if (name == "check") return Command::Check;
-    return Command::Tstates;
-}
+// A string the library malloc'ed, freed when it leaves scope.
+struct Owned {
+    char* text = nullptr;
+    ~Owned() { pytstates_free(text); }
+    std::string str() const { return text ? text : ""; }
+};
 
-// read_memory(addr, length) -> bytes or None; never lets a Python error into the C++ core.
-size_t readThroughGdb(const py::function& readMemory, uint64_t addr, void* buf, size_t len) {
+// read_memory(address, length) -> bytes or None; a Python error becomes an unreadable range.
+size_t readThroughPython(void* context, uint64_t address, void* buffer, size_t length) {
+    py::gil_scoped_acquire gil;
     try {
-        py::object got = readMemory(addr, len);
+        py::object got = (*static_cast<py::object*>(context))(address, length);
         if (got.is_none()) return 0;
         std::string bytes = got.cast<std::string>();
-        size_t n = std::min(bytes.size(), len);
-        std::memcpy(buf, bytes.data(), n);
+        size_t n = std::min(bytes.size(), length);
+        std::memcpy(buffer, bytes.data(), n);
         return n;
     } catch (const std::exception&) {
         PyErr_Clear();
@@ -42,171 +49,164 @@ size_t readThroughGdb(const py::function& readMemory, uint64_t addr, void* buf, 
     }
 }
 
-// (lwp, fs_base, registers in DWARF order, then orig_rax when gdb has it: empty when gdb could not read them)
-using GdbThread = std::tuple<int, uint64_t, std::vector<uint64_t>>;
-// (lwp, si_signo, si_code, si_addr, si_pid, si_uid) of the core's first thread, from $_siginfo
-using GdbSiginfo = std::tuple<int, int, int, uint64_t, int, int>;
+using Siginfo = std::tuple<int, int, int, uint64_t, int, int>;
 
-// What gdb knows of the process, as the C++ core takes it.
-DebuggerInput inputFrom(const py::function& readMemory, const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
-                        const std::string& executable, int pid, bool live, bool local, const std::string& sysroot,
-                        const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs) {
-    DebuggerInput input;
-    input.read = [readMemory](uint64_t addr, void* buf, size_t len) { return readThroughGdb(readMemory, addr, buf, len); };
-    const Arch& arch = hostArch();
-    for (const auto& [lwp, fsBase, registers] : threads) {
-        OsThread t;
-        t.lwp = lwp;
-        t.threadPointer = fsBase;
-        t.pthread = fsBase;
-        if (registers.size() == arch.dwarfRegisters || registers.size() == arch.dwarfRegisters + 1) {
-            t.registers.assign(registers.begin(), registers.begin() + arch.dwarfRegisters);
-            t.pc = registers[arch.pcRegister];
-            t.sp = registers[arch.spRegister];
-            if (registers.size() > arch.dwarfRegisters && static_cast<int64_t>(registers.back()) >= 0)
-                t.syscall = static_cast<int64_t>(registers.back());
+// A pytstates_target and the storage its pointers point into.
+struct Target {
+    py::object readMemory;
+    std::vector<std::vector<uint64_t>> registers;
+    std::vector<pytstates_thread> threads;
+    std::vector<uint64_t> auxv;
+    std::string executable, sysroot;
+    std::vector<std::string> debugDirs;
+    std::vector<const char*> debugDirPointers;
+    pytstates_signal crash{};
+    pytstates_target target{};
+
+    Target(py::object read, const py::sequence& threadRows, const std::map<uint64_t, uint64_t>& aux, std::string exe, int pid,
+           bool live, bool local, const std::map<int, int>& numbers, std::string root, const std::optional<Siginfo>& siginfo,
+           std::vector<std::string> dirs)
+        : readMemory(std::move(read)), executable(std::move(exe)), sysroot(std::move(root)), debugDirs(std::move(dirs)) {
+        registers.reserve(threadRows.size());
+        for (const auto& row : threadRows) {
+            py::sequence fields = row.cast<py::sequence>();
+            pytstates_thread t{};
+            t.lwp = fields[0].cast<int32_t>();
+            t.thread_pointer = fields[1].cast<uint64_t>();
+            registers.push_back(fields[2].cast<std::vector<uint64_t>>());
+            t.syscall = fields.size() > 3 && !fields[3].is_none() ? fields[3].cast<int64_t>() : -1;
+            auto number = numbers.find(t.lwp);
+            t.debugger_number = number == numbers.end() ? 0 : number->second;
+            threads.push_back(t);
         }
-        input.threads.push_back(t);
-    }
-    if (siginfo) {
-        const auto& [lwp, signo, code, address, senderPid, senderUid] = *siginfo;
-        CrashSignal c;
-        c.lwp = lwp;
-        c.signal = signo;
-        c.haveSiginfo = true;
-        c.code = code;
-        if (code > 0) c.faultAddress = address;
-        if (code <= 0) {
-            c.senderPid = senderPid;
-            c.senderUid = senderUid;
+        for (size_t i = 0; i < threads.size(); ++i) {
+            threads[i].registers = registers[i].data();
+            threads[i].register_count = static_cast<uint32_t>(registers[i].size());
         }
-        input.crash = c;
+        for (const auto& [type, value] : aux) {
+            auxv.push_back(type);
+            auxv.push_back(value);
+        }
+        for (const auto& d : debugDirs) debugDirPointers.push_back(d.c_str());
+        target.context = &readMemory;
+        target.read_memory = readThroughPython;
+        target.threads = threads.data();
+        target.thread_count = threads.size();
+        target.auxv = auxv.data();
+        target.auxv_count = auxv.size() / 2;
+        target.executable = executable.c_str();
+        target.pid = pid;
+        target.live = live;
+        target.local = local;
+        target.sysroot = sysroot.c_str();
+        target.debug_dirs = debugDirPointers.data();
+        target.debug_dir_count = debugDirPointers.size();
+        if (siginfo) {
+            std::tie(crash.lwp, crash.signo, crash.code, crash.address, crash.sender_pid, crash.sender_uid) = *siginfo;
+            target.crash = &crash;
+        }
     }
-    auto aux = [&](uint64_t type) {
-        auto it = auxv.find(type);
-        return it == auxv.end() ? uint64_t(0) : it->second;
-    };
-    input.atPhdr = aux(3);   // AT_PHDR
-    input.atPhnum = aux(5);  // AT_PHNUM
-    input.atEntry = aux(9);  // AT_ENTRY
-    input.atSysinfoEhdr = aux(33);  // AT_SYSINFO_EHDR: the vDSO, named from its image
-    input.executable = executable;
-    input.pid = pid;
-    input.live = live;
-    input.search.sysroot = sysroot;
-    input.search.debugDirs = debugDirs;
-    if (live && local && pid > 0) input.search.processDir = "/proc/" + std::to_string(pid);  // gdb's native target: this machine
-    return input;
+};
+
+struct Arguments {
+    std::vector<std::string> values;
+    std::vector<const char*> pointers;
+    explicit Arguments(std::vector<std::string> args) : values(std::move(args)) {
+        for (const auto& v : values) pointers.push_back(v.c_str());
+    }
+};
+
+std::tuple<int, std::string, std::string> run(const std::string& command, const std::vector<std::string>& args, py::object readMemory,
+                                              const py::sequence& threads, const std::map<uint64_t, uint64_t>& auxv,
+                                              const std::string& executable, int pid, bool live, bool local, const std::map<int, int>& numbers,
+                                              const std::string& sysroot, const std::optional<Siginfo>& siginfo,
+                                              const std::vector<std::string>& debugDirs) {
+    Target t(std::move(readMemory), threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debugDirs);
+    Arguments a(args);
+    Owned output, error;
+    int status = pytstates_run(command.c_str(), a.pointers.data(), a.pointers.size(), &t.target, &output.text, &error.text);
+    return {status, output.str(), error.str()};
 }
 
-// The recording py-tstates-record keeps between commands (one per gdb session).
-std::unique_ptr<Recording> recording;
-
-std::tuple<int, std::string, std::string> run(const std::string& command, const std::vector<std::string>& args,
-                                              const py::function& readMemory, const std::vector<GdbThread>& threads,
-                                              const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                                              bool live, bool local, const std::map<int, int>& gdbThreadNumbers, const std::string& sysroot,
-                                              const std::optional<GdbSiginfo>& siginfo, const std::vector<std::string>& debugDirs) {
-    CommandRequest request;
-    request.command = commandNamed(command);
-    std::string error;
-    if (!parseCommandArguments(args, &request, &error)) return {2, "", error};
-    if (recording && !recording->log()->empty()) request.history = recording->log();
-    try {
-        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, siginfo, debugDirs));
-        CommandResult result = runCommand(target, request, [&](int lwp) {
-            auto it = gdbThreadNumbers.find(lwp);
-            return it == gdbThreadNumbers.end() ? 0 : it->second;
-        });
-        return {result.status, result.output, result.error};
-    } catch (const std::exception& e) {
-        return {2, "", e.what()};
-    }
-}
-
-// (address, event, tstate register, key register, key offset) per breakpoint to set
 using ProbeRow = std::tuple<uint64_t, std::string, std::string, std::string, uint64_t>;
 
-// py-tstates-record on: plans the probes; returns (status, text, error, probes, frames per hit).
-std::tuple<int, std::string, std::string, std::vector<ProbeRow>, int> recordOn(
-    const std::vector<std::string>& args, const py::function& readMemory, const std::vector<GdbThread>& threads,
-    const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local, const std::string& sysroot,
-    const std::vector<std::string>& debugDirs) {
-    HistoryLog::Limits limits;
-    int frames = 4;
-    std::string error;
-    if (!parseRecordOptions(args, &limits, &frames, &error)) return {2, "", error, {}, 0};
-    try {
-        DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs));
-        auto next = std::make_unique<Recording>(target, limits);
-        std::vector<ProbeRow> rows;
-        for (const auto& p : next->plan().probes)
-            rows.emplace_back(p.address, lifecycleEventName(p.event), p.tstateRegister, p.keyRegister, p.keyOffset);
-        std::string text = next->startText();
-        recording = std::move(next);
-        return {0, text, "", rows, frames};
-    } catch (const std::exception& e) {
-        return {2, "", e.what(), {}, 0};
+std::tuple<int, std::string, std::string, std::vector<ProbeRow>, int> recordOn(const std::vector<std::string>& args, py::object readMemory,
+                                                                               const py::sequence& threads,
+                                                                               const std::map<uint64_t, uint64_t>& auxv,
+                                                                               const std::string& executable, int pid, bool local,
+                                                                               const std::string& sysroot,
+                                                                               const std::vector<std::string>& debugDirs) {
+    Target t(std::move(readMemory), threads, auxv, executable, pid, true, local, {}, sysroot, std::nullopt, debugDirs);
+    Arguments a(args);
+    Owned text, probes, error;
+    int frames = 0;
+    int status = pytstates_record_on(a.pointers.data(), a.pointers.size(), &t.target, &text.text, &probes.text, &frames, &error.text);
+    std::vector<ProbeRow> rows;
+    if (status == 0) {
+        py::object parsed = py::module_::import("json").attr("loads")(probes.str());
+        for (const auto& p : parsed)
+            rows.emplace_back(p["address"].cast<uint64_t>(), p["event"].cast<std::string>(), p["tstate_register"].cast<std::string>(),
+                              p["key_register"].cast<std::string>(), p["key_offset"].cast<uint64_t>());
     }
+    return {status, text.str(), error.str(), rows, frames};
 }
 
-// One breakpoint hit (the hot path: no naming, no target). key < 0: none.
-void recordHit(size_t probe, uint64_t tstate, int lwp, int64_t key, std::vector<uint64_t> pcs) {
-    if (!recording) return;
-    std::optional<uint32_t> k;
-    if (key >= 0) k = static_cast<uint32_t>(key);
-    recording->hit(probe, tstate, lwp, k, std::move(pcs));
+void recordHit(size_t probe, uint64_t tstate, int lwp, int64_t key, const std::vector<uint64_t>& pcs) {
+    pytstates_record_hit(probe, tstate, lwp, key, pcs.data(), pcs.size());
 }
 
-// show / save: names the frames through what gdb has open now.
-std::tuple<int, std::string, std::string> recordOutput(const std::string& what, const std::string& argument, const py::function& readMemory,
-                                                       const std::vector<GdbThread>& threads, const std::map<uint64_t, uint64_t>& auxv,
+std::tuple<int, std::string, std::string> recordOutput(const std::string& what, const std::string& argument, py::object readMemory,
+                                                       const py::sequence& threads, const std::map<uint64_t, uint64_t>& auxv,
                                                        const std::string& executable, int pid, bool live, bool local,
                                                        const std::string& sysroot, const std::vector<std::string>& debugDirs) {
-    if (!recording) return {2, "", "nothing recorded: py-tstates-record on first"};
-    auto log = recording->log();
-    try {
-        if (!threads.empty()) {
-            DebuggerTarget target(inputFrom(readMemory, threads, auxv, executable, pid, live, local, sysroot, std::nullopt, debugDirs));
-            log->nameFrames(target);
-        }
-        if (what == "show") {
-            size_t last = 0;
-            std::string error;
-            if (!argument.empty() && !parseShowCount(argument, &last, &error)) return {2, "", error};
-            return {0, historyText(*log, last), ""};
-        }
-        return {0, saveHistory(*log, argument), ""};
-    } catch (const std::exception& e) {
-        return {2, "", e.what()};
+    Target t(std::move(readMemory), threads, auxv, executable, pid, live, local, {}, sysroot, std::nullopt, debugDirs);
+    Owned output, error;
+    int status = pytstates_record_output(what.c_str(), argument.c_str(), t.threads.empty() ? nullptr : &t.target, &output.text, &error.text);
+    return {status, output.str(), error.str()};
+}
+
+void recordName(py::object readMemory, const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local,
+                const std::string& sysroot, const std::vector<std::string>& debugDirs) {
+    Target t(std::move(readMemory), py::list(), auxv, executable, pid, true, local, {}, sysroot, std::nullopt, debugDirs);
+    pytstates_record_name(&t.target);
+}
+
+std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> recordStats() {
+    uint64_t out[4];
+    pytstates_record_stats(out);
+    return {out[0], out[1], out[2], out[3]};
+}
+
+std::string help(const std::string& command) {
+    Owned text;
+    text.text = pytstates_help(command.c_str());
+    return text.str();
+}
+
+std::string recordHelp() {
+    Owned text;
+    text.text = pytstates_record_help();
+    return text.str();
+}
+
+std::vector<std::string> registerNames(const std::string& machine) {
+    std::vector<std::string> names;
+    std::string all = pytstates_register_names(machine.c_str());
+    size_t start = 0;
+    while (start < all.size()) {
+        size_t end = all.find(' ', start);
+        if (end == std::string::npos) end = all.size();
+        if (end > start) names.push_back(all.substr(start, end - start));
+        start = end + 1;
     }
+    return names;
 }
-
-// Names the recorded frames while the modules are still mapped (the process is about to exit).
-void recordName(const py::function& readMemory, const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
-                bool local, const std::string& sysroot, const std::vector<std::string>& debugDirs) {
-    if (!recording) return;
-    try {
-        DebuggerTarget target(inputFrom(readMemory, {}, auxv, executable, pid, true, local, sysroot, std::nullopt, debugDirs));
-        recording->log()->nameFrames(target);
-    } catch (const std::exception&) {
-    }
-}
-
-// (hits, events recorded, events kept, events dropped)
-std::tuple<uint64_t, uint64_t, size_t, uint64_t> recordStats() {
-    if (!recording) return {0, 0, 0, 0};
-    auto log = recording->log();
-    return {log->hits(), log->recorded(), log->events().size(), log->dropped()};
-}
-
-std::string help(const std::string& command) { return commandHelp(commandNamed(command)); }
 
 }  // namespace
 
 PYBIND11_MODULE(_pytstates_core, m) {
-    m.doc() = "pytstates core for gdb";
-    m.def("run", &run, "Run tstates|internals|check on what gdb debugs; returns (status, output, error)");
+    m.doc() = "pytstates: libpytstates.so.0 for a debugger's Python";
+    m.def("run", &run, "Run tstates|internals|check on what the debugger has open; returns (status, output, error)");
     m.def("help", &help);
     m.def("record_on", &recordOn, "Plan the lifecycle breakpoints; returns (status, text, error, probes, frames)");
     m.def("record_hit", &recordHit, "One breakpoint hit");
@@ -214,5 +214,11 @@ PYBIND11_MODULE(_pytstates_core, m) {
     m.def("record_stats", &recordStats);
     m.def("record_name", &recordName);
     m.def("record_help", &recordHelp);
+    m.def("register_names", &registerNames, "The registers of a machine (x86_64, aarch64) in DWARF order");
+    m.def("thread_pointer_register", [](const std::string& machine) { return std::string(pytstates_thread_pointer_register(machine.c_str())); });
+    m.def("version", [] { return std::string(pytstates_version()); });
     m.attr("built_for") = PY_VERSION;
+    m.attr("binding") = "pybind11";
+    m.attr("NO_SIGINFO") = PYTSTATES_NO_SIGINFO;
+    m.attr("SYSCALL_UNKNOWN") = PYTSTATES_SYSCALL_UNKNOWN;
 }
