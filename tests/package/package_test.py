@@ -21,8 +21,11 @@ import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
-LLDB_INIT = "plugin load /usr/lib/pytstates/libpytstates-lldb.so"  # the README's line
-EXPECTED_FILES = ["./etc/gdb/gdbinit.d/pytstates.py", "./usr/bin/pytstates", "./usr/lib/pytstates/libpytstates-lldb.so",
+LLDB_INIT = "plugin load /usr/lib/pytstates/lldb/libpytstates-lldb.so"  # the README's line
+EXPECTED_FILES = ["./etc/gdb/gdbinit.d/pytstates.py", "./usr/bin/pytstates", "./usr/lib/pytstates/lldb/libpytstates-lldb.so",
+                  "./usr/lib/pytstates/libpytstates.so.0", "./usr/lib/pytstates/python/pytstates/core.py",
+                  "./usr/lib/pytstates/python/pytstates/_ctypes_core.py", "./usr/lib/pytstates/python/pytstates/lldb.py",
+                  "./usr/share/pytstates/gdb/pytstates.py", "./usr/share/pytstates/lldb/pytstates.py",
                   "./usr/lib/pytstates/python/pytstates/__init__.py", "./usr/lib/pytstates/python/pytstates/gdb.py",
                   "./usr/share/doc/pytstates/changelog.gz", "./usr/share/doc/pytstates/copyright",
                   "./usr/share/man/man1/pytstates.1.gz"]
