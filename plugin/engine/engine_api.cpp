@@ -162,11 +162,11 @@ int pytstates_run(const char* command, const char* const* args, size_t arg_count
     if (output) *output = nullptr;
     if (error) *error = nullptr;
     try {
-        if (!target) return failWith(error, "no target");
         CommandRequest request;
         request.command = commandNamed(str(command));
         std::string why;
         if (!parseCommandArguments(argumentsOf(args, arg_count), &request, &why)) return failWith(error, why);
+        if (!target) return 0;  // the arguments alone were checked
         {
             std::lock_guard<std::mutex> lock(recordingMutex);
             if (recording && !recording->log()->empty()) request.history = recording->log();

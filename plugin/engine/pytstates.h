@@ -61,7 +61,8 @@ typedef struct {
 /* The whole command line (pytstates tstates|internals|check ...): returns the exit status. */
 PYTSTATES_API int pytstates_main(int argc, char** argv);
 /* command: "tstates" | "internals" | "check"; args as the debugger commands take them
- * ("--json", "--frames", "3"). Returns 0, 1 (an error finding) or 2 (*error set). */
+ * ("--json", "--frames", "3"). Returns 0, 1 (an error finding) or 2 (*error set). target NULL:
+ * the arguments are only checked (0, or 2 with the bad one). */
 PYTSTATES_API int pytstates_run(const char* command, const char* const* args, size_t arg_count, const pytstates_target* target,
                                 char** output, char** error);
 PYTSTATES_API const char* pytstates_version(void);

@@ -187,6 +187,93 @@ def python_modules():
         scenario.cleanup(core)
 
 
+# The root's own python3 with three threads of its own, each with a thread state, paused.
+SLEEPER = r"""
+import json, sys, threading, time
+started = threading.Barrier(4)
+def work():
+    started.wait()
+    time.sleep(600)
+threads = [threading.Thread(target=work, name="worker-%d" % i, daemon=True) for i in range(3)]
+for t in threads:
+    t.start()
+started.wait()
+time.sleep(0.2)
+print("FACTS " + json.dumps({"lwps": [t.native_id for t in threads]}))
+print("READY")
+sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+
+def lldb_python(target_args, commands):
+    """lldb -b with share/pytstates/lldb/pytstates.py imported: its output."""
+    entry = os.path.join(ARGS.build_dir, "share", "pytstates", "lldb", "pytstates.py")
+    argv = [scenario.LLDB, "-b", "-o", "command script import " + entry]
+    for c in commands:
+        argv += ["-o", c]
+    out = subprocess.run(argv + target_args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=180, env=gdb_env())
+    return out.returncode, out.stdout.decode(errors="replace")
+
+
+def lldb_json(text, command):
+    marker = "(lldb) " + command
+    expect(marker in text, "%s not in lldb's output:\n%s" % (marker, text[-3000:]))
+    rest = text[text.index(marker) + len(marker):]
+    start = rest.find("{")
+    expect(start >= 0 and "Traceback" not in text, "a report, no traceback:\n" + text[-3000:])
+    return json_contract.check(json.JSONDecoder().raw_decode(rest[start:])[0], "lldb's " + command)
+
+
+def summary(report):
+    """What a live process shows twice the same: its thread states by LWP, the findings' codes."""
+    tstates = sorted((t.get("lwp"), t.get("address")) for r in report["runtimes"] for i in r["interpreters"] for t in i["tstates"])
+    return tstates, sorted(f["code"] for f in report["findings"])
+
+
+def root_lldb_core():
+    """lldb-19's Python front end on a gcore'd core of python3: the CLI's check, field for field."""
+    proc, facts = scenario.start(["/usr/bin/python3", "-c", SLEEPER])
+    workdir = tempfile.mkdtemp(prefix="pytstates-lldb-")
+    try:
+        core = scenario.gcore(proc.pid, os.path.join(workdir, "core"))
+        proc.kill()
+        proc.wait()
+        _, out = lldb_python(["--core", core, "/usr/bin/python3"], ["py-tstates-check --json", "pybind-internals", "py-tstates"])
+        ours = lldb_json(out, "py-tstates-check --json")
+        status, cli, _ = scenario.run_pytstates(ARGS.pytstates, ["check", "--core", core, "--json"])
+        diff = differences(comparable(ours), comparable(cli))
+        expect(not diff, "lldb's Python front end and the CLI report the same: %s" % diff[:10])
+        lwps = sorted(t["lwp"] for t in ours["threads"])
+        expect(set(facts["lwps"]) <= set(lwps), "the workers' LWPs %s among %s" % (facts["lwps"], lwps))
+        print("lldb (%s) on a core of python3: == CLI, %d threads, %d thread states, status %d" % (
+            subprocess.run([scenario.LLDB, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.split("\n")[0],
+            len(ours["threads"]), len(summary(ours)[0]), status))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def root_lldb_live():
+    """lldb-19's Python front end attached to a live python3: the thread states and findings the
+    CLI's --pid gives, and the process runs on after both."""
+    proc, facts = scenario.start(["/usr/bin/python3", "-c", SLEEPER])
+    try:
+        _, out = lldb_python(["-p", str(proc.pid)], ["py-tstates-check --json", "process detach"])
+        ours = lldb_json(out, "py-tstates-check --json")
+        _, cli, _ = scenario.run_pytstates(ARGS.pytstates, ["check", "--pid", str(proc.pid), "--json"])
+        expect(summary(ours) == summary(cli), "lldb live == CLI --pid: %s vs %s" % (summary(ours), summary(cli)))
+        expect(set(facts["lwps"]) <= set(t for t, _ in summary(ours)[0]), "every worker has its thread state", ours)
+        expect(proc.poll() is None, "python3 runs on after lldb detached")
+        print("lldb on live python3 (pid %d): %d thread states, findings %s, as the CLI" % (proc.pid, len(summary(ours)[0]), summary(ours)[1]))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -197,7 +284,8 @@ def main():
     p.add_argument("case")
     ARGS = p.parse_args()
     ARGS.gdb_entry = os.path.join(ARGS.build_dir, "share", "pytstates", "gdb", "pytstates.py")
-    {"gdb-ctypes-core": gdb_ctypes_core, "loader-pick": loader_pick, "python-modules": python_modules}[ARGS.case]()
+    {"gdb-ctypes-core": gdb_ctypes_core, "loader-pick": loader_pick, "python-modules": python_modules,
+     "root.lldb-core": root_lldb_core, "root.lldb-live": root_lldb_live}[ARGS.case]()
 
 
 if __name__ == "__main__":
