@@ -61,7 +61,6 @@ public:
             mod.linkMapNamespace = e.ns;
             mod.linkMapAddress = e.address;
             mod.start = startOf(mod.path, mod.bias);
-            if (isExe && mod.start == mod.bias) mod.start = executableHeader(mod.start);
             mod.buildIdInTarget = buildIdInMemory(*in_.pristine, mod.start);
             sawExecutable_ = sawExecutable_ || isExe;
             if (isExe && mod.path.empty() && in_.executableOverride.empty()) {
@@ -96,16 +95,6 @@ private:
             if (version && *version >= 1) return rDebug;
         }
         return 0;
-    }
-
-    // Without mappings (a debugger's target), a non-PIE executable's bias (0) is not where it
-    // starts: its ELF header lies just before its program headers (AT_PHDR, e_phoff 64).
-    uint64_t executableHeader(uint64_t fallback) const {
-        if (in_.atPhdr <= sizeof(Elf64_Ehdr)) return fallback;
-        uint64_t header = in_.atPhdr - sizeof(Elf64_Ehdr);
-        auto eh = in_.memory->readValue<Elf64_Ehdr>(header);
-        if (!eh || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phoff != sizeof(Elf64_Ehdr)) return fallback;
-        return header;
     }
 
     uint64_t startOf(const std::string& path, uint64_t bias) const {
