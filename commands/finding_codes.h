@@ -61,7 +61,7 @@ struct FindingCodeInfo {
     bool crashValue;          // a crashing frame's parameter, register or stack word equal to its tstate explains the crash
     AbortTie abortTie;
     bool hang;                // the text tells it in HANG, and gives its sources ("from ...") under FINDINGS
-    const char* when;         // CONTRACT.md's one line
+    const char* when;         // docs/findings.md's one line
 };
 
 constexpr size_t kFindingCodeCount = static_cast<size_t>(FindingCode::EventLoopBlocked) + 1;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The checks of CONTRACT.md ("Finding codes"): every per-thread pointer held against the
+// The checks docs/findings.md lists: every per-thread pointer held against the
 // thread-state lists, the GIL, and the pybind11 records. They fill each finding's facts;
 // commands/finding_words words them.
 #pragma once

@@ -24,7 +24,9 @@ std::string filesHelp(const Target& target) {
 
 }  // namespace
 
-std::string explainNoRuntime(const Target& target, const std::vector<std::string>& rejected) {
+namespace {
+
+std::string explainWhy(const Target& target, const std::vector<std::string>& rejected, bool* notPython) {
     const std::string head = "no initialised CPython runtime in the target: ";
     if (!rejected.empty()) {
         const std::string& why = rejected.front();
@@ -53,12 +55,34 @@ std::string explainNoRuntime(const Target& target, const std::vector<std::string
             return head + m.path + " is loaded but defines no _PyRuntime symbol (stripped of its dynamic symbols, or a CPython "
                                    "older than 3.7); its debug file would give it: install it or pass --debug-dir DIR";
     }
-    if (firstUnreadable)
+    if (firstUnreadable) {
+        // Debian's python3.X has CPython linked in: a program moved since the core was written.
+        bool exeUnreadable = false;
+        for (const auto& m : target.modules())
+            if (!m.elf && !m.path.empty() && m.path == target.executable()) exeUnreadable = true;
         return head + "no module defines _PyRuntime, and the files of " + std::to_string(unreadable) + " module" +
                (unreadable == 1 ? "" : "s") + " cannot be read (" + firstUnreadable->path + ": " + firstUnreadable->problem +
-               "); if CPython is linked into one of them, " + filesHelp(target);
+               "); if CPython is linked into one of them, " +
+               (exeUnreadable ? "give the program's file with --exe FILE if it was moved or rebuilt, or " : "") + filesHelp(target);
+    }
+    *notPython = true;
     return head + "no loaded module defines _PyRuntime (" + std::to_string(target.modules().size()) +
            " modules looked at): the process does not run CPython";
+}
+
+}  // namespace
+
+NoRuntime explainNoRuntime(const Target& target, const std::vector<std::string>& rejected) {
+    NoRuntime r;
+    r.why = explainWhy(target, rejected, &r.notPython);
+    for (const auto& w : target.warnings())
+        if (w.find("truncated") != std::string::npos) {
+            // What is missing may be the runtime itself, or the link map that names its module.
+            r.why = w + " (maybe the runtime's, or the link map naming its module); from what it holds: " + r.why;
+            r.notPython = false;
+            break;
+        }
+    return r;
 }
 
 }  // namespace pytstates

@@ -9,7 +9,16 @@
 
 namespace pytstates {
 
+struct NoRuntime {
+    std::string why;
+    // No loaded module looks like CPython and every module's file was read: the process does not
+    // run CPython (a core of it is still worth its crash and native stacks). Otherwise something
+    // kept pytstates from finding the runtime that is there.
+    bool notPython = false;
+};
+
 // `rejected`: the candidates that did not validate, each with why (RuntimeSearch::rejected).
-std::string explainNoRuntime(const Target& target, const std::vector<std::string>& rejected);
+// A truncated core says so first: the missing memory is the likelier cause.
+NoRuntime explainNoRuntime(const Target& target, const std::vector<std::string>& rejected);
 
 }  // namespace pytstates

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Renders a Report for people (text) or programs (JSON, as CONTRACT.md fixes it).
+// Renders a Report for people (text) or programs (JSON, as docs/report.schema.json fixes it).
 #pragma once
 
 #include <string>

@@ -18,7 +18,7 @@ namespace {
 void addressOrNull(JsonWriter& w, std::string_view k, uint64_t v) { w.fieldOrNull(k, v != 0, hexAddress(v)); }
 void stringOrNull(JsonWriter& w, std::string_view k, const std::string& v) { w.fieldOrNull(k, !v.empty(), v); }
 
-// findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
+// findings[].history (docs/report.schema.json): the thread state's last life as recorded.
 void historyJson(JsonWriter& w, const Finding& f) {
     w.beginArray();
     for (const auto& h : f.history) {
@@ -257,6 +257,16 @@ void targetJson(JsonWriter& w, const Report& report) {
     w.field("kind", target.kind == TargetKind::Live ? "live" : "core");
     if (!target.namespacePids.empty()) w.field("namespace_pids", target.namespacePids);
     w.field("pid", target.pid);
+    if (target.process) {  // a core's NT_PRPSINFO
+        w.key("process");
+        w.beginObject();
+        w.field("arguments", target.process->arguments);
+        w.field("command", target.process->command);
+        w.field("gid", static_cast<uint64_t>(target.process->gid));
+        w.field("ppid", target.process->ppid);
+        w.field("uid", static_cast<uint64_t>(target.process->uid));
+        w.endObject();
+    }
     if (target.readAfterResume) {
         w.key("read_after_resume");
         w.beginArray();
@@ -475,6 +485,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
         for (const auto& nb : report.nanobind) nanobindJson(w, nb, options.types);
         w.endArray();
     }
+    if (!report.noRuntime.empty()) w.field("no_runtime", report.noRuntime);
     w.key("runtimes");
     w.beginArray();
     for (const auto& rt : report.runtimes) runtimeJson(w, report, rt, options.command != Command::Internals);

@@ -59,6 +59,10 @@ std::string stateWords(const std::string& state) { return state == "unstarted" ?
 
 void renderFrameJson(JsonWriter& w, const PyFrame& f) {
     w.beginObject();
+    // 3.11+: the instruction's whole position (PEP 657), as pystack gives it.
+    if (f.column >= 0) w.field("column", f.column);
+    if (f.column >= 0) w.field("end_column", f.endColumn);
+    if (f.endLine >= 0) w.field("end_line", f.endLine);
     w.field("file", f.file);
     w.field("function", f.function);
     w.field("line", f.line);

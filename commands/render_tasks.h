@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // asyncio's event loops and tasks (--tasks) as text (an await tree per loop) and as JSON
-// (event_loops[], CONTRACT.md 0.4), and the findings about tasks as the HANG section tells them.
+// (event_loops[], docs/report.schema.json), and the findings about tasks as the HANG section tells them.
 #pragma once
 
 #include <sstream>

@@ -520,12 +520,23 @@ std::string renderText(const Report& report, const RenderOptions& options) {
         out << buf;
     }
     out << "\n";
+    // A core of a process that runs no Python: what process it was (NT_PRPSINFO).
+    if (!report.noRuntime.empty() && report.target.process)
+        out << "  command: " << shown(report.target.process->arguments) << "  (parent pid " << report.target.process->ppid << ", uid "
+            << report.target.process->uid << ")\n";
     renderFileSources(out, report);
     for (const auto& w : report.warnings) out << "warning: " << shown(w) << "\n";
     out << "\n";
     // The strongest fact first: a thread that faulted or aborted itself is not waiting, whatever
     // else hangs. A signal sent by another process (a watchdog's SIGABRT) found the threads where
     // they were: the hang it was sent for comes first.
+    if (!report.noRuntime.empty()) {  // a core of a process without Python: its crash and threads
+        if (report.crash) renderCrash(out, report, options);
+        out << wrap(shown(report.noRuntime) + (report.nativeStacks ? "" : " (--native: every thread's whole native stack)"), 96, "") << "\n";
+        renderThreads(out, report, options);
+        if (report.nativeStacks) renderNativeStacks(out, report, options);
+        return out.str();
+    }
     bool killed = report.crash && !report.crash->signal.raisedByThread(report.target.pid);
     if (report.crash && !killed) renderCrash(out, report, options);
     renderHang(out, report, options);

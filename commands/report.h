@@ -54,6 +54,7 @@ struct TargetSummary {
     // live, stopped: what was read from the process after it ran again (parts and page reads)
     std::optional<std::vector<Target::PartRead>> readAfterResume;
     std::vector<ModuleFile> files;
+    std::optional<ProcessFacts> process;  // a core's NT_PRPSINFO
 };
 
 // One pybind11 internals record with the value its TLS key holds on each thread.
@@ -243,6 +244,9 @@ struct Report {
     TargetSummary target;
     std::vector<Runtime> runtimes;
     std::vector<std::string> rejectedRuntimes;
+    // A core of a process that runs no CPython at all (no module looks like it): why, said as a
+    // line of the report, which still gives the crash, the threads and their native stacks.
+    std::string noRuntime;
     std::vector<ThreadRow> threads;
     std::vector<InternalsView> internals;
     std::vector<ModuleLocalRecord> moduleLocals;  // pybind11 3.x module-local records (not internals)

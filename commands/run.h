@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // One entry point for every front end: run tstates / internals / check on a target and get
-// the rendered output and the exit status (CONTRACT.md). Never throws.
+// the rendered output and the exit status (docs/usage.md). Never throws.
 #pragma once
 
 #include <functional>

@@ -29,6 +29,14 @@ struct OsThread {
     int namespaceLwp = 0;        // a live process in its own PID namespace: the thread's id there (NSpid); 0: none
 };
 
+// What a core's NT_PRPSINFO says of its process: the kernel's command name (comm, at most 15
+// bytes), the first 80 bytes of its arguments (spaces between them), its parent and its ids.
+struct ProcessFacts {
+    std::string command, arguments;
+    int ppid = 0;
+    uint32_t uid = 0, gid = 0;
+};
+
 // The signal a core's process died of (NT_SIGINFO and the first thread's pr_cursig).
 struct CrashSignal {
     int lwp = 0;                 // the thread that took it (the first thread of the core)
@@ -87,6 +95,9 @@ public:
     // What the process died of: a core written for a fatal signal. Empty for live targets and
     // for cores of running processes (gcore).
     virtual std::optional<CrashSignal> crashSignal() const { return std::nullopt; }
+    // What a core says of its process (NT_PRPSINFO); nullopt for live targets (their /proc says
+    // it) and debuggers' targets.
+    virtual std::optional<ProcessFacts> processFacts() const { return std::nullopt; }
     // Where the kernel mapped the vDSO (AT_SYSINFO_EHDR); nullopt when unknown.
     virtual std::optional<uint64_t> vdsoAddress() const { return std::nullopt; }
     // The kernel's name of a thread (its comm, at most 15 bytes): /proc/PID/task/TID/comm of a

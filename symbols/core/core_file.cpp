@@ -19,8 +19,9 @@ namespace pytstates {
 
 namespace {
 
-// struct elf_prpsinfo: pr_pid at 24, pr_fname[16] at 40, pr_psargs[80] at 56 (the same on x86_64
-// and aarch64).
+// struct elf_prpsinfo: pr_uid at 16, pr_gid at 20 (__kernel_uid_t: 4 bytes), pr_pid at 24, pr_ppid at 28,
+// pr_fname[16] at 40, pr_psargs[80] at 56 (the same on x86_64 and aarch64).
+constexpr size_t kPrpsinfoUid = 16, kPrpsinfoGid = 20, kPrpsinfoPpid = 28;
 constexpr size_t kPrpsinfoPid = 24, kPrpsinfoFname = 40, kPrpsinfoArgs = 56, kPrpsinfoSize = 136;
 // siginfo_t (NT_SIGINFO): si_signo, si_errno, si_code, then the union at 16: si_addr for faults,
 // si_pid and si_uid for signals a process sent.
@@ -137,6 +138,10 @@ void CoreFile::parseNotes(const unsigned char* data, size_t size) {
             threads_.back().threadPointer = load<uint64_t>(desc);  // tpidr_el0, owner "LINUX"
         } else if (core && type == NT_PRPSINFO && descsz >= kPrpsinfoSize) {
             pid_ = load<int32_t>(desc + kPrpsinfoPid);
+            ppid_ = load<int32_t>(desc + kPrpsinfoPpid);
+            uid_ = load<uint32_t>(desc + kPrpsinfoUid);
+            gid_ = load<uint32_t>(desc + kPrpsinfoGid);
+            havePrpsinfo_ = true;
             fname_.assign(reinterpret_cast<const char*>(desc + kPrpsinfoFname), strnlen(reinterpret_cast<const char*>(desc + kPrpsinfoFname), 16));
             psargs_.assign(reinterpret_cast<const char*>(desc + kPrpsinfoArgs), strnlen(reinterpret_cast<const char*>(desc + kPrpsinfoArgs), 80));
         } else if (core && type == NT_AUXV) {
@@ -227,6 +232,17 @@ size_t CoreFile::read(uint64_t addr, void* buf, size_t len, bool keep) const {
         if (got < n) break;
     }
     return done;
+}
+
+std::optional<ProcessFacts> CoreFile::processFacts() const {
+    if (!havePrpsinfo_) return std::nullopt;
+    ProcessFacts f;
+    f.command = fname_;
+    f.arguments = psargs_;
+    f.ppid = ppid_;
+    f.uid = uid_;
+    f.gid = gid_;
+    return f;
 }
 
 }  // namespace pytstates

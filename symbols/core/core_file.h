@@ -43,6 +43,8 @@ public:
     int pid() const { return pid_; }
     const std::string& commandName() const { return fname_; }
     const std::string& commandLine() const { return psargs_; }
+    // NT_PRPSINFO's command name, arguments (the first 80 bytes), parent pid, uid and gid; nullopt without one.
+    std::optional<ProcessFacts> processFacts() const;
     bool truncated() const { return truncated_; }
     // A compressed core whose stream went on past the core's end: that end (0 otherwise).
     uint64_t ignoredFrom() const { return ignoredFrom_; }
@@ -76,7 +78,9 @@ private:
     std::vector<OsThread> threads_;
     std::vector<MappedFile> mappedFiles_;
     std::map<uint64_t, uint64_t> auxv_;
-    int pid_ = 0;
+    int pid_ = 0, ppid_ = 0;
+    uint32_t uid_ = 0, gid_ = 0;
+    bool havePrpsinfo_ = false;
     std::string fname_, psargs_;
     bool truncated_ = false;
     uint64_t ignoredFrom_ = 0;

@@ -46,8 +46,10 @@ const MappedFile* CoreTarget::mappingAt(uint64_t addr) const {
 }
 
 std::shared_ptr<ElfFile> CoreTarget::fileForMapping(const MappedFile& m) const {
+    // The module's own file, also when it is not where the mapping says (--exe, a file found by
+    // build-id): a mapping inside a module's extent is that module's.
     for (const auto& mod : modules_)
-        if (mod.path == m.path && m.start >= mod.start && m.start < mod.end) return mod.elf;  // null when mismatched
+        if (m.start >= mod.start && m.start < mod.end && (mod.path == m.path || mod.elf)) return mod.elf;  // null when mismatched
     auto it = mappedFileCache_.find(m.path);
     if (it != mappedFileCache_.end()) return it->second;
     std::string error;

@@ -37,6 +37,7 @@ public:
     const std::vector<std::string>& warnings() const override { return warnings_; }
     const Arch& arch() const override { return core_.arch(); }
     std::optional<CrashSignal> crashSignal() const override { return core_.crashSignal(); }
+    std::optional<ProcessFacts> processFacts() const override { return core_.processFacts(); }
     std::string sysroot() const override { return search_.sysroot; }
     std::optional<uint64_t> vdsoAddress() const override;
     const CoreFile& core() const { return core_; }

@@ -130,8 +130,11 @@ bool FrameReader::describe(uint64_t frame, const FrameBytes& bytes, uint64_t cod
         uint64_t instr = bytes.at<uint64_t>(layout_.frameInstr).value_or(0);
         uint64_t first = code + layout_.codeCodeAdaptive;
         if (instr < first) return false;  // incomplete frame: not started yet
-        out->line = lineAt(code, static_cast<int>(instr - first),
-                           [&](int offset) { return lineFromLocationTable(*table, firstLine, offset); });
+        const LinePosition& p = positionAt(code, static_cast<int>(instr - first), *table, firstLine);
+        out->line = p.line;
+        out->endLine = p.endLine;
+        out->column = p.column;
+        out->endColumn = p.endColumn;
     } else {
         int lasti = bytes.at<int32_t>(layout_.frameInstr).value_or(-1);
         if (lasti < 0) lasti = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "symbols/cpython/layout.h"
+#include "symbols/cpython/line_table.h"
 #include "symbols/memory.h"
 
 namespace pytstates {
@@ -38,6 +39,9 @@ struct PyFrame {
     };
     std::vector<Local> locals{};  // {}: aggregate initializers that stop before it need not name it
     bool localsRead = false;
+    // 3.11+: the rest of the instruction's position (PEP 657), as co_positions(); -1 unknown.
+    // (Last: aggregate initializers name the fields above by position.)
+    int endLine = -1, column = -1, endColumn = -1;
 };
 
 // One local of a frame: its name, its value object (0 while unset; a cell's contents, not the
@@ -141,6 +145,12 @@ private:
     const CodeInfo& codeInfo(uint64_t code);
     // The line at one instruction of a code object, decoded once: threads parked in the same
     // place (a thousand waiting on one queue) decode its table once.
+    const LinePosition& positionAt(uint64_t code, int offset, const std::vector<uint8_t>& table, int firstLine) {
+        auto key = std::make_pair(code, offset);
+        auto it = positionCache_.find(key);
+        if (it == positionCache_.end()) it = positionCache_.emplace(key, positionFromLocationTable(table, firstLine, offset)).first;
+        return it->second;
+    }
     template <typename Decode>
     int lineAt(uint64_t code, int offset, Decode decode) {
         auto key = std::make_pair(code, offset);
@@ -155,6 +165,7 @@ private:
     std::map<uint64_t, bool> codeTypeCache_;  // type pointer -> is "code"
     std::map<uint64_t, CodeInfo> codeInfoCache_;
     std::map<std::pair<uint64_t, int>, int> lineCache_;
+    std::map<std::pair<uint64_t, int>, LinePosition> positionCache_;  // 3.11+
 };
 
 }  // namespace pytstates

@@ -55,37 +55,54 @@ struct Cursor {
 }  // namespace
 
 int lineFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int offset) {
+    return positionFromLocationTable(table, firstLine, offset).line;
+}
+
+LinePosition positionFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int offset) {
     Cursor c{table, 0};
     int64_t computed = firstLine, addr = 0;  // 64 bits: a corrupt table must not overflow
+    auto fits = [](int64_t v) { return v >= 0 && v <= INT32_MAX; };
     while (c.ok()) {
         uint8_t first = c.next();
-        if (!(first & 0x80)) return -1;  // not an entry start: corrupt table
+        if (!(first & 0x80)) return {};  // not an entry start: corrupt table
         int code = (first >> 3) & 15;
         int length = ((first & 7) + 1) * 2;  // code units -> bytes
         int delta = 0;
         bool noLine = false;
+        int64_t endDelta = 0, column = -1, endColumn = -1;
         if (code == 15) {
             noLine = true;
-        } else if (code == 14) {  // long form: line delta, end line delta, column, end column
+        } else if (code == 14) {  // long form: line delta, end line delta, column + 1, end column + 1
             delta = c.svarint();
-            c.varint();
-            c.varint();
-            c.varint();
+            endDelta = c.varint();
+            column = static_cast<int64_t>(c.varint()) - 1;
+            endColumn = static_cast<int64_t>(c.varint()) - 1;
         } else if (code == 13) {  // no column info
             delta = c.svarint();
-        } else if (code >= 10) {  // one-line forms: delta 0..2, then two column bytes
+        } else if (code >= 10) {  // one-line forms: delta 0..2, then the column and the end column
             delta = code - 10;
-            c.next();
-            c.next();
-        } else {  // short forms: same line, one column byte
-            c.next();
+            column = c.next();
+            endColumn = c.next();
+        } else {  // short forms: same line; the column's high bits are the code, one byte for the rest
+            unsigned second = c.next();
+            column = code * 8 + ((second >> 4) & 7);
+            endColumn = column + (second & 15);
         }
         computed += delta;
-        if (addr <= offset && offset < addr + length)
-            return noLine || computed < 0 || computed > INT32_MAX ? -1 : static_cast<int>(computed);
+        if (addr <= offset && offset < addr + length) {
+            if (noLine || !fits(computed)) return {};
+            LinePosition p;
+            p.line = static_cast<int>(computed);
+            if (fits(computed + endDelta)) p.endLine = static_cast<int>(computed + endDelta);
+            if (fits(column) && fits(endColumn)) {
+                p.column = static_cast<int>(column);
+                p.endColumn = static_cast<int>(endColumn);
+            }
+            return p;
+        }
         addr += length;
     }
-    return -1;
+    return {};
 }
 
 }  // namespace pytstates

@@ -16,4 +16,11 @@ int lineFromLinetable310(const std::vector<uint8_t>& table, int firstLine, int o
 // 3.11+: the location table of PEP 657 (Objects/locations.md). offset in bytes.
 int lineFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int offset);
 
+// An instruction's whole position, as code.co_positions() gives it: lines 1-based, columns 0-based
+// (UTF-8 byte offsets into the line); -1 where the table says none.
+struct LinePosition {
+    int line = -1, endLine = -1, column = -1, endColumn = -1;
+};
+LinePosition positionFromLocationTable(const std::vector<uint8_t>& table, int firstLine, int offset);
+
 }  // namespace pytstates

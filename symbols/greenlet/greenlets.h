@@ -19,7 +19,7 @@
 namespace pytstates {
 
 // A greenlet as a suspended stack: lwp is its OS thread (0 when unknown: dead, or its thread has
-// ended); state running|suspended|dead|unstarted (CONTRACT.md); frames, for a suspended one, those
+// ended); state running|suspended|dead|unstarted (docs/report.schema.json); frames, for a suspended one, those
 // it saved when it switched out; waitsOn stays empty (memory shows no wait).
 struct GreenletInfo : SuspendedStack {
     std::string typeName;     // "greenlet.greenlet", or the subclass's

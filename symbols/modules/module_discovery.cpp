@@ -122,6 +122,22 @@ private:
         std::vector<FileCandidate> candidates = fileCandidates(mod, in_.search, mapping);
         if (isExe && !in_.executableOverride.empty()) candidates = {{mod.path, "path"}};  // the file the user named, nothing else
         attachModuleFiles(mod, in_.search, candidates);
+        // Without the process's mappings (a debugger's core: lldb hands over none) the module was
+        // placed at its bias, where a non-PIE program has no ELF header: its file says where the
+        // header is, so the build-id in memory is read there and the file verified after all.
+        if (mod.elf && mod.buildIdInTarget.empty() && mod.bias + mod.elf->firstLoadVaddr() != mod.start) {
+            std::string id = buildIdInMemory(*in_.pristine, mod.bias + mod.elf->firstLoadVaddr());
+            if (!id.empty()) {
+                mod.buildIdInTarget = id;
+                if (id == mod.elf->buildId()) {
+                    mod.problem.clear();
+                } else {  // another build: look again, now that the target's build-id is known
+                    mod.elf = nullptr;
+                    mod.debugElf = nullptr;
+                    attachModuleFiles(mod, in_.search, candidates);
+                }
+            }
+        }
         if (mod.elf) {
             mod.start = mod.bias + mod.elf->firstLoadVaddr();
             mod.end = mod.bias + loadEnd(*mod.elf);
@@ -149,7 +165,13 @@ private:
                                             (verified ? " (build-id verified)" : ""));
             }
         }
-        if (!mod.problem.empty() && mod.problem != "no file") out_.warnings.push_back(mod.path + ": " + mod.problem);
+        if (!mod.problem.empty() && mod.problem != "no file") {
+            std::string warning = mod.path + ": " + mod.problem;
+            // A program moved, deleted or rebuilt since: its frames go unnamed and the stacks stop there.
+            if (isExe && !mod.elf && in_.executableOverride.empty())
+                warning += "; if the program was moved or rebuilt, give its file (--exe FILE, or the debugger's `file`)";
+            out_.warnings.push_back(warning);
+        }
         claimed_.insert({mod.path, mod.start});
         out_.modules.push_back(std::move(mod));
     }

@@ -12,7 +12,7 @@ namespace pytstates {
 // thread state to detach.
 enum class WaitKind { None, Gil, Mutex, Rwlock, Join, PythonLock, Condition, Futex, Syscall, StopTheWorld };
 
-// "gil", "mutex", ... as CONTRACT.md names them.
+// "gil", "mutex", ... as docs/report.schema.json names them.
 const char* waitKindName(WaitKind kind);
 
 struct WaitFunction {

@@ -112,6 +112,31 @@ def started_through_loader(args):
         scenario.cleanup(core)
 
 
+def moved_exe(args, tmp):
+    """A program moved since its core was written (CPython linked into it, as Debian's python3.X):
+    without --exe the one line says to give it; with --exe FILE the runtime is read, the pages gcore
+    left out (Py_Version in .rodata) served from FILE, not from the path the core names."""
+    moved = os.path.join(tmp, "py")
+    shutil.copy(scenario.PYTHON, moved)
+    code = ('import json, threading; t = threading.Thread(target=threading.Event().wait, daemon=True); t.start(); '
+            'print("FACTS " + json.dumps({"lwps": sorted([threading.get_native_id(), t.native_id])})); print("READY", flush=True); '
+            'import sys; sys.stdin.readline()')
+    facts, core = scenario.take_core([moved, "-c", code], "gcore")
+    try:
+        os.rename(moved, moved + ".moved")
+        expect_refused(args, ["check", "--core", core], "give the program's file with --exe FILE")
+        status, out, err = run(args, ["check", "--core", core, "--exe", moved + ".moved", "--json"])
+        expect(status == 0, "--exe the moved program: %d %s" % (status, err))
+        r = json_contract.loads(out)
+        lwps = sorted(ts["lwp"] for i in r["runtimes"][0]["interpreters"] for ts in i["tstates"])
+        expect(r["runtimes"][0]["version"].startswith(scenario.PYTHON_VERSION) and lwps == facts["lwps"],
+               "the runtime of the moved program is read: its thread states on LWPs %s" % facts["lwps"], r)
+        print("moved program: --exe %s reads CPython %s, thread states on LWPs %s" % (
+            os.path.basename(moved) + ".moved", r["runtimes"][0]["version"], lwps))
+    finally:
+        scenario.cleanup(core)
+
+
 def file_offset(core, addr):
     """The offset in the core file of a virtual address (PT_LOAD with file bytes)."""
     with open(core, "rb") as f:
@@ -301,9 +326,46 @@ def decoding_bounds(args, tmp, core):
     err = out.stderr.decode(errors="replace").splitlines()
     told = [l for l in err if "sparse.zst is zstd-compressed" in l and "decompressing it into an unlinked temporary file in " + scratch in l]
     done = [l for l in err if re.search(r"sparse\.zst: 1\.0 GiB decompressed in [0-9.]+ s$", l)]
-    expect(out.returncode == 2 and "no initialised CPython runtime" in err[-1] and told and done,
+    expect(out.returncode == 0 and "the process does not run CPython" in out.stdout.decode(errors="replace") and told and done,
            "the decoded core is read (a shell's: no Python), and stderr told the decoding: %d %r" % (out.returncode, err))
     print("1 GiB of zeros decoded; stderr: %r" % err)
+
+
+def no_python_core(args):
+    """A core of a process that runs no Python (sleep, killed by SIGABRT from this script): not a
+    refusal but a report, as pystack gives one: its crash, its thread and native stack, what the
+    core says of the process (NT_PRPSINFO), and "does not run CPython" as a line. Held against
+    what the shell said of itself and against gdb's reading of the same core."""
+    facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {\\"pid\\": $$, \\"ppid\\": $PPID}"; echo READY; exec sleep 100'],
+                                     "kernel")
+    try:
+        status, out, err = run(args, ["check", "--core", core, "--native"])
+        expect(status == 0 and not err and "CRASH" in out and "the process does not run CPython" in out
+               and "NATIVE STACKS" in out and "Traceback" not in out,
+               "a core without Python: a report with its crash and native stacks, exit 0; got %d:\n%s%s" % (status, out, err))
+        status, text, _ = run(args, ["check", "--core", core, "--json"])
+        report = json_contract.loads(text)
+        process = report["target"]["process"]
+        crash = report["target"]["crash"]
+        expect(report["runtimes"] == [] and "does not run CPython" in report["no_runtime"], "no runtime, said why", report)
+        expect(process["command"] == "sleep" and process["arguments"].split() == ["sleep", "100"]
+               and process["ppid"] == os.getpid() == facts["ppid"] and process["uid"] == os.getuid() and report["target"]["pid"] == facts["pid"],
+               "NT_PRPSINFO: the program, its arguments, its parent (this script), its uid", process)
+        expect(crash["signal_name"] == "SIGABRT" and crash["lwp"] == facts["pid"] and crash.get("sender_pid") == os.getpid(),
+               "the crash: SIGABRT sent by this script", crash)
+        # gdb's reading: the one thread, and its innermost function.
+        seen = subprocess.run(["gdb", "-q", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "info threads", "-ex", "bt 1",
+                               "/bin/sleep", core], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120).stdout.decode(errors="replace")
+        lwps = [int(m) for m in re.findall(r"LWP (\d+)", seen)]
+        top = re.search(r"^#0\s+(?:0x[0-9a-f]+ in )?([A-Za-z_][A-Za-z0-9_]*)", seen, re.M)
+        ours = [t["lwp"] for t in report["threads"]]
+        expect(lwps and sorted(set(lwps)) == ours and top and crash["frames"] and crash["frames"][0]["function"].endswith(top.group(1)),
+               "the thread and its innermost function as gdb reads them: %s, %s; ours %s, %s" % (
+                   lwps, top and top.group(1), ours, crash["frames"][:1]), seen)
+        print("a core without Python: %s, crash %s from pid %d, frame #0 %s (gdb: %s)" % (
+            process, crash["signal_name"], crash["sender_pid"], crash["frames"][0]["function"], top.group(1)))
+    finally:
+        scenario.cleanup(core)
 
 
 def special_history(args, tmp, core):
@@ -446,10 +508,7 @@ def main():
         expect_refused(args, ["tstates"], "no target")
         expect_refused(args, ["tstates", "--core", "x", "--frames", "many"], "frames")
 
-        # a core of a process without Python
-        facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
-        expect_refused(args, ["tstates", "--core", core], "no initialised CPython runtime")
-        scenario.cleanup(core)
+        no_python_core(args)
 
         # the seed's core: a wrong --exe, truncations, cyclic lists, a missing module file
         work = os.path.join(tmp, "copy")
@@ -466,6 +525,7 @@ def main():
         damaged_exe(args, tmp, work, core)
         special_files(args, tmp, core)
         started_through_loader(args)
+        moved_exe(args, tmp)
         damaged_crash_core(args, tmp)
         size = os.path.getsize(core)
         for frac in (0.001, 0.3, 0.7, 0.999):

@@ -40,6 +40,10 @@ def json_problems(report, facts):
         mine[l["name"]] = l["value"] if l["value"] is not None else "<%s at %s>" % (l["type"], l["address"])
     if mine != facts["waiter_locals"]:
         problems.append("waiter's locals: the program says %r, pytstates %r" % (facts["waiter_locals"], mine))
+    if "waiter_position" in facts:  # 3.11+: (line, end line, column, end column) as co_positions() says
+        ours = [frame.get(k) for k in ("line", "end_line", "column", "end_column")]
+        if ours != facts["waiter_position"]:
+            problems.append("waiter's position: the program says %r, pytstates %r" % (facts["waiter_position"], ours))
     args = [l["name"] for l in frame["locals"] if l["kind"] == "arg"]
     if args != ["arg_text", "arg_number", "flag", "rest", "extra"]:
         problems.append("waiter's arguments (first, in co_varnames order): %r" % args)

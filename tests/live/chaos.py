@@ -235,6 +235,7 @@ class Chaos:
     def signals(self, attaches):
         proc, _ = self.start("signals")
         sent, received, late = 0, [0], []
+        other = []  # what else the target wrote (its stderr is its stdout): a traceback, when it fails
         done = threading.Event()
 
         def sender():
@@ -254,6 +255,8 @@ class Chaos:
                         for line in lines:
                             if line.startswith(b"sig "):
                                 received[0] = int(line.split()[1])
+                            else:
+                                other.append(line)
                 if received[0] < sent:
                     late.append(sent)
                     return
@@ -263,8 +266,11 @@ class Chaos:
             for i in range(attaches):
                 started = time.monotonic()
                 status, out, err = self.returned(self.attach(proc.pid, in_process=i % 3 == 2), started, "signals attach %d" % i, proc.pid)
-                expect(status in (0, 1), "signals attach %d: pytstates exited %d: %s; the target now (alive: %s):\n%s" % (
-                    i, status, err, proc.poll() is None, describe_processes([proc.pid])))
+                if status not in (0, 1):
+                    done.set()
+                    thread.join()  # it has read what the target wrote before it ended
+                    expect(False, "signals attach %d: pytstates exited %d: %s; the target now (exit status: %s; "
+                           "its other output: %r):\n%s" % (i, status, err, proc.poll(), b"\n".join(other), describe_processes([proc.pid])))
                 self.counts.reports += 1
         finally:
             done.set()

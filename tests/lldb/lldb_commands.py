@@ -111,6 +111,12 @@ def locals_cases(args, kind):
             problems = locals_facts.json_problems(ours, facts) + locals_facts.text_problems(out["py-tstates --locals"], facts)
             _, cli, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json", "--locals"])
             expect(locals_facts.all_frames(ours) == locals_facts.all_frames(cli), "lldb and the CLI report the same frames and locals", ours)
+            # lldb hands over no mappings: the non-PIE program's build-id is read where its file
+            # puts the ELF header, and verified, as the CLI does from the core's NT_FILE.
+            files = {f["module"]: f["build_id"] for f in ours["target"]["files"]}
+            expect(files.get(python) and files[python] == {f["module"]: f["build_id"] for f in cli["target"]["files"]}.get(python)
+                   and not [w for w in ours.get("warnings", []) if "cannot be verified" in w],
+                   "lldb verifies %s's build-id as the CLI does: %s; warnings %s" % (python, files.get(python), ours.get("warnings")))
         finally:
             scenario.cleanup(core)
     else:

@@ -132,7 +132,10 @@ def snooze(facts):
     """Sleeps; the first time, says where its caller (waiter) is: frame.f_lasti is, in every
     version, the bytes from the code's first instruction to the one the frame runs (the call)."""
     if "waiter_lasti" not in facts:
-        facts["waiter_lasti"] = sys._getframe(1).f_lasti
+        caller = sys._getframe(1)
+        facts["waiter_lasti"] = caller.f_lasti
+        if hasattr(caller.f_code, "co_positions"):  # 3.11+: the call's whole position (PEP 657)
+            facts["waiter_position"] = list(caller.f_code.co_positions())[caller.f_lasti // 2]
         sys.stdout.write("FACTS " + json.dumps(facts) + "\nREADY\n")
         sys.stdout.flush()
     time.sleep(1)

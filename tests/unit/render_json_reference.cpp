@@ -19,7 +19,7 @@ using nlohmann::json;
 
 json addressOrNull(uint64_t v) { return v ? json(hexAddress(v)) : json(nullptr); }
 
-// findings[].history (CONTRACT.md 0.3): the thread state's last life as recorded.
+// findings[].history (docs/report.schema.json): the thread state's last life as recorded.
 json historyJson(const Finding& f) {
     json out = json::array();
     for (const auto& h : f.history) {
