@@ -26,7 +26,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def comparable(report):
     """What a debugger's report and the CLI's share on a core: everything (a core's thread numbers
-    are the order of its notes in gdb and in the CLI alike)."""
+    are the order of its notes in gdb and in the CLI alike) but target.process, the core's
+    NT_PRPSINFO (command line, uid, gid, ppid), which no debugger hands over."""
+    report = json.loads(json.dumps(report))
+    report.get("target", {}).pop("process", None)
     return report
 
 
