@@ -113,7 +113,7 @@ std::optional<uint64_t> parameter(const NativeFrame& f, std::initializer_list<co
 
 // A register of the innermost physical frame (its inlined calls come first and hold none).
 std::optional<uint64_t> firstArgument(const std::vector<NativeFrame>& frames, const Arch& arch) {
-    std::string name = arch.machine == Machine::X86_64 ? "rdi" : "x0";
+    std::string name = arch.argumentRegister(0);
     for (const auto& f : frames) {
         for (const auto& v : f.values)
             if (v.kind == FrameValue::Kind::Register && v.name == name) return v.value;

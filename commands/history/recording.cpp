@@ -9,8 +9,11 @@
 
 namespace pytstates {
 
-Recording::Recording(const Target& target, HistoryLog::Limits limits)
-    : plan_(planLifecycleProbes(target)), log_(std::make_shared<HistoryLog>(limits)), start_(std::chrono::steady_clock::now()) {
+Recording::Recording(const Target& target, HistoryLog::Limits limits, int frames)
+    : plan_(planLifecycleProbes(target)),
+      log_(std::make_shared<HistoryLog>(limits)),
+      start_(std::chrono::steady_clock::now()),
+      frames_(frames) {
     if (plan_.probes.empty()) {
         std::string why = plan_.modules.empty() ? "no CPython is loaded in the process yet (stop it after libpython is loaded: break main, run)"
                                                 : "none of CPython's thread-state functions has a symbol";
@@ -28,6 +31,14 @@ void Recording::hit(size_t probe, uint64_t tstate, int lwp, std::optional<uint32
     const LifecycleProbe& p = plan_.probes[probe];
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
     log_->record(p.event, p.function, p.atReturn, tstate, lwp, key, std::move(pcs), ms);
+}
+
+bool Recording::hitFrom(size_t probe, int lwp, const HitReaders& readers) {
+    if (probe >= plan_.probes.size()) return false;
+    auto got = readProbeHit(plan_.probes[probe], frames_ > 0 ? static_cast<size_t>(frames_) : 0, readers);
+    if (!got) return false;
+    hit(probe, got->tstate, lwp, got->key, std::move(got->pcs));
+    return true;
 }
 
 std::string Recording::startText() const {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands/history/history_log.h"
+#include "commands/history/probe_hit.h"
 #include "symbols/cpython/lifecycle_probes.h"
 #include "symbols/target.h"
 
@@ -16,8 +17,9 @@ namespace pytstates {
 
 class Recording {
 public:
-    // Throws std::runtime_error (one line) when the process holds no CPython to watch.
-    Recording(const Target& target, HistoryLog::Limits limits);
+    // Throws std::runtime_error (one line) when the process holds no CPython to watch. frames:
+    // how many pcs a hit keeps (--frames).
+    Recording(const Target& target, HistoryLog::Limits limits, int frames = 4);
 
     const ProbePlan& plan() const { return plan_; }
     std::shared_ptr<HistoryLog> log() const { return log_; }
@@ -25,6 +27,10 @@ public:
     // One breakpoint hit: probe is an index into plan().probes; key is read by the front end
     // for cached events (keyRegister + keyOffset).
     void hit(size_t probe, uint64_t tstate, int lwp, std::optional<uint32_t> key, std::vector<uint64_t> pcs);
+    // The same read through the debugger (probe_hit.h): what a hit keeps is decided here, for
+    // every front end. False when the hit could not be read (not recorded).
+    bool hitFrom(size_t probe, int lwp, const HitReaders& readers);
+    int frames() const { return frames_; }
 
     // What `on` says: what is watched, through how many breakpoints, and what cannot be recorded.
     std::string startText() const;
@@ -33,6 +39,7 @@ private:
     ProbePlan plan_;
     std::shared_ptr<HistoryLog> log_;
     std::chrono::steady_clock::time_point start_;
+    int frames_;
 };
 
 // Parses `on` options (--per-tstate N, --uses N, --tstates N, --frames N); false and *error on a

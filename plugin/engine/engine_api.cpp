@@ -47,19 +47,14 @@ Command commandNamed(const std::string& name) {
     return Command::Tstates;
 }
 
-const Arch* archNamed(const std::string& machine) {
-    if (machine == "x86_64") return archForElfMachine(62);   // EM_X86_64
-    if (machine == "aarch64") return archForElfMachine(183); // EM_AARCH64
-    return nullptr;
-}
-
 // The machine whose DWARF register count the debugger gave (optionally followed by the system
 // call's number, as gdb's front end appends orig_rax); nullptr when no machine has that many.
 const Arch* archOfRegisters(size_t count, bool* trailingSyscall) {
     for (const char* name : {"x86_64", "aarch64"}) {
         const Arch* arch = archNamed(name);
         if (count == arch->dwarfRegisters || count == arch->dwarfRegisters + 1) {
-            *trailingSyscall = count == arch->dwarfRegisters + 1;
+            *trailingSyscall = arch->syscallRegister() && count == arch->dwarfRegisters + 1;
+            if (count == arch->dwarfRegisters + 1 && !arch->syscallRegister()) continue;
             return arch;
         }
     }
@@ -85,14 +80,11 @@ DebuggerInput inputOf(const pytstates_target& target, bool withThreads = true) {
         if (!validThread(from)) continue;
         OsThread t;
         t.lwp = from.lwp;
-        t.threadPointer = from.thread_pointer;
-        t.pthread = from.thread_pointer;
+        t.threadPointer = from.thread_pointer;  // struct pthread from it: DebuggerTarget, per machine
         t.syscall = from.syscall == PYTSTATES_SYSCALL_UNKNOWN ? -1 : from.syscall;
         bool trailing = false;
         if (const Arch* arch = archOfRegisters(from.register_count, &trailing)) {
-            t.registers.assign(from.registers, from.registers + arch->dwarfRegisters);
-            t.pc = t.registers[arch->pcRegister];
-            t.sp = t.registers[arch->spRegister];
+            t.registers.assign(from.registers, from.registers + arch->dwarfRegisters);  // pc, sp: DebuggerTarget
             if (trailing && from.syscall == -1 && static_cast<int64_t>(from.registers[arch->dwarfRegisters]) >= 0)
                 t.syscall = static_cast<int64_t>(from.registers[arch->dwarfRegisters]);
         }
@@ -201,17 +193,17 @@ char* pytstates_help(const char* command) {
 
 const char* pytstates_register_names(const char* machine) {
     try {
-        static const std::map<std::string, std::string> names = [] {
-            std::map<std::string, std::string> out;
+        static const std::map<const Arch*, std::string> names = [] {
+            std::map<const Arch*, std::string> out;
             for (const char* name : {"x86_64", "aarch64"}) {
                 const Arch* arch = archNamed(name);
                 std::string list;
-                for (unsigned r = 0; r < arch->dwarfRegisters; ++r) list += (r ? " " : "") + arch->registerName(r);
-                out[name] = list;
+                for (const auto& r : arch->registerNames()) list += (list.empty() ? "" : " ") + r;
+                out[arch] = list;
             }
             return out;
         }();
-        auto it = names.find(str(machine));
+        auto it = names.find(archNamed(str(machine)));
         return it == names.end() ? "" : it->second.c_str();
     } catch (...) {
         return "";
@@ -219,9 +211,21 @@ const char* pytstates_register_names(const char* machine) {
 }
 
 const char* pytstates_thread_pointer_register(const char* machine) {
-    const Arch* arch = archNamed(str(machine));
-    if (!arch) return "";
-    return arch->tlsVariantI ? "tpidr" : "fs_base";
+    try {
+        const Arch* arch = archNamed(str(machine));
+        return arch ? arch->threadPointerRegister() : "";
+    } catch (...) {
+        return "";
+    }
+}
+
+const char* pytstates_syscall_register(const char* machine) {
+    try {
+        const Arch* arch = archNamed(str(machine));
+        return arch && arch->syscallRegister() ? arch->syscallRegister() : "";
+    } catch (...) {
+        return "";
+    }
 }
 
 int pytstates_record_on(const char* const* args, size_t arg_count, const pytstates_target* target, char** text, char** probes_json,
@@ -239,7 +243,7 @@ int pytstates_record_on(const char* const* args, size_t arg_count, const pytstat
         liveTarget.live = 1;
         liveTarget.crash = nullptr;
         DebuggerTarget debugged(inputOf(liveTarget));
-        auto next = std::make_unique<Recording>(debugged, limits);
+        auto next = std::make_unique<Recording>(debugged, limits, perHit);
         nlohmann::json probes = nlohmann::json::array();
         for (const auto& p : next->plan().probes)
             probes.push_back({{"address", p.address}, {"event", lifecycleEventName(p.event)}, {"tstate_register", p.tstateRegister},
@@ -270,6 +274,31 @@ void pytstates_record_hit(size_t probe, uint64_t tstate, int32_t lwp, int64_t ke
         if (pcs) frames.assign(pcs, pcs + pc_count);
         recording->hit(probe, tstate, lwp, k, std::move(frames));
     } catch (...) {
+    }
+}
+
+int pytstates_record_hit_from(size_t probe, int32_t lwp, const pytstates_hit_readers* readers) {
+    try {
+        if (!readers) return 0;
+        HitReaders from;
+        from.readRegister = [readers](const std::string& name) -> std::optional<uint64_t> {
+            uint64_t value = 0;
+            if (!readers->read_register || !readers->read_register(readers->context, name.c_str(), &value)) return std::nullopt;
+            return value;
+        };
+        from.readMemory = [readers](uint64_t address, void* buffer, size_t length) {
+            return readers->read_memory && readers->read_memory(readers->context, address, buffer, length) == length;
+        };
+        from.nextPc = [readers]() -> std::optional<uint64_t> {
+            uint64_t pc = 0;
+            if (!readers->next_pc || !readers->next_pc(readers->context, &pc)) return std::nullopt;
+            return pc;
+        };
+        std::lock_guard<std::mutex> lock(recordingMutex);
+        if (!recording) return 0;
+        return recording->hitFrom(probe, lwp, from) ? 1 : 0;
+    } catch (...) {
+        return 0;
     }
 }
 

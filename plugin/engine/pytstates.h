@@ -69,8 +69,12 @@ PYTSTATES_API const char* pytstates_version(void);
 PYTSTATES_API char* pytstates_help(const char* command);
 /* "x86_64" | "aarch64": the registers in DWARF order, space-separated; "" for another machine. */
 PYTSTATES_API const char* pytstates_register_names(const char* machine);
-/* "fs_base" | "tpidr"; "" for another machine. */
+/* "fs_base" | "tpidr"; "" for another machine. machine: also a debugger's name (i386:x86-64,
+ * a triple x86_64-pc-linux-gnu, arm64). */
 PYTSTATES_API const char* pytstates_thread_pointer_register(const char* machine);
+/* The register holding the system call's number when it is not a DWARF register (x86_64:
+ * orig_rax, appended after the DWARF registers of a pytstates_thread); "" (aarch64: x8). */
+PYTSTATES_API const char* pytstates_syscall_register(const char* machine);
 
 /* py-tstates-record (one recording per process). record_on plans the breakpoints: *probes_json is
  * [{"address": N, "event": S, "tstate_register": S, "key_register": S, "key_offset": N}, ...],
@@ -79,6 +83,15 @@ PYTSTATES_API int pytstates_record_on(const char* const* args, size_t arg_count,
                                       char** probes_json, int* frames, char** error);
 /* One breakpoint hit (the hot path): key < 0: none. */
 PYTSTATES_API void pytstates_record_hit(size_t probe, uint64_t tstate, int32_t lwp, int64_t key, const uint64_t* pcs, size_t pc_count);
+/* One breakpoint hit read through the debugger: what it keeps (the thread state's register, the
+ * TLS key, how many frames) is decided by the library. Returns 1 when recorded, 0 when not. */
+typedef struct {
+    void* context;
+    int (*read_register)(void* context, const char* name, uint64_t* value); /* 0: unreadable */
+    size_t (*read_memory)(void* context, uint64_t address, void* buffer, size_t length);
+    int (*next_pc)(void* context, uint64_t* pc); /* the next frame's pc, innermost first; 0: no more */
+} pytstates_hit_readers;
+PYTSTATES_API int pytstates_record_hit_from(size_t probe, int32_t lwp, const pytstates_hit_readers* readers);
 /* what: "show" (argument: "" or N) | "save" (argument: FILE); target (NULL: the process is gone)
  * names the recorded frames first. */
 PYTSTATES_API int pytstates_record_output(const char* what, const char* argument, const pytstates_target* target, char** output,

@@ -97,14 +97,31 @@ std::optional<uint64_t> registerValue(lldb::SBFrame& frame, const char* name) {
     return v;
 }
 
-// The innermost frame's general registers in DWARF order (x86_64: rax, rdx, rcx, rbx, rsi, rdi,
-// rbp, rsp, r8-r15, rip), for the unwinder; empty when lldb lacks one.
-std::vector<uint64_t> registersOf(lldb::SBFrame& frame) {
-    static const char* const names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
-                                        "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
+// The registers of the target's machine as the library names them (DWARF order), and its thread
+// pointer register: lldb's triple says the machine.
+struct RegisterNames {
+    std::vector<std::string> dwarf;
+    std::string threadPointer;
+    explicit RegisterNames(lldb::SBTarget target) {
+        const char* triple = target.GetTriple();
+        std::string machine = triple ? triple : "";
+        std::string all = pytstates_register_names(machine.c_str());
+        size_t start = 0;
+        while (start < all.size()) {
+            size_t end = all.find(' ', start);
+            if (end == std::string::npos) end = all.size();
+            if (end > start) dwarf.push_back(all.substr(start, end - start));
+            start = end + 1;
+        }
+        threadPointer = pytstates_thread_pointer_register(machine.c_str());
+    }
+};
+
+// The innermost frame's general registers in DWARF order, for the unwinder; empty when lldb lacks one.
+std::vector<uint64_t> registersOf(lldb::SBFrame& frame, const RegisterNames& names) {
     std::vector<uint64_t> out;
-    for (const char* name : names) {
-        auto v = registerValue(frame, name);
+    for (const auto& name : names.dwarf) {
+        auto v = registerValue(frame, name.c_str());
         if (!v) return {};
         out.push_back(*v);
     }
@@ -170,15 +187,17 @@ struct LldbTarget {
         const char* platform = target.GetPlatform().GetName();
         bool local = live && process.GetProcessID() > 0 && platform && std::string(platform) == "host";
         bool haveCrash = false;
+        RegisterNames names(target);
         for (uint32_t i = 0; withThreads && i < process.GetNumThreads(); ++i) {
             lldb::SBThread thread = process.GetThreadAtIndex(i);
             pytstates_thread row{};
             row.lwp = static_cast<int32_t>(thread.GetThreadID());
             row.debugger_number = static_cast<int32_t>(thread.GetIndexID());
             lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-            if (auto fsBase = registerValue(frame, "fs_base")) row.thread_pointer = *fsBase;
+            if (!names.threadPointer.empty())
+                if (auto tp = registerValue(frame, names.threadPointer.c_str())) row.thread_pointer = *tp;
             row.syscall = local ? PYTSTATES_SYSCALL_UNKNOWN : -1;
-            registers.push_back(registersOf(frame));
+            registers.push_back(registersOf(frame, names));
             // A core's first thread took the fatal signal (lldb's stop reason of each thread); in
             // a live process, the thread lldb stopped on a signal (the library keeps the fatal ones).
             if ((live ? !haveCrash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal && thread.GetStopReasonDataCount() > 0) {
@@ -238,39 +257,46 @@ struct Recorder {
 };
 Recorder recorder;
 
-struct ProbeBaton {
-    size_t index;
-    std::string tstateRegister, keyRegister;
-    uint64_t keyOffset;
-};
-std::vector<std::unique_ptr<ProbeBaton>> batons;  // alive while their breakpoints are
+std::vector<std::unique_ptr<size_t>> batons;  // each probe's index, alive while their breakpoints are
 
-// One lifecycle breakpoint hit, on lldb's private thread: registers, a key, the pcs of the top
-// frames (names come later, at show, save or check), then on without stopping.
+// One lifecycle breakpoint hit, on lldb's private thread: the library reads what it keeps through
+// lldb (registers, a key, the pcs of the top frames; names come later, at show, save or check),
+// then on without stopping.
+struct HitContext {
+    lldb::SBProcess process;
+    lldb::SBThread thread;
+    lldb::SBFrame frame;
+    uint32_t next = 0;
+};
+
+int hitRegister(void* context, const char* name, uint64_t* value) {
+    auto v = registerValue(static_cast<HitContext*>(context)->frame, name);
+    if (!v) return 0;
+    *value = *v;
+    return 1;
+}
+
+size_t hitMemory(void* context, uint64_t address, void* buffer, size_t length) {
+    lldb::SBError e;
+    size_t n = static_cast<HitContext*>(context)->process.ReadMemory(address, buffer, length, e);
+    return e.Success() ? n : 0;
+}
+
+int hitNextPc(void* context, uint64_t* pc) {
+    auto* c = static_cast<HitContext*>(context);
+    lldb::SBFrame f = c->next == 0 ? c->frame : c->thread.GetFrameAtIndex(c->next);
+    ++c->next;
+    if (!f.IsValid()) return 0;
+    *pc = f.GetPC();
+    return 1;
+}
+
 bool onProbe(void* baton, lldb::SBProcess& process, lldb::SBThread& thread, lldb::SBBreakpointLocation&) {
     try {
-        const auto* b = static_cast<const ProbeBaton*>(baton);
         if (!recorder.active) return false;
-        lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-        auto tstate = registerValue(frame, b->tstateRegister.c_str());
-        if (!tstate) return false;
-        int64_t key = -1;
-        if (!b->keyRegister.empty()) {
-            if (auto where = registerValue(frame, b->keyRegister.c_str())) {
-                uint32_t k = 0;
-                lldb::SBError e;
-                if (process.ReadMemory(*where + b->keyOffset, &k, sizeof k, e) == sizeof k && e.Success()) key = k;
-            }
-        }
-        std::vector<uint64_t> pcs;
-        pcs.push_back(frame.GetPC());
-        for (uint32_t i = 1; i < static_cast<uint32_t>(recorder.frames); ++i) {
-            lldb::SBFrame older = thread.GetFrameAtIndex(i);
-            if (!older.IsValid()) break;
-            uint64_t pc = older.GetPC();
-            if (pc != pcs.back()) pcs.push_back(pc);  // an inlined call shares its caller's pc
-        }
-        pytstates_record_hit(b->index, *tstate, static_cast<int32_t>(thread.GetThreadID()), key, pcs.data(), pcs.size());
+        HitContext c{process, thread, thread.GetFrameAtIndex(0)};
+        pytstates_hit_readers readers{&c, hitRegister, hitMemory, hitNextPc};
+        pytstates_record_hit_from(*static_cast<const size_t*>(baton), static_cast<int32_t>(thread.GetThreadID()), &readers);
     } catch (...) {
     }
     return false;
@@ -325,10 +351,8 @@ private:
             recorder.frames = frames;
             auto probes = nlohmann::json::parse(probesJson.str());
             for (size_t i = 0; i < probes.size(); ++i) {
-                const auto& p = probes[i];
-                batons.push_back(std::make_unique<ProbeBaton>(ProbeBaton{i, p.at("tstate_register").get<std::string>(),
-                                                                         p.at("key_register").get<std::string>(), p.at("key_offset").get<uint64_t>()}));
-                lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(p.at("address").get<uint64_t>());
+                batons.push_back(std::make_unique<size_t>(i));
+                lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].at("address").get<uint64_t>());
                 bp.SetCallback(onProbe, batons.back().get());
                 recorder.breakpoints.push_back(bp.GetID());
             }

@@ -171,6 +171,58 @@ void recordName(py::object readMemory, const std::map<uint64_t, uint64_t>& auxv,
     pytstates_record_name(&t.target);
 }
 
+// One probe hit read through the debugger's callbacks: read_register(name) -> int, read_memory,
+// pcs an iterable of the frames' pcs (consumed only as far as the library asks).
+struct HitContext {
+    py::object readRegister, readMemory, next;
+};
+
+int readRegisterThroughPython(void* context, const char* name, uint64_t* value) {
+    auto* c = static_cast<HitContext*>(context);
+    try {
+        py::object got = c->readRegister(name);
+        unsigned long long v = PyLong_AsUnsignedLongLongMask(got.ptr());
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        *value = v;
+        return 1;
+    } catch (const std::exception&) {
+        PyErr_Clear();
+        return 0;
+    }
+}
+
+size_t readHitMemory(void* context, uint64_t address, void* buffer, size_t length) {
+    return readThroughPython(&static_cast<HitContext*>(context)->readMemory, address, buffer, length);
+}
+
+int nextPcThroughPython(void* context, uint64_t* pc) {
+    auto* c = static_cast<HitContext*>(context);
+    if (!c->next) return 0;
+    // PyIter_Next, not py::iterator: that reads one item ahead, a frame more for the debugger to unwind.
+    py::object item = py::reinterpret_steal<py::object>(PyIter_Next(c->next.ptr()));
+    if (!item) {
+        PyErr_Clear();
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(item.ptr());
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *pc = v;
+    return 1;
+}
+
+bool recordHitFrom(size_t probe, py::object readRegister, py::object readMemory, int lwp, const py::iterable& pcs) {
+    HitContext c{std::move(readRegister), std::move(readMemory), py::reinterpret_steal<py::object>(PyObject_GetIter(pcs.ptr()))};
+    if (!c.next) PyErr_Clear();
+    pytstates_hit_readers readers{&c, readRegisterThroughPython, readHitMemory, nextPcThroughPython};
+    return pytstates_record_hit_from(probe, lwp, &readers) != 0;
+}
+
 std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> recordStats() {
     uint64_t out[4];
     pytstates_record_stats(out);
@@ -206,7 +258,31 @@ std::vector<std::string> registerNames(const std::string& machine) {
 
 PYBIND11_MODULE(_pytstates_core, m) {
     m.doc() = "pytstates: libpytstates.so.0 for a debugger's Python";
+    // Each function also takes the machine's name last (gdb's front end passes it): the library
+    // tells the machine from the registers' count and the executable, so it is not needed.
     m.def("run", &run, "Run tstates|internals|check on what the debugger has open; returns (status, output, error)");
+    m.def("run", [](const std::string& command, const std::vector<std::string>& args, py::object readMemory, const py::sequence& threads,
+                    const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool live, bool local,
+                    const std::map<int, int>& numbers, const std::string& sysroot, const std::optional<Siginfo>& siginfo,
+                    const std::vector<std::string>& debugDirs, const std::string&) {
+        return run(command, args, std::move(readMemory), threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debugDirs);
+    });
+    m.def("record_on", [](const std::vector<std::string>& args, py::object readMemory, const py::sequence& threads,
+                          const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool local,
+                          const std::string& sysroot, const std::vector<std::string>& debugDirs, const std::string&) {
+        return recordOn(args, std::move(readMemory), threads, auxv, executable, pid, local, sysroot, debugDirs);
+    });
+    m.def("record_output", [](const std::string& what, const std::string& argument, py::object readMemory, const py::sequence& threads,
+                              const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool live, bool local,
+                              const std::string& sysroot, const std::vector<std::string>& debugDirs, const std::string&) {
+        return recordOutput(what, argument, std::move(readMemory), threads, auxv, executable, pid, live, local, sysroot, debugDirs);
+    });
+    m.def("record_name", [](py::object readMemory, const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid,
+                            bool local, const std::string& sysroot, const std::vector<std::string>& debugDirs, const std::string&) {
+        recordName(std::move(readMemory), auxv, executable, pid, local, sysroot, debugDirs);
+    });
+    m.def("record_hit_from", &recordHitFrom, "One breakpoint hit, read through callbacks: what it keeps is decided by the library");
+    m.def("syscall_register", [](const std::string& machine) { return std::string(pytstates_syscall_register(machine.c_str())); });
     m.def("help", &help);
     m.def("record_on", &recordOn, "Plan the lifecycle breakpoints; returns (status, text, error, probes, frames)");
     m.def("record_hit", &recordHit, "One breakpoint hit");

@@ -28,6 +28,8 @@ const Arch kAArch64 = {
 
 const char* const kX86Names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
                                  "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
+const char* const kX86Arguments[] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
+const char* const kAArch64Arguments[] = {"x0", "x1", "x2", "x3", "x4", "x5"};
 
 }  // namespace
 
@@ -40,6 +42,31 @@ std::string Arch::registerName(unsigned dwarf) const {
     }
     return "r" + std::to_string(dwarf);
 }
+
+std::vector<std::string> Arch::registerNames() const {
+    std::vector<std::string> names;
+    for (unsigned i = 0; i < dwarfRegisters; ++i) names.push_back(registerName(i));
+    return names;
+}
+
+const char* Arch::threadPointerRegister() const { return machine == Machine::AArch64 ? "tpidr" : "fs_base"; }
+
+const char* Arch::syscallRegister() const { return machine == Machine::X86_64 ? "orig_rax" : nullptr; }
+
+int64_t Arch::syscallFromRegisters(const std::vector<uint64_t>& registers) const {
+    if (prRegSyscall < 0 || static_cast<size_t>(prRegSyscall) >= prRegToDwarf.size()) return -1;
+    int dwarf = prRegToDwarf[prRegSyscall];
+    if (dwarf < 0 || static_cast<size_t>(dwarf) >= registers.size()) return -1;
+    auto n = static_cast<int64_t>(registers[dwarf]);
+    return n < 0 ? -1 : n;
+}
+
+const char* Arch::argumentRegister(unsigned index) const {
+    if (index >= 6) return nullptr;
+    return machine == Machine::AArch64 ? kAArch64Arguments[index] : kX86Arguments[index];
+}
+
+const char* Arch::returnRegister() const { return machine == Machine::AArch64 ? "x0" : "rax"; }
 
 uint64_t Arch::pthreadFromThreadPointer(uint64_t tp, uint64_t sizeofPthread) const {
     if (!tp) return 0;
@@ -67,6 +94,15 @@ int64_t Arch::syscallFromPrReg(const uint64_t* words, size_t count) const {
 const Arch* archForElfMachine(uint16_t machine) {
     if (machine == EM_X86_64) return &kX86_64;
     if (machine == EM_AARCH64) return &kAArch64;
+    return nullptr;
+}
+
+const Arch* archNamed(const std::string& name) {
+    if (name.rfind("i386:x86-64", 0) == 0) return &kX86_64;  // gdb's, with ":intel" and the like after it
+    std::string n = name.substr(0, name.find_first_of("-:"));  // a triple's first part; gdb's "aarch64:ilp32" is not LP64
+    if (n != name && name[n.size()] == ':') return nullptr;
+    if (n == "x86_64" || n == "amd64") return &kX86_64;
+    if (n == "aarch64" || n == "arm64") return &kAArch64;
     return nullptr;
 }
 

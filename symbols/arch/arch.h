@@ -33,6 +33,22 @@ struct Arch {
 
     // "rdi", "x0"; "r<N>" for a number without a name.
     std::string registerName(unsigned dwarf) const;
+    // The names of DWARF registers 0 .. dwarfRegisters-1, as gdb and lldb name them: x86_64 rax
+    // rdx rcx rbx rsi rdi rbp rsp r8-r15 rip; aarch64 x0-x30 sp pc.
+    std::vector<std::string> registerNames() const;
+    // The thread pointer as gdb and lldb name it: fs_base; tpidr (tpidr_el0, from NT_ARM_TLS).
+    const char* threadPointerRegister() const;
+    // A debugger's register holding the number of the system call a thread is in, when that is
+    // not a DWARF register: x86_64 orig_rax; nullptr on aarch64 (gdb has no orig_x0 or syscallno:
+    // the number is x8, among the DWARF registers, see syscallFromRegisters).
+    const char* syscallRegister() const;
+    // The system call's number from DWARF-ordered registers (aarch64: x8, as pr_reg gives it to
+    // syscallFromPrReg); -1 when the machine keeps it elsewhere (x86_64's orig_rax) or none.
+    int64_t syscallFromRegisters(const std::vector<uint64_t>& registers) const;
+    // The register of the index-th integer argument at a function's entry (0-5: rdi rsi rdx rcx
+    // r8 r9; x0-x5), and of the value a function returns (rax; x0).
+    const char* argumentRegister(unsigned index) const;
+    const char* returnRegister() const;
     // struct pthread of a thread, from its thread pointer (sizeofPthread: glibc's
     // _thread_db_sizeof_pthread, needed for variant I).
     uint64_t pthreadFromThreadPointer(uint64_t tp, uint64_t sizeofPthread) const;
@@ -45,6 +61,10 @@ struct Arch {
 
 // The rules for an ELF e_machine; nullptr when the machine is not supported.
 const Arch* archForElfMachine(uint16_t machine);
+// The rules for a machine as a debugger or a user names it: "x86_64", gdb's "i386:x86-64", lldb's
+// triple "x86_64-pc-linux-gnu", "amd64"; "aarch64", "arm64", "aarch64-unknown-linux-gnu".
+// nullptr for any other.
+const Arch* archNamed(const std::string& name);
 const Arch& hostArch();
 
 }  // namespace pytstates

@@ -67,10 +67,8 @@ const Spec kSpecs[] = {
 };
 
 std::string argumentRegister(const Arch& arch, int index) {
-    static const char* const x86[] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
-    static const char* const a64[] = {"x0", "x1", "x2", "x3", "x4", "x5"};
-    if (index < 0) return arch.machine == Machine::AArch64 ? "x0" : "rax";
-    return arch.machine == Machine::AArch64 ? a64[index] : x86[index];
+    const char* name = index < 0 ? arch.returnRegister() : arch.argumentRegister(static_cast<unsigned>(index));
+    return name ? name : "";
 }
 
 // A function's symbol: its own name, or the name link-time optimisation gave a local copy

@@ -60,6 +60,12 @@ public:
     std::optional<std::string> threadComm(int lwp) const override;
 
 private:
+    void addExecutableSegments();
+    void addFileSegments(const std::shared_ptr<ElfFile>& file, uint64_t bias);
+    // got bytes read at addr; a read-only file page the debugger gave none or zeros of is filled
+    // from its file. Returns how many bytes from addr are valid.
+    size_t fillFromFiles(uint64_t addr, unsigned char* buf, size_t len, size_t got) const;
+    void fitThreadsToArch();
     void fillMissingThreadPointers();
 
     DebuggerInput input_;
@@ -71,6 +77,11 @@ private:
     std::string root_ = "/";
     bool procVisible_ = false;  // a live process whose /proc this machine shows
     const Arch* arch_ = &hostArch();
+    struct FileSegment {
+        uint64_t start, end, offset;  // end: start + p_filesz
+        std::shared_ptr<ElfFile> file;
+    };
+    std::vector<FileSegment> fileSegments_;  // read-only PT_LOAD segments of the modules' files
 };
 
 }  // namespace pytstates

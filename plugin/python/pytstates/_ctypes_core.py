@@ -50,6 +50,18 @@ _lib.pytstates_register_names.argtypes = [ctypes.c_char_p]
 _lib.pytstates_register_names.restype = ctypes.c_char_p
 _lib.pytstates_thread_pointer_register.argtypes = [ctypes.c_char_p]
 _lib.pytstates_thread_pointer_register.restype = ctypes.c_char_p
+_lib.pytstates_syscall_register.argtypes = [ctypes.c_char_p]
+_lib.pytstates_syscall_register.restype = ctypes.c_char_p
+_READ_REGISTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64))
+_NEXT_PC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64))
+
+
+class _HitReaders(ctypes.Structure):
+    _fields_ = [("context", ctypes.c_void_p), ("read_register", _READ_REGISTER), ("read_memory", _READ), ("next_pc", _NEXT_PC)]
+
+
+_lib.pytstates_record_hit_from.argtypes = [ctypes.c_size_t, ctypes.c_int32, ctypes.POINTER(_HitReaders)]
+_lib.pytstates_record_hit_from.restype = ctypes.c_int
 _lib.pytstates_record_on.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.POINTER(_Target), _OUT, _OUT,
                                      ctypes.POINTER(ctypes.c_int), _OUT]
 _lib.pytstates_record_on.restype = ctypes.c_int
@@ -88,22 +100,25 @@ def _strings(values):
     return (ctypes.c_char_p * max(len(values), 1))(*values), len(values)
 
 
+def _memory_reader(read_memory):
+    def read(_context, address, buffer, length):
+        try:
+            got = read_memory(address, length)
+            if not got:
+                return 0
+            n = min(len(got), length)
+            ctypes.memmove(buffer, bytes(got[:n]), n)
+            return n
+        except Exception:  # an unreadable range, never an exception through the library
+            return 0
+    return _READ(read)
+
+
 class _TargetBuilder(object):
     """A pytstates_target and everything its pointers point into (kept alive with it)."""
 
     def __init__(self, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs):
-        def read(_context, address, buffer, length):
-            try:
-                got = read_memory(address, length)
-                if not got:
-                    return 0
-                n = min(len(got), length)
-                ctypes.memmove(buffer, bytes(got[:n]), n)
-                return n
-            except Exception:  # an unreadable range, never an exception through the library
-                return 0
-
-        self._read = _READ(read)
+        self._read = _memory_reader(read_memory)
         rows = list(threads)
         self._threads = (_Thread * max(len(rows), 1))()
         self._registers = []
@@ -148,8 +163,9 @@ class _TargetBuilder(object):
         self.thread_count = len(rows)
 
 
-def run(command, args, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs):
-    """tstates | internals | check on what the debugger has open: (status, output, error)."""
+def run(command, args, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs, machine=""):
+    """tstates | internals | check on what the debugger has open: (status, output, error). machine:
+    not needed (the library tells it from the registers and the executable)."""
     built = _TargetBuilder(read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs)
     argv, argc = _strings(args)
     output, error = ctypes.c_void_p(), ctypes.c_void_p()
@@ -161,7 +177,7 @@ def help(command):  # noqa: A001 (the pybind11 module's name)
     return _text(_lib.pytstates_help(_bytes(command)))
 
 
-def record_on(args, read_memory, threads, auxv, executable, pid, local, sysroot, debug_dirs):
+def record_on(args, read_memory, threads, auxv, executable, pid, local, sysroot, debug_dirs, machine=""):
     """Plans the lifecycle breakpoints: (status, text, error, probes, frames)."""
     built = _TargetBuilder(read_memory, threads, auxv, executable, pid, True, local, {}, sysroot, None, debug_dirs)
     argv, argc = _strings(args)
@@ -183,7 +199,7 @@ def record_hit(probe, tstate, lwp, key, pcs):
     _lib.pytstates_record_hit(probe, tstate & _MASK, lwp, key, array, len(pcs))
 
 
-def record_output(what, argument, read_memory, threads, auxv, executable, pid, live, local, sysroot, debug_dirs):
+def record_output(what, argument, read_memory, threads, auxv, executable, pid, live, local, sysroot, debug_dirs, machine=""):
     """show [N] | save FILE: (status, text, error)."""
     built = _TargetBuilder(read_memory, threads, auxv, executable, pid, live, local, {}, sysroot, None, debug_dirs)
     output, error = ctypes.c_void_p(), ctypes.c_void_p()
@@ -192,13 +208,39 @@ def record_output(what, argument, read_memory, threads, auxv, executable, pid, l
     return status, _text(output.value), _text(error.value)
 
 
+def record_hit_from(probe, read_register, read_memory, lwp, pcs):
+    """One breakpoint hit read through callbacks (what it keeps is decided by the library)."""
+    frames = iter(pcs)
+
+    def register(_context, name, value):
+        try:
+            value[0] = int(read_register(name.decode())) & _MASK
+            return 1
+        except Exception:
+            return 0
+
+    def next_pc(_context, pc):
+        try:
+            pc[0] = int(next(frames)) & _MASK
+            return 1
+        except Exception:  # StopIteration, or a frame the debugger cannot unwind
+            return 0
+
+    readers = _HitReaders(None, _READ_REGISTER(register), _memory_reader(read_memory), _NEXT_PC(next_pc))
+    return _lib.pytstates_record_hit_from(probe, lwp, ctypes.byref(readers)) != 0
+
+
+def syscall_register(machine):
+    return (_lib.pytstates_syscall_register(_bytes(machine)) or b"").decode()
+
+
 def record_stats():
     out = (ctypes.c_uint64 * 4)()
     _lib.pytstates_record_stats(out)
     return tuple(out)
 
 
-def record_name(read_memory, auxv, executable, pid, local, sysroot, debug_dirs):
+def record_name(read_memory, auxv, executable, pid, local, sysroot, debug_dirs, machine=""):
     built = _TargetBuilder(read_memory, [], auxv, executable, pid, True, local, {}, sysroot, None, debug_dirs)
     _lib.pytstates_record_name(ctypes.byref(built.target))
 

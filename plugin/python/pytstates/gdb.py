@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """gdb commands py-tstates, pybind-internals, py-tstates-check over the pytstates C++ core.
 
-Memory, threads (with each thread's fs_base) and the auxiliary vector come from gdb, so the
-commands work on whatever gdb debugs: a core, a process it started or attached to, a gdbserver.
+Memory, threads (with each thread's registers and thread pointer, named per machine by the core's
+register_names and thread_pointer_register) and the auxiliary vector come from gdb, so the
+commands work on whatever gdb debugs: a core, a process it started or attached to, a gdbserver,
+qemu's gdb stub; x86_64 and aarch64 (gdb-multiarch).
 Errors are one line (gdb.GdbError), never a traceback; the selected thread and frame are restored.
 """
 import sys
@@ -52,24 +54,56 @@ def _is_live(inferior):
     return "core dump" not in gdb.execute("info target", to_string=True)
 
 
-# x86_64 general registers in DWARF order (rax 0, rdx 1, ..., r15 15, rip 16): the unwinder's start.
-_DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip")
+def _machine():
+    """The machine gdb debugs, as gdb names it ("i386:x86-64", "aarch64"): the inferior's, not this
+    one's (gdb-multiarch on an arm64 core). The core resolves the name; "" when gdb cannot say."""
+    try:
+        return gdb.newest_frame().architecture().name()
+    except (gdb.error, AttributeError, RuntimeError):
+        pass
+    try:  # no frame: 'The target architecture is set to "auto" (currently "aarch64").'
+        text = gdb.execute("show architecture", to_string=True)
+    except gdb.error:
+        return ""
+    words = [w for w in text.replace("(", " ").replace(")", " ").replace(".", " ").split() if w.startswith('"')]
+    return words[-1].strip('"') if words else ""
 
 
-def _registers():
-    """The selected thread's innermost-frame registers in DWARF order, then orig_rax (the system
-    call the thread is in, -1 outside one) when gdb has it; [] when gdb has none."""
+class _Names(object):
+    """The registers pytstates reads of a machine, by the names the core gives them."""
+
+    def __init__(self, machine):
+        self.machine = machine
+        self.dwarf = tuple(_core.register_names(machine))
+        self.thread_pointer = _core.thread_pointer_register(machine)
+        self.syscall = _core.syscall_register(machine)
+
+
+def _registers(names):
+    """The selected thread's innermost-frame registers in DWARF order, then the system call the
+    thread is in (orig_rax; -1 outside one) when the machine keeps it apart and gdb has it; []
+    when gdb has none."""
     try:
         frame = gdb.newest_frame()
-        regs = [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in _DWARF_REGISTERS]
+        regs = [int(frame.read_register(name)) & 0xFFFFFFFFFFFFFFFF for name in names.dwarf]
     except (gdb.error, ValueError):
         return []
-    try:
-        regs.append(int(frame.read_register("orig_rax")) & 0xFFFFFFFFFFFFFFFF)
-    except (gdb.error, ValueError):
-        pass
+    if names.syscall:
+        try:
+            regs.append(int(frame.read_register(names.syscall)) & 0xFFFFFFFFFFFFFFFF)
+        except (gdb.error, ValueError):
+            pass
     return regs
+
+
+def _thread_pointer(names):
+    """$fs_base, $tpidr; 0 when gdb has none (qemu's arm64 cores, with no NT_ARM_TLS: void)."""
+    if not names.thread_pointer:
+        return 0
+    try:
+        return int(gdb.parse_and_eval("$" + names.thread_pointer)) & 0xFFFFFFFFFFFFFFFF
+    except (gdb.error, ValueError, TypeError):
+        return 0
 
 
 # SIGQUIT SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV SIGXCPU SIGXFSZ SIGSYS: the signals that end a process
@@ -92,9 +126,9 @@ def _siginfo(thread):
     return (thread.ptid[1] or thread.ptid[0], signo, code, addr, pid, uid)
 
 
-def _threads(inferior, live):
-    """(lwp, fs_base, registers) of every thread, gdb's thread number of each LWP, and a core's
-    fatal signal (the first thread's $_siginfo). Restores the selection."""
+def _threads(inferior, live, names):
+    """(lwp, thread pointer, registers) of every thread, gdb's thread number of each LWP, and a
+    core's fatal signal (the first thread's $_siginfo). Restores the selection."""
     selected = gdb.selected_thread()
     try:
         frame = gdb.selected_frame()
@@ -106,11 +140,7 @@ def _threads(inferior, live):
             lwp = thread.ptid[1] or thread.ptid[0]
             numbers[lwp] = thread.num
             thread.switch()
-            try:
-                fs_base = int(gdb.parse_and_eval("$fs_base")) & 0xFFFFFFFFFFFFFFFF
-            except gdb.error:
-                fs_base = 0
-            threads.append((lwp, fs_base, _registers()))
+            threads.append((lwp, _thread_pointer(names), _registers(names)))
             if not live and siginfo is None:
                 siginfo = _siginfo(thread)  # a core's first thread is the one that took the signal
             elif live and siginfo is None:
@@ -171,53 +201,46 @@ class _PyTstatesCommand(gdb.Command):
         if inferior is None or not inferior.threads():
             raise gdb.GdbError("%s: no process or core: run, attach to a process or load a core first" % self._name)
         live = _is_live(inferior)
-        threads, numbers, siginfo = _threads(inferior, live)
+        names = _Names(_machine())
+        threads, numbers, siginfo = _threads(inferior, live, names)
         executable = inferior.progspace.filename if inferior.progspace else ""
         return _core.run(self._command, gdb.string_to_argv(argument), _read_memory, threads, _auxv(),
                          executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), numbers, _sysroot(), siginfo,
-                         _debug_dirs())
+                         _debug_dirs(), names.machine)
 
 
 def _target_args(inferior):
     """What record_on / record_output take about the process gdb has open."""
     live = _is_live(inferior)
-    threads, _, _ = _threads(inferior, live)
+    names = _Names(_machine())
+    threads, _, _ = _threads(inferior, live, names)
     executable = inferior.progspace.filename if inferior.progspace else ""
-    return threads, _auxv(), executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), _sysroot(), _debug_dirs()
+    return (threads, _auxv(), executable or "", int(inferior.pid or 0), live, live and _is_local(inferior), _sysroot(), _debug_dirs(),
+            names.machine)
 
 
-_MASK = 0xFFFFFFFFFFFFFFFF
+def _pcs(frame):
+    """The pcs of frame and the frames it was called from, unwound only as far as the core asks."""
+    while frame is not None:
+        yield frame.pc()
+        frame = frame.older()
 
 
 class _Probe(gdb.Breakpoint):
-    """One lifecycle breakpoint: stop() reads the thread state (and the TLS key), the LWP and a few
-    return addresses, hands them to the core and lets the program run on."""
+    """One lifecycle breakpoint: stop() lets the core read the hit through gdb (which registers,
+    the TLS key, how many frames: core.record_hit_from decides) and lets the program run on."""
 
-    def __init__(self, address, index, tstate_register, key_register, key_offset, frames):
+    def __init__(self, address, index):
         super().__init__("*0x%x" % address, type=gdb.BP_BREAKPOINT, internal=True)
         self.silent = True
         self._index = index
-        self._tstate_register = tstate_register
-        self._key_register = key_register
-        self._key_offset = key_offset
-        self._frames = frames
 
     def stop(self):
         try:
             frame = gdb.newest_frame()
-            tstate = int(frame.read_register(self._tstate_register)) & _MASK
-            key = -1
-            if self._key_register:
-                where = (int(frame.read_register(self._key_register)) & _MASK) + self._key_offset
-                key = int.from_bytes(bytes(gdb.selected_inferior().read_memory(where, 4)), "little")
-            pcs = []
-            while frame is not None and len(pcs) < self._frames:
-                pc = frame.pc()
-                if not pcs or pcs[-1] != pc:  # an inlined call shares its caller's pc
-                    pcs.append(pc)
-                frame = frame.older()
             thread = gdb.selected_thread()
-            _core.record_hit(self._index, tstate, thread.ptid[1] or thread.ptid[0], key, pcs)
+            _core.record_hit_from(self._index, lambda name: int(frame.read_register(name)), _read_memory,
+                                  thread.ptid[1] or thread.ptid[0], _pcs(frame))
         except (gdb.error, gdb.MemoryError, ValueError, OverflowError):
             pass  # a hit that cannot be read is not recorded; the program runs on either way
         return False
@@ -235,7 +258,7 @@ class _ExitHook(gdb.Breakpoint):
             inferior = gdb.selected_inferior()
             executable = inferior.progspace.filename if inferior.progspace else ""
             _core.record_name(_read_memory, _auxv(), executable or "", int(inferior.pid or 0), _is_local(inferior), _sysroot(),
-                              _debug_dirs())
+                              _debug_dirs(), _machine())
         except (gdb.error, ValueError):
             pass
         return False
@@ -272,13 +295,13 @@ class _RecordCommand(gdb.Command):
             if inferior is None or not inferior.threads() or not _is_live(inferior):
                 self._fail("no running process: recording needs the program running under gdb (break main, run)")
             self._remove()
-            threads, auxv, executable, pid, _, local, sysroot, debug_dirs = _target_args(inferior)
-            status, text, error, probes, frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot,
-                                                                  debug_dirs)
+            threads, auxv, executable, pid, _, local, sysroot, debug_dirs, machine = _target_args(inferior)
+            status, text, error, probes, _frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot,
+                                                                   debug_dirs, machine)
             if status != 0:
                 self._fail(error)
-            for index, (address, _event, tstate_register, key_register, key_offset) in enumerate(probes):
-                self._probes.append(_Probe(address, index, tstate_register, key_register, key_offset, frames))
+            for index, probe in enumerate(probes):
+                self._probes.append(_Probe(probe[0], index))
             try:
                 self._probes.append(_ExitHook())
             except gdb.error:  # no _exit yet: the frames are named at show, save or check instead
@@ -298,11 +321,11 @@ class _RecordCommand(gdb.Command):
                 import os
                 argument = os.path.abspath(os.path.expanduser(argument))
             if inferior is not None and inferior.threads():
-                threads, auxv, executable, pid, live, local, sysroot, debug_dirs = _target_args(inferior)
+                threads, auxv, executable, pid, live, local, sysroot, debug_dirs, machine = _target_args(inferior)
             else:  # the process is gone: the events are shown with the names they already have
-                threads, auxv, executable, pid, live, local, sysroot, debug_dirs = [], {}, "", 0, False, False, "", []
+                threads, auxv, executable, pid, live, local, sysroot, debug_dirs, machine = [], {}, "", 0, False, False, "", [], ""
             status, text, error = _core.record_output(what, argument, _read_memory, threads, auxv, executable, pid, live, local, sysroot,
-                                                      debug_dirs)
+                                                      debug_dirs, machine)
             if status != 0:
                 self._fail(error)
             gdb.write(text)

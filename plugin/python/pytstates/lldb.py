@@ -119,7 +119,8 @@ def _threads(target, process, live, local):
         thread_pointer = (_register(frame, tp_name) or 0) if tp_name else 0
         registers = _registers(frame, names) if names else []
         syscall = -1
-        orig = _register(frame, "orig_rax") if machine == "x86_64" else None
+        syscall_name = _core.syscall_register(machine)
+        orig = _register(frame, syscall_name) if syscall_name else None
         if orig is not None:
             syscall = orig if orig < (1 << 63) else -1
         elif local:
@@ -268,32 +269,37 @@ _entry = {"module": __name__}
 ENTRY_POINTS = ("py_tstates", "pybind_internals", "py_tstates_check", "py_tstates_record", "probe_hit", "exit_hit")
 
 
+def _pcs(thread):
+    """The pcs of the thread's frames, innermost first, unwound only as far as the library asks."""
+    i = 0
+    while True:
+        frame = thread.GetFrameAtIndex(i)
+        if not frame.IsValid():
+            return
+        yield frame.GetPC()
+        i += 1
+
+
 def probe_hit(frame, bp_loc, extra_args, internal_dict):
-    """A breakpoint callback (SBBreakpoint.SetScriptCallbackFunction): never stops."""
+    """A breakpoint callback (SBBreakpoint.SetScriptCallbackFunction): the library reads what the
+    hit keeps through lldb (registers, the TLS key, the frames' pcs); never stops."""
     try:
         index = extra_args.GetValueForKey("index").GetIntegerValue()
-        _address, _event, tstate_register, key_register, key_offset = _recorder["probes"][index]
-        tstate = _register(frame, tstate_register)
-        if tstate is None:
-            return False
-        key = -1
-        if key_register:
-            where = _register(frame, key_register)
-            if where is not None:
-                error = lldb.SBError()
-                data = frame.GetThread().GetProcess().ReadMemory(where + key_offset, 4, error)
-                if error.Success() and data is not None and len(data) == 4:
-                    key = struct.unpack("<I", data)[0]
         thread = frame.GetThread()
-        pcs = [frame.GetPC()]
-        for i in range(1, _recorder["frames"]):
-            older = thread.GetFrameAtIndex(i)
-            if not older.IsValid():
-                break
-            pc = older.GetPC()
-            if pc != pcs[-1]:  # an inlined call shares its caller's pc
-                pcs.append(pc)
-        _core.record_hit(index, tstate, thread.GetThreadID(), key, pcs)
+        process = thread.GetProcess()
+
+        def read_register(name):
+            value = _register(frame, name)
+            if value is None:
+                raise ValueError(name)
+            return value
+
+        def read_memory(address, length):
+            error = lldb.SBError()
+            data = process.ReadMemory(address, length, error)
+            return data if error.Success() else None
+
+        _core.record_hit_from(index, read_register, read_memory, thread.GetThreadID(), _pcs(thread))
     except Exception:  # a hit that cannot be read is not recorded; the program runs on
         pass
     return False
