@@ -192,13 +192,14 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     RuntimeSearch search = walkRuntimes(target, preparation.runtimes, options.native ? std::max(options.maxFrames, kAllPythonFrames) : options.maxFrames);
     report.runtimes = std::move(search.runtimes);
     report.rejectedRuntimes = std::move(search.rejected);
-    report.target.process = target.processFacts();
     if (report.runtimes.empty()) {
         NoRuntime none = explainNoRuntime(target, report.rejectedRuntimes);
         // A live process is asked about by pid: one that runs no Python is a mistaken pid. A core
         // of one still tells its crash, threads and native stacks (as pystack does).
         if (!none.notPython || target.kind() != TargetKind::Core) throw std::runtime_error(none.why);
         report.noRuntime = none.why;
+        // What process it was, since no interpreter says (the debuggers' targets have no NT_PRPSINFO).
+        report.target.process = target.processFacts();
     }
     for (const auto& rt : report.runtimes)
         if (!rt.tssTstateNote.empty()) report.warnings.push_back(rt.modulePath + ": " + rt.tssTstateNote);
