@@ -243,7 +243,7 @@ def root_lldb_core():
         core = scenario.gcore(proc.pid, os.path.join(workdir, "core"))
         proc.kill()
         proc.wait()
-        _, out = lldb_python(["--core", core, "/usr/bin/python3"], ["py-tstates-check --json", "pybind-internals", "py-tstates"])
+        _, out = lldb_python(["--core", core, os.path.realpath("/usr/bin/python3")], ["py-tstates-check --json", "pybind-internals", "py-tstates"])
         ours = lldb_json(out, "py-tstates-check --json")
         status, cli, _ = scenario.run_pytstates(ARGS.pytstates, ["check", "--core", core, "--json"])
         diff = differences(comparable(ours), comparable(cli))
