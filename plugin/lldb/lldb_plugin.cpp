@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // pytstates in lldb: an SB API plugin (lldb-14's Python cannot run scripts as Debian ships it)
 // registering py-tstates, pybind-internals and py-tstates-check. Memory through
-// SBProcess::ReadMemory, threads through SBThread, registers by the names symbols/arch gives the
-// target's machine; a thread's thread pointer (fs_base, tpidr) from its registers where lldb has
-// it (live processes), else from glibc's thread lists in memory (lldb 14 shows no fs_base for
-// core files). Load: plugin load /path/to/libpytstates-lldb.so
+// SBProcess::ReadMemory, threads through SBThread; a thread's fs_base from its registers where
+// lldb has it (live processes), else from glibc's thread lists in memory (lldb 14 shows no
+// fs_base for core files). The engine is libpytstates.so.0's, through its C ABI (pytstates.h).
+// Load: plugin load /path/to/libpytstates-lldb.so
 #include <elf.h>
 #include <lldb/API/LLDB.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -18,12 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "commands/history/history_show.h"
-#include "commands/history/recording.h"
-#include "commands/run.h"
+#include <nlohmann/json.hpp>
+
+#include "plugin/engine/pytstates.h"
 #include "plugin/lldb/guarded_command.h"
-#include "symbols/debugger/debugger_target.h"
-#include "symbols/live/thread_registers.h"
 
 namespace lldb {
 bool PluginInitialize(lldb::SBDebugger debugger);
@@ -31,7 +30,14 @@ bool PluginInitialize(lldb::SBDebugger debugger);
 
 namespace {
 
-using namespace pytstates;
+using pytstates::GuardedCommand;
+
+// A string libpytstates.so.0 malloc'ed, freed when it leaves scope.
+struct Owned {
+    char* text = nullptr;
+    ~Owned() { pytstates_free(text); }
+    std::string str() const { return text ? text : ""; }
+};
 
 // The auxiliary vector: /proc/PID/auxv for a live process; for a core, rebuilt from the
 // executable's ELF header at its load address (AT_PHDR, AT_PHNUM, AT_ENTRY are all it gives).
@@ -91,18 +97,30 @@ std::optional<uint64_t> registerValue(lldb::SBFrame& frame, const char* name) {
     return v;
 }
 
-// The machine of the target lldb debugs (its triple), else this one's.
-const Arch& archOf(lldb::SBTarget target) {
-    const char* triple = target.GetTriple();
-    const Arch* arch = triple ? archNamed(triple) : nullptr;
-    return arch ? *arch : hostArch();
-}
+// The registers of the target's machine as the library names them (DWARF order), and its thread
+// pointer register: lldb's triple says the machine.
+struct RegisterNames {
+    std::vector<std::string> dwarf;
+    std::string threadPointer;
+    explicit RegisterNames(lldb::SBTarget target) {
+        const char* triple = target.GetTriple();
+        std::string machine = triple ? triple : "";
+        std::string all = pytstates_register_names(machine.c_str());
+        size_t start = 0;
+        while (start < all.size()) {
+            size_t end = all.find(' ', start);
+            if (end == std::string::npos) end = all.size();
+            if (end > start) dwarf.push_back(all.substr(start, end - start));
+            start = end + 1;
+        }
+        threadPointer = pytstates_thread_pointer_register(machine.c_str());
+    }
+};
 
-// The innermost frame's general registers in DWARF order, for the unwinder; empty when lldb
-// lacks one.
-std::vector<uint64_t> registers(lldb::SBFrame& frame, const std::vector<std::string>& names) {
+// The innermost frame's general registers in DWARF order, for the unwinder; empty when lldb lacks one.
+std::vector<uint64_t> registersOf(lldb::SBFrame& frame, const RegisterNames& names) {
     std::vector<uint64_t> out;
-    for (const auto& name : names) {
+    for (const auto& name : names.dwarf) {
         auto v = registerValue(frame, name.c_str());
         if (!v) return {};
         out.push_back(*v);
@@ -133,96 +151,152 @@ std::vector<std::string> debugFileSearchPaths(lldb::SBDebugger debugger) {
     return out;
 }
 
-// What lldb knows of the process, as the C++ core takes it; indexOfLwp (may be null): lldb's
-// thread index of each LWP. withThreads false: no thread is asked (inside a breakpoint callback).
-DebuggerInput inputOf(lldb::SBTarget target, lldb::SBProcess process, bool live, std::map<int, int>* indexOfLwp, bool withThreads = true) {
-    DebuggerInput input;
+// What lldb knows of the process, as libpytstates.so.0 takes it (pytstates_target), and the
+// storage its pointers point into. withThreads false: no thread is asked (inside a breakpoint
+// callback).
+struct LldbTarget {
+    lldb::SBProcess process;
+    lldb::SBTarget target;
+    std::vector<std::vector<uint64_t>> registers;
+    std::vector<pytstates_thread> threads;
+    std::vector<uint64_t> auxv;
+    std::string executable;
+    std::vector<std::string> debugDirs;
+    std::vector<const char*> debugDirPointers;
+    pytstates_signal crash{};
+    pytstates_target input{};
+
     // A core leaves clean file pages out, and lldb's core reader does not fill them in:
     // SBTarget::ReadMemory serves them from the module's file.
-    input.read = [process, target](uint64_t addr, void* buf, size_t len) mutable -> size_t {
+    static size_t read(void* context, uint64_t addr, void* buf, size_t len) {
+        auto* self = static_cast<LldbTarget*>(context);
         lldb::SBError e;
-        size_t n = process.ReadMemory(addr, buf, len, e);
+        size_t n = self->process.ReadMemory(addr, buf, len, e);
         if (e.Success() && n == len) return n;
-        lldb::SBAddress where = target.ResolveLoadAddress(addr);
+        lldb::SBAddress where = self->target.ResolveLoadAddress(addr);
         if (!where.IsValid() || !where.GetSection().IsValid()) return e.Success() ? n : 0;
         lldb::SBError fileError;
-        size_t fromFile = target.ReadMemory(where, buf, len, fileError);
+        size_t fromFile = self->target.ReadMemory(where, buf, len, fileError);
         return fileError.Success() ? fromFile : (e.Success() ? n : 0);
-    };
-    const Arch& arch = archOf(target);
-    const std::vector<std::string> names = arch.registerNames();
-    for (uint32_t i = 0; withThreads && i < process.GetNumThreads(); ++i) {
-        lldb::SBThread thread = process.GetThreadAtIndex(i);
-        OsThread t;
-        t.lwp = static_cast<int>(thread.GetThreadID());
-        lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-        // struct pthread, pc and sp follow in DebuggerTarget, by the executable's machine
-        if (auto tp = registerValue(frame, arch.threadPointerRegister())) t.threadPointer = *tp;
-        t.registers = registers(frame, names);
-        // A core's first thread took the fatal signal (lldb's stop reason of each thread); in a
-        // live process, the thread lldb stopped on a signal (DebuggerTarget keeps the fatal ones).
-        if ((live ? !input.crash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal &&
-            thread.GetStopReasonDataCount() > 0) {
-            CrashSignal c;
-            c.lwp = t.lwp;
-            c.signal = static_cast<int>(thread.GetStopReasonDataAtIndex(0));
-            input.crash = c;
+    }
+
+    LldbTarget(lldb::SBTarget t, lldb::SBProcess p, bool live, bool withThreads = true) : process(p), target(t) {
+        // lldb hands over no orig_rax: for a live process on this machine (the host platform, not
+        // a remote lldb-server's) the library reads which call each blocked thread is in, and
+        // the threads' names, from /proc.
+        const char* platform = target.GetPlatform().GetName();
+        bool local = live && process.GetProcessID() > 0 && platform && std::string(platform) == "host";
+        bool haveCrash = false;
+        RegisterNames names(target);
+        for (uint32_t i = 0; withThreads && i < process.GetNumThreads(); ++i) {
+            lldb::SBThread thread = process.GetThreadAtIndex(i);
+            pytstates_thread row{};
+            row.lwp = static_cast<int32_t>(thread.GetThreadID());
+            row.debugger_number = static_cast<int32_t>(thread.GetIndexID());
+            lldb::SBFrame frame = thread.GetFrameAtIndex(0);
+            if (!names.threadPointer.empty())
+                if (auto tp = registerValue(frame, names.threadPointer.c_str())) row.thread_pointer = *tp;
+            row.syscall = local ? PYTSTATES_SYSCALL_UNKNOWN : -1;
+            registers.push_back(registersOf(frame, names));
+            // A core's first thread took the fatal signal (lldb's stop reason of each thread); in
+            // a live process, the thread lldb stopped on a signal (the library keeps the fatal ones).
+            if ((live ? !haveCrash : i == 0) && thread.GetStopReason() == lldb::eStopReasonSignal && thread.GetStopReasonDataCount() > 0) {
+                crash.lwp = row.lwp;
+                crash.signo = static_cast<int32_t>(thread.GetStopReasonDataAtIndex(0));
+                crash.code = PYTSTATES_NO_SIGINFO;
+                haveCrash = true;
+            }
+            threads.push_back(row);
         }
-        if (indexOfLwp) (*indexOfLwp)[t.lwp] = static_cast<int>(thread.GetIndexID());
-        input.threads.push_back(t);
+        for (size_t i = 0; i < threads.size(); ++i) {
+            threads[i].registers = registers[i].data();
+            threads[i].register_count = static_cast<uint32_t>(registers[i].size());
+        }
+        auto aux = auxvOf(target, process, live);
+        if (!aux.count(AT_SYSINFO_EHDR)) aux[AT_SYSINFO_EHDR] = vdsoOf(target);
+        for (const auto& [type, value] : aux) {
+            auxv.push_back(type);
+            auxv.push_back(value);
+        }
+        char path[4096] = "";
+        if (target.GetExecutable().IsValid()) target.GetExecutable().GetPath(path, sizeof path);
+        executable = path;
+        debugDirs = debugFileSearchPaths(target.GetDebugger());
+        for (const auto& d : debugDirs) debugDirPointers.push_back(d.c_str());
+        input.context = this;
+        input.read_memory = &LldbTarget::read;
+        input.threads = threads.data();
+        input.thread_count = threads.size();
+        input.auxv = auxv.data();
+        input.auxv_count = auxv.size() / 2;
+        input.executable = executable.c_str();
+        input.pid = static_cast<int32_t>(process.GetProcessID());
+        input.live = live;
+        input.local = local;
+        input.sysroot = "";
+        input.debug_dirs = debugDirPointers.data();
+        input.debug_dir_count = debugDirPointers.size();
+        input.crash = haveCrash ? &crash : nullptr;
     }
-    auto aux = auxvOf(target, process, live);
-    input.atPhdr = aux[AT_PHDR];
-    input.atPhnum = aux[AT_PHNUM];
-    input.atEntry = aux[AT_ENTRY];
-    input.atSysinfoEhdr = aux.count(AT_SYSINFO_EHDR) ? aux[AT_SYSINFO_EHDR] : vdsoOf(target);
-    char path[4096] = "";
-    if (target.GetExecutable().IsValid()) target.GetExecutable().GetPath(path, sizeof path);
-    input.executable = path;
-    input.pid = static_cast<int>(process.GetProcessID());
-    input.live = live;
-    input.search.debugDirs = debugFileSearchPaths(target.GetDebugger());
-    // lldb hands over no syscall register (orig_rax): for a live process on this machine (the host platform, not a
-    // remote lldb-server's) the kernel says which call each blocked thread is in.
-    const char* platform = target.GetPlatform().GetName();
-    if (live && input.pid > 0 && platform && std::string(platform) == "host") {
-        for (auto& t : input.threads) t.syscall = procThreadSyscall(input.pid, t.lwp);
-        input.localProcess = true;  // and their names (comm)
-    }
-    return input;
+    LldbTarget(const LldbTarget&) = delete;
+    LldbTarget& operator=(const LldbTarget&) = delete;
+};
+
+std::vector<const char*> pointersTo(const std::vector<std::string>& args) {
+    std::vector<const char*> out;
+    for (const auto& a : args) out.push_back(a.c_str());
+    return out;
 }
 
-// The recording py-tstates-record keeps between commands, and its breakpoints.
+// The recording py-tstates-record keeps between commands lives in the library; here its breakpoints.
 struct Recorder {
-    std::unique_ptr<Recording> recording;
+    bool active = false;
     std::vector<lldb::break_id_t> breakpoints;
     lldb::SBTarget target;
+    int frames = 4;
 };
 Recorder recorder;
 
 std::vector<std::unique_ptr<size_t>> batons;  // each probe's index, alive while their breakpoints are
 
-// One lifecycle breakpoint hit, on lldb's private thread: the core reads what it keeps through
-// lldb (Recording::hitFrom: registers, a key, the pcs of the top frames; names come later, at
-// show, save or check), then on without stopping.
+// One lifecycle breakpoint hit, on lldb's private thread: the library reads what it keeps through
+// lldb (registers, a key, the pcs of the top frames; names come later, at show, save or check),
+// then on without stopping.
+struct HitContext {
+    lldb::SBProcess process;
+    lldb::SBThread thread;
+    lldb::SBFrame frame;
+    uint32_t next = 0;
+};
+
+int hitRegister(void* context, const char* name, uint64_t* value) {
+    auto v = registerValue(static_cast<HitContext*>(context)->frame, name);
+    if (!v) return 0;
+    *value = *v;
+    return 1;
+}
+
+size_t hitMemory(void* context, uint64_t address, void* buffer, size_t length) {
+    lldb::SBError e;
+    size_t n = static_cast<HitContext*>(context)->process.ReadMemory(address, buffer, length, e);
+    return e.Success() ? n : 0;
+}
+
+int hitNextPc(void* context, uint64_t* pc) {
+    auto* c = static_cast<HitContext*>(context);
+    lldb::SBFrame f = c->next == 0 ? c->frame : c->thread.GetFrameAtIndex(c->next);
+    ++c->next;
+    if (!f.IsValid()) return 0;
+    *pc = f.GetPC();
+    return 1;
+}
+
 bool onProbe(void* baton, lldb::SBProcess& process, lldb::SBThread& thread, lldb::SBBreakpointLocation&) {
     try {
-        if (!recorder.recording) return false;
-        lldb::SBFrame frame = thread.GetFrameAtIndex(0);
-        uint32_t next = 0;
-        HitReaders readers;
-        readers.readRegister = [&](const std::string& name) { return registerValue(frame, name.c_str()); };
-        readers.readMemory = [&](uint64_t address, void* buffer, size_t length) {
-            lldb::SBError e;
-            return process.ReadMemory(address, buffer, length, e) == length && e.Success();
-        };
-        readers.nextPc = [&]() -> std::optional<uint64_t> {
-            lldb::SBFrame f = next == 0 ? frame : thread.GetFrameAtIndex(next);
-            ++next;
-            if (!f.IsValid()) return std::nullopt;
-            return f.GetPC();
-        };
-        recorder.recording->hitFrom(*static_cast<const size_t*>(baton), static_cast<int>(thread.GetThreadID()), readers);
+        if (!recorder.active) return false;
+        HitContext c{process, thread, thread.GetFrameAtIndex(0)};
+        pytstates_hit_readers readers{&c, hitRegister, hitMemory, hitNextPc};
+        pytstates_record_hit_from(*static_cast<const size_t*>(baton), static_cast<int32_t>(thread.GetThreadID()), &readers);
     } catch (...) {
     }
     return false;
@@ -231,9 +305,9 @@ bool onProbe(void* baton, lldb::SBProcess& process, lldb::SBThread& thread, lldb
 // At _exit the modules are still mapped: name the recorded frames before they go.
 bool onExit(void*, lldb::SBProcess& process, lldb::SBThread&, lldb::SBBreakpointLocation&) {
     try {
-        if (!recorder.recording) return false;
-        DebuggerTarget target(inputOf(process.GetTarget(), process, true, nullptr, false));
-        recorder.recording->log()->nameFrames(target);
+        if (!recorder.active) return false;
+        LldbTarget target(process.GetTarget(), process, true, false);
+        pytstates_record_name(&target.input);
     } catch (...) {
     }
     return false;
@@ -264,55 +338,51 @@ private:
                     process.GetState() != lldb::eStateExited;
         if (what == "on") {
             if (!live) return fail(result, "no running process: recording needs the program running under lldb (breakpoint set -n main -K false, run)");
-            HistoryLog::Limits limits;
-            int frames = 4;
-            std::string error;
-            if (!parseRecordOptions(args, &limits, &frames, &error)) return fail(result, error);
             removeBreakpoints();
-            DebuggerTarget pyTarget(inputOf(target, process, true, nullptr));
-            auto next = std::make_unique<Recording>(pyTarget, limits, frames);
+            LldbTarget pyTarget(target, process, true);
+            auto argv = pointersTo(args);
+            Owned text, probesJson, error;
+            int frames = 4;
+            if (pytstates_record_on(argv.data(), argv.size(), &pyTarget.input, &text.text, &probesJson.text, &frames, &error.text) != 0)
+                return fail(result, error.str());
             batons.clear();
-            recorder.recording = std::move(next);
+            recorder.active = true;
             recorder.target = target;
-            const auto& probes = recorder.recording->plan().probes;
+            recorder.frames = frames;
+            auto probes = nlohmann::json::parse(probesJson.str());
             for (size_t i = 0; i < probes.size(); ++i) {
                 batons.push_back(std::make_unique<size_t>(i));
-                lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].address);
+                lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].at("address").get<uint64_t>());
                 bp.SetCallback(onProbe, batons.back().get());
                 recorder.breakpoints.push_back(bp.GetID());
             }
             lldb::SBBreakpoint exitHook = target.BreakpointCreateByName("_exit");
             exitHook.SetCallback(onExit, nullptr);
             recorder.breakpoints.push_back(exitHook.GetID());
-            result.Printf("%s", recorder.recording->startText().c_str());
+            result.Printf("%s", text.str().c_str());
             result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
             return true;
         }
-        if (!recorder.recording) return fail(result, "nothing recorded: py-tstates-record on first");
-        auto log = recorder.recording->log();
+        if (!recorder.active) return fail(result, "nothing recorded: py-tstates-record on first");
         if (what == "off") {
             removeBreakpoints();
-            result.Printf("recording stopped: %llu breakpoint hits, %llu events recorded, %zu kept, %llu dropped\n",
-                          static_cast<unsigned long long>(log->hits()), static_cast<unsigned long long>(log->recorded()), log->events().size(),
-                          static_cast<unsigned long long>(log->dropped()));
+            uint64_t stats[4];
+            pytstates_record_stats(stats);
+            result.Printf("recording stopped: %llu breakpoint hits, %llu events recorded, %llu kept, %llu dropped\n",
+                          static_cast<unsigned long long>(stats[0]), static_cast<unsigned long long>(stats[1]),
+                          static_cast<unsigned long long>(stats[2]), static_cast<unsigned long long>(stats[3]));
             result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
             return true;
         }
-        if (live) {
-            DebuggerTarget pyTarget(inputOf(target, process, true, nullptr, false));
-            log->nameFrames(pyTarget);
-        }
-        if (what == "show") {
-            size_t last = 0;
-            if (args.size() > 1) return fail(result, "show takes at most one number");
-            std::string error;
-            if (!args.empty() && !parseShowCount(args[0], &last, &error)) return fail(result, error);
-            result.Printf("%s", historyText(*log, last).c_str());
-            result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
-            return true;
-        }
-        if (args.size() != 1) return fail(result, "save needs one FILE");
-        result.Printf("%s", saveHistory(*log, args[0]).c_str());
+        if (what == "show" && args.size() > 1) return fail(result, "show takes at most one number");
+        if (what == "save" && args.size() != 1) return fail(result, "save needs one FILE");
+        std::unique_ptr<LldbTarget> pyTarget;
+        if (live) pyTarget = std::make_unique<LldbTarget>(target, process, true);
+        Owned output, error;
+        if (pytstates_record_output(what.c_str(), args.empty() ? "" : args[0].c_str(), pyTarget ? &pyTarget->input : nullptr, &output.text,
+                                    &error.text) != 0)
+            return fail(result, error.str());
+        result.Printf("%s", output.str().c_str());
         result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
         return true;
     }
@@ -320,37 +390,29 @@ private:
 
 class PytstatesCommand : public GuardedCommand {
 public:
-    PytstatesCommand(Command command, const char* name) : GuardedCommand(name), command_(command) {}
+    PytstatesCommand(const char* command, const char* name) : GuardedCommand(name), command_(command) {}
 
 private:
     bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
-        CommandRequest request;
-        request.command = command_;
         std::vector<std::string> args;
         for (char** a = arguments; a && *a; ++a) args.emplace_back(*a);
-        std::string error;
-        if (!parseCommandArguments(args, &request, &error)) return fail(result, error);
+        auto argv = pointersTo(args);
+        Owned output, error;
+        if (pytstates_run(command_, argv.data(), argv.size(), nullptr, &output.text, &error.text) != 0) return fail(result, error.str());
         lldb::SBTarget target = debugger.GetSelectedTarget();
         lldb::SBProcess process = target.IsValid() ? target.GetProcess() : lldb::SBProcess();
         if (!process.IsValid() || process.GetNumThreads() == 0) return fail(result, "no process or core: attach to a process or load a core first (target create --core FILE)");
         std::string plugin = process.GetPluginName() ? process.GetPluginName() : "";
         bool live = plugin.find("core") == std::string::npos;
 
-        std::map<int, int> indexOfLwp;
-        DebuggerInput input = inputOf(target, process, live, &indexOfLwp);
-        DebuggerTarget pyTarget(input);
-        if (recorder.recording && !recorder.recording->log()->empty()) request.history = recorder.recording->log();
-        CommandResult out = runCommand(pyTarget, request, [&](int lwp) {
-            auto it = indexOfLwp.find(lwp);
-            return it == indexOfLwp.end() ? 0 : it->second;
-        });
-        if (out.status == 2) return fail(result, out.error);
-        result.Printf("%s", out.output.c_str());
+        LldbTarget pyTarget(target, process, live);
+        if (pytstates_run(command_, argv.data(), argv.size(), &pyTarget.input, &output.text, &error.text) == 2) return fail(result, error.str());
+        result.Printf("%s", output.str().c_str());
         result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
         return true;
     }
 
-    Command command_;
+    const char* command_;
 };
 
 }  // namespace
@@ -359,20 +421,28 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
     lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
     struct Entry {
         const char* name;
-        Command command;
+        const char* command;
         const char* syntax;
     };
     static const Entry entries[] = {
-        {"py-tstates", Command::Tstates, "py-tstates [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
-        {"pybind-internals", Command::Internals, "pybind-internals [-j|--json] [-t|--types]"},
-        {"py-tstates-check", Command::Check, "py-tstates-check [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
+        {"py-tstates", "tstates", "py-tstates [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
+        {"pybind-internals", "internals", "pybind-internals [-j|--json] [-t|--types]"},
+        {"py-tstates-check", "check", "py-tstates-check [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
     };
     static std::vector<std::string> helps;
-    for (const auto& e : entries) helps.push_back(commandHelp(e.command));
+    for (const auto& e : entries) {
+        Owned text;
+        text.text = pytstates_help(e.command);
+        helps.push_back(text.str());
+    }
     for (size_t i = 0; i < 3; ++i)
         interpreter.AddCommand(entries[i].name, new PytstatesCommand(entries[i].command, entries[i].name), helps[i].c_str(),
                                entries[i].syntax);
-    static std::string recordHelpText = recordHelp();
+    static std::string recordHelpText = [] {
+        Owned text;
+        text.text = pytstates_record_help();
+        return text.str();
+    }();
     interpreter.AddCommand("py-tstates-record", new RecordCommand(), recordHelpText.c_str(),
                            "py-tstates-record on [--frames N] [--per-tstate N] [--uses N] [--tstates N] | off | show [N] | save FILE");
     return true;

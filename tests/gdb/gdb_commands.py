@@ -201,10 +201,10 @@ def installed(args):
     prefix = tempfile.mkdtemp(prefix="pytstates-install-")
     try:
         subprocess.run(["cmake", "--install", args.build_dir, "--prefix", prefix], check=True, stdout=subprocess.DEVNULL)
-        _, out = gdb("%s/share/pytstates/pytstates-gdb.py" % prefix, [], ["help py-tstates", "py-tstates"], timeout=60)
+        _, out = gdb("%s/share/pytstates/gdb/pytstates.py" % prefix, [], ["help py-tstates", "py-tstates"], timeout=60)
         expect("PYTHREADSTATE" in out and "no process or core" in out and "Traceback" not in out, "installed gdb commands\n" + out)
         expect(os.path.exists(os.path.join(prefix, "bin", "pytstates")) and
-               os.path.exists(os.path.join(prefix, "lib", "pytstates", "libpytstates-lldb.so")), "the CLI and the lldb plugin installed")
+               os.path.exists(os.path.join(prefix, "lib", "pytstates", "lldb", "libpytstates-lldb.so")), "the CLI and the lldb plugin installed")
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
 

@@ -21,8 +21,11 @@ import findings_cases  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
-LLDB_INIT = "plugin load /usr/lib/pytstates/libpytstates-lldb.so"  # the README's line
-EXPECTED_FILES = ["./etc/gdb/gdbinit.d/pytstates.py", "./usr/bin/pytstates", "./usr/lib/pytstates/libpytstates-lldb.so",
+LLDB_INIT = "plugin load /usr/lib/pytstates/lldb/libpytstates-lldb.so"  # the README's line
+EXPECTED_FILES = ["./etc/gdb/gdbinit.d/pytstates.py", "./usr/bin/pytstates", "./usr/lib/pytstates/lldb/libpytstates-lldb.so",
+                  "./usr/lib/pytstates/libpytstates.so.0", "./usr/lib/pytstates/python/pytstates/core.py",
+                  "./usr/lib/pytstates/python/pytstates/_ctypes_core.py", "./usr/lib/pytstates/python/pytstates/lldb.py",
+                  "./usr/share/pytstates/gdb/pytstates.py", "./usr/share/pytstates/lldb/pytstates.py",
                   "./usr/lib/pytstates/python/pytstates/__init__.py", "./usr/lib/pytstates/python/pytstates/gdb.py",
                   "./usr/share/doc/pytstates/changelog.gz", "./usr/share/doc/pytstates/copyright",
                   "./usr/share/man/man1/pytstates.1.gz"]
@@ -122,7 +125,7 @@ def main():
         for f in EXPECTED_FILES:
             expect(f in listed, "the package holds %s" % f)
         tag = scenario.PYTHON_VERSION.replace(".", "")
-        expect(any(re.match(r"\./usr/lib/pytstates/python/pytstates/_pytstates_gdb\.cpython-%s-x86_64-linux-gnu\.so$" % tag, f) for f in listed),
+        expect(any(re.match(r"\./usr/lib/pytstates/python/pytstates/_pytstates_core\.cpython-%s-x86_64-linux-gnu\.so$" % tag, f) for f in listed),
                "the gdb module, built for gdb's Python %s" % scenario.PYTHON_VERSION)
         print(contents)
 

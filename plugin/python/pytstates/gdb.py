@@ -11,16 +11,9 @@ import sys
 
 import gdb
 
-try:
-    from . import _pytstates_gdb as _core
-    _IMPORT_ERROR = None
-except ImportError as e:  # built for another Python than gdb's
-    import glob
-    import os
-    _built = sorted(os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(os.path.dirname(__file__), "_pytstates_gdb.*.so")))
-    _core = None
-    _IMPORT_ERROR = "the pytstates module was built for %s, gdb embeds Python %s: rebuild pytstates for it (%s)" % (
-        ", ".join(_built) or "another Python", sys.version.split()[0], e)
+from .core import core as _core, error as _core_error
+
+_IMPORT_ERROR = "pytstates cannot run in gdb's Python %s: %s" % (sys.version.split()[0], _core_error)
 
 _AUX_TYPES = {"AT_PHDR": 3, "AT_PHNUM": 5, "AT_ENTRY": 9, "AT_SYSINFO_EHDR": 33}
 

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pytstates command line (docs/usage.md): tstates | internals | check, on a core or a process.
+// In libpytstates.so.0 as pytstates_main, so that bin/pytstates is one call into the library
+// every front end shares.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "plugin/engine/pytstates.h"
+#include "commands/render.h"
+#include "commands/run.h"
+#include "commands/text_encoding.h"
+#include "commands/version.h"
+#include "plugin/cli/terminal.h"
+#include "symbols/core/core_target.h"
+#include "symbols/elf/type_cache.h"
+#include "symbols/progress.h"
+#include "symbols/live/live_target.h"
+
+namespace {
+
+// PYTSTATES_STATS=1: one line on stderr with what the analysis read (scripts/bench uses it).
+void printReadStats(const pytstates::Target& target) {
+    if (!std::getenv("PYTSTATES_STATS")) return;
+    auto stats = target.readStats();
+    std::fprintf(stderr, "pytstates-stats: %zu reads, %zu bytes, %zu threads, %zu modules\n", stats.calls, stats.bytes,
+                 target.threads().size(), target.modules().size());
+}
+
+struct Arguments {
+    std::string core, exe, sysroot;
+    std::vector<std::string> debugDirs;
+    int pid = 0;
+    bool json = false;
+    bool types = false;
+    bool noStop = false;
+    bool noDwarf = false;
+    bool native = false;
+    bool greenlets = false;
+    bool locals = false;
+    bool offline = false;
+    bool noWaits = false;
+    bool tasks = false;  // --tasks: asyncio's event loops and tasks
+    bool noCache = false;
+    int frames = 5;
+    std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
+    std::string maxDecoded;  // --max-decoded SIZE
+    int width = -1;              // --width N; -1: COLUMNS or the terminal's (plugin/cli/terminal.h)
+    std::string color = "auto";  // --color auto|always|never
+};
+
+// The progress line: shown on a terminal only, once a run has taken a second
+// (PYTSTATES_PROGRESS_AFTER_MS), overwritten in place and cleared before anything else is written.
+struct TerminalProgress {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::chrono::milliseconds after{1000};
+    bool shown = false;
+
+    void install() {
+        if (!isatty(STDERR_FILENO)) return;
+        if (const char* ms = std::getenv("PYTSTATES_PROGRESS_AFTER_MS")) after = std::chrono::milliseconds(std::atol(ms));
+        pytstates::setProgressSink([this](const std::string& line) {
+            if (std::chrono::steady_clock::now() - start < after) return;
+            std::string safe = pytstates::shown(line);
+            std::string shownLine = safe.size() > 100 ? safe.substr(0, 97) + "..." : safe;
+            std::fprintf(stderr, "\r%s\033[K", shownLine.c_str());
+            std::fflush(stderr);
+            shown = true;
+        });
+    }
+    void clear() {
+        if (!shown) return;
+        std::fprintf(stderr, "\r\033[K");
+        std::fflush(stderr);
+        shown = false;
+    }
+};
+TerminalProgress progressLine;
+
+// Lines name files a target named: shown as text is (text_encoding.h), never as bytes a terminal obeys.
+void tellStderr(const std::string& line) {
+    progressLine.clear();
+    std::fprintf(stderr, "%s\n", pytstates::shown(line).c_str());
+}
+
+void addTargetOptions(CLI::App* cmd, Arguments& a) {
+    auto* core = cmd->add_option("--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump)");
+    cmd->add_option("--exe", a.exe, "the executable, when the core's is elsewhere")->needs(core);
+    cmd->add_option("--sysroot", a.sysroot, "find the core's files under this directory")->needs(core);
+    cmd->add_option("--debug-dir", a.debugDirs, "more roots holding .build-id/xx/yyyy.debug files");
+    auto* pid = cmd->add_option("--pid", a.pid, "a live process, attached read-only");
+    core->excludes(pid);
+    cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
+    cmd->add_flag("--json", a.json, "one JSON object on stdout (docs/report.schema.json)");
+    cmd->add_option("--width", a.width, "wrap the text to N columns (0: unwrapped; default: COLUMNS, else the terminal's width, "
+                    "else unwrapped)")->check(CLI::Range(0, 100000));
+    cmd->add_option("--color", a.color, "CRASH, HANG, error and warning in colour: auto (stdout a terminal, NO_COLOR unset), "
+                    "always, never; never in --json")->check(CLI::IsMember({"auto", "always", "never"}));
+    cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
+    cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
+    cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
+    cmd->add_option("--max-decoded", a.maxDecoded, "the most a compressed core may decode to (16G, 500M; default: the space free in $TMPDIR)")
+        ->needs(core);
+    // Taken by every subcommand (`pytstates ... --history FILE`) so that tstates and
+    // internals can say why it is check's, rather than CLI11's "arguments were not expected".
+    cmd->add_option("--history", a.history, "check: a thread-state history saved by py-tstates-record save (gdb, lldb)");
+}
+
+// Paths the user typed are relative to the working directory, like every tool's.
+std::string absolute(const std::string& path) {
+    if (path.empty()) return path;
+    std::error_code ec;
+    auto p = std::filesystem::absolute(path, ec);
+    return ec ? path : p.lexically_normal().string();
+}
+
+// --max-decoded's SIZE: bytes, or a number with K, M, G or T (powers of 1024; "16G", "1.5T", "16GiB").
+uint64_t parseSize(const std::string& text) {
+    auto refuse = [&]() -> uint64_t {
+        throw std::runtime_error("--max-decoded needs a size (bytes, or with K, M, G, T: 16G), got '" + text + "'");
+    };
+    size_t used = 0;
+    double number = 0;
+    try {
+        number = std::stod(text, &used);
+    } catch (const std::exception&) {
+        refuse();
+    }
+    if (!(number > 0) || text.find_first_not_of("0123456789.") < used) refuse();  // no sign, exponent, hex, inf or nan
+    std::string unit = text.substr(used);
+    if (unit.size() > 1 && (unit.substr(1) == "iB" || unit.substr(1) == "B")) unit = unit.substr(0, 1);
+    static const std::string units = "KMGT";
+    double scale = 1;
+    if (!unit.empty()) {
+        size_t at = unit.size() == 1 ? units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])))) : std::string::npos;
+        if (at == std::string::npos) refuse();
+        for (size_t i = 0; i <= at; ++i) scale *= 1024;
+    }
+    double bytes = number * scale;
+    if (bytes < 1 || bytes >= 18e18) refuse();
+    return static_cast<uint64_t>(bytes);
+}
+
+// The command's output on stdout and its exit status; status 2 is an error, one line (main's).
+int finish(const pytstates::Target& target, const pytstates::CommandResult& result) {
+    progressLine.clear();
+    printReadStats(target);
+    if (result.status == 2) throw std::runtime_error(result.error);
+    std::fwrite(result.output.data(), 1, result.output.size(), stdout);
+    return result.status;
+}
+
+int run(pytstates::Command command, Arguments a) {
+    using namespace pytstates;
+    a.exe = absolute(a.exe);
+    a.sysroot = absolute(a.sysroot);
+    for (auto& d : a.debugDirs) d = absolute(d);
+    if (a.noCache) disableTypeCache();
+    if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
+    uint64_t maxDecoded = a.maxDecoded.empty() ? 0 : parseSize(a.maxDecoded);
+    CommandRequest request;
+    request.command = command;
+    request.json = a.json;
+    request.types = a.types;
+    request.frames = a.frames;
+    request.useDwarf = !a.noDwarf;
+    request.native = a.native;
+    request.greenlets = a.greenlets;
+    request.locals = a.locals;
+    request.waits = !a.noWaits;
+    request.tasks = a.tasks;
+    request.width = a.width >= 0 ? a.width : terminalWidth();
+    request.color = useColor(a.color);
+    if (!a.history.empty()) {
+        if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
+        request.history = HistoryLog::fromFile(a.history);
+    }
+    if (a.pid) {
+        LiveOptions live;
+        live.pid = a.pid;
+        live.stop = !a.noStop;
+        live.search.debugDirs = a.debugDirs;
+        if (!a.offline) live.search.debuginfod = pytstates::DebuginfodClient::fromEnvironment(tellStderr);
+        LiveTarget target(live);
+        if (live.stop) {
+            request.beforeAnalysis = [&target] { target.stop(); };
+            request.afterConsistentReads = [&target] { target.resume(); };
+            request.afterAnalysis = [&target]() -> std::optional<double> { return target.resume(); };
+        }
+        // A process that exits (or execs) while it is read fails the analysis somewhere, or leaves
+        // a report made of reads that failed: say what happened to it instead (exit status 2).
+        // After a failure it is watched a moment (LiveTarget::kExitGrace): one that exits by
+        // itself fails the reading while it finalizes, just before it exits.
+        CommandResult result;
+        try {
+            result = runCommand(target, request);
+            target.resume();
+        } catch (const std::exception&) {
+            target.resume();
+            if (auto why = target.endedDuringAttach(LiveTarget::kExitGrace)) throw std::runtime_error(*why);
+            throw;
+        }
+        if (auto why = target.endedDuringAttach(result.status == 2 ? LiveTarget::kExitGrace : std::chrono::milliseconds(0)))
+            throw std::runtime_error(*why);
+        if (std::getenv("PYTSTATES_STATS"))
+            std::fprintf(stderr, "pytstates-stats: stop: threads stopped at %.1f ms, snapshot of %zu pages in %zu reads at %.1f ms "
+                         "(copied beside the analysis, which first needed it at %.1f ms); "
+                         "then %zu pages read one by one and %zu batched reads while stopped, "
+                         "analysis while stopped done at %.1f ms, all threads detached at %.1f ms\n",
+                         target.stoppedAllMs(), target.snapshotPages(), target.snapshotCalls(), target.snapshotDoneMs(),
+                         target.snapshotNeededMs(), target.stoppedFetches(), target.prefetchCalls(), target.resumeCalledMs(),
+                         target.stoppedMs());
+        return finish(target, result);
+    }
+    CoreOptions options;
+    options.corePath = a.core;
+    options.executable = a.exe;
+    options.search.sysroot = a.sysroot;
+    options.search.debugDirs = a.debugDirs;
+    if (!a.offline) options.search.debuginfod = pytstates::DebuginfodClient::fromEnvironment(tellStderr);
+    options.progress = tellStderr;
+    options.maxDecoded = maxDecoded;
+    CoreTarget target(options);
+    // gdb and lldb number a core's threads in the order of its notes: say those numbers too.
+    CommandResult result = runCommand(target, request, [&target](int lwp) {
+        const auto& threads = target.threads();
+        for (size_t i = 0; i < threads.size(); ++i)
+            if (threads[i].lwp == lwp) return static_cast<int>(i + 1);
+        return 0;
+    });
+    return finish(target, result);
+}
+
+}  // namespace
+
+// One line on stderr and status 2 for anything that stops the analysis (docs/usage.md).
+extern "C" int pytstates_main(int argc, char** argv) try {
+    CLI::App app{"pytstates: CPython runtimes, thread states and pybind11 internals of a core or a live process"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", PYTSTATES_VERSION_STRING);
+    Arguments args;
+    auto* tstates = app.add_subcommand("tstates", "runtimes, interpreters, thread states, per-thread TLS");
+    addTargetOptions(tstates, args);
+    tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
+    tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
+    tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    tstates->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
+    tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
+    tstates->add_flag("--tasks", args.tasks, "every asyncio event loop and task: await tree, coroutine frames, what each awaits");
+    auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
+    addTargetOptions(internals, args);
+    internals->add_flag("--types", args.types, "list each record's registered types");
+    auto* check = app.add_subcommand("check", "everything above plus the findings");
+    addTargetOptions(check, args);
+    check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
+    check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
+    check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
+    check->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
+    check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
+    check->add_flag("--tasks", args.tasks, "every asyncio event loop and task, and their findings (task deadlocks, event-loop-blocked)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "pytstates: %s\n", e.what());
+        return 2;
+    }
+    pytstates::Command command = pytstates::Command::Tstates;
+    if (internals->parsed()) command = pytstates::Command::Internals;
+    if (check->parsed()) command = pytstates::Command::Check;
+    progressLine.install();
+    return run(command, args);
+} catch (const std::exception& e) {
+    progressLine.clear();
+    std::fprintf(stderr, "pytstates: %s\n", pytstates::shown(e.what()).c_str());
+    return 2;
+} catch (...) {
+    std::fprintf(stderr, "pytstates: internal error\n");
+    return 2;
+}

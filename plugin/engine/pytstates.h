@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libpytstates.so.0: the pytstates engine behind a small C ABI, for the CLI and every front end
+ * (the pybind11 module, Python's ctypes, the lldb plugin). A target is either the CLI's own (a core
+ * path or a pid, through pytstates_main) or one a debugger describes by callbacks and arrays
+ * (pytstates_target). Reports come out as the CLI's text or JSON (CONTRACT.md).
+ * No C++ exception crosses this boundary: a failure is status 2 and one line in *error.
+ * Every char* handed out through a char** (and pytstates_help's, pytstates_record_help's result)
+ * is malloc'ed: free it with pytstates_free. */
+#ifndef PYTSTATES_H
+#define PYTSTATES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PYTSTATES_API __attribute__((visibility("default")))
+
+/* si_code when the debugger knows the signal's number only (lldb's stop reason): no siginfo. */
+#define PYTSTATES_NO_SIGINFO INT32_MIN
+/* pytstates_thread.syscall of a thread whose system call the debugger cannot tell: read from
+ * /proc/PID/task/LWP/syscall when the target is local and live, else none. */
+#define PYTSTATES_SYSCALL_UNKNOWN (-2)
+
+typedef struct {
+    int32_t lwp;
+    int32_t debugger_number;   /* the debugger's thread number, shown beside the LWP; 0: none */
+    uint64_t thread_pointer;   /* fs_base | tpidr; 0: unknown (filled from glibc's thread lists) */
+    const uint64_t* registers; /* the innermost frame's, in the DWARF order of the target's machine
+                                  (pytstates_register_names); NULL or 0 registers: unknown */
+    uint32_t register_count;
+    int64_t syscall;           /* the system call the thread is in; -1: none; PYTSTATES_SYSCALL_UNKNOWN */
+} pytstates_thread;
+
+typedef struct {
+    int32_t lwp, signo, code; /* code: si_code, or PYTSTATES_NO_SIGINFO */
+    uint64_t address;         /* si_addr (code > 0) */
+    int32_t sender_pid, sender_uid; /* si_pid, si_uid (code <= 0) */
+} pytstates_signal;
+
+typedef struct {
+    void* context;
+    /* Reads up to length bytes at address; returns how many were readable (0: none). */
+    size_t (*read_memory)(void* context, uint64_t address, void* buffer, size_t length);
+    const pytstates_thread* threads;
+    size_t thread_count;
+    const uint64_t* auxv;  /* (type, value) pairs: 2 * auxv_count values */
+    size_t auxv_count;
+    const char* executable; /* may be NULL or "" */
+    int32_t pid;
+    int32_t live;   /* a running process (else a core) */
+    int32_t local;  /* a live process on this machine: its /proc may be read */
+    const char* sysroot; /* may be NULL */
+    const char* const* debug_dirs;
+    size_t debug_dir_count;
+    const pytstates_signal* crash; /* NULL: none */
+} pytstates_target;
+
+/* The whole command line (pytstates tstates|internals|check ...): returns the exit status. */
+PYTSTATES_API int pytstates_main(int argc, char** argv);
+/* command: "tstates" | "internals" | "check"; args as the debugger commands take them
+ * ("--json", "--frames", "3"). Returns 0, 1 (an error finding) or 2 (*error set). target NULL:
+ * the arguments are only checked (0, or 2 with the bad one). */
+PYTSTATES_API int pytstates_run(const char* command, const char* const* args, size_t arg_count, const pytstates_target* target,
+                                char** output, char** error);
+PYTSTATES_API const char* pytstates_version(void);
+PYTSTATES_API char* pytstates_help(const char* command);
+/* "x86_64" | "aarch64": the registers in DWARF order, space-separated; "" for another machine. */
+PYTSTATES_API const char* pytstates_register_names(const char* machine);
+/* "fs_base" | "tpidr"; "" for another machine. machine: also a debugger's name (i386:x86-64,
+ * a triple x86_64-pc-linux-gnu, arm64). */
+PYTSTATES_API const char* pytstates_thread_pointer_register(const char* machine);
+/* The register holding the system call's number when it is not a DWARF register (x86_64:
+ * orig_rax, appended after the DWARF registers of a pytstates_thread); "" (aarch64: x8). */
+PYTSTATES_API const char* pytstates_syscall_register(const char* machine);
+
+/* py-tstates-record (one recording per process). record_on plans the breakpoints: *probes_json is
+ * [{"address": N, "event": S, "tstate_register": S, "key_register": S, "key_offset": N}, ...],
+ * *frames the return addresses to keep per hit. Returns 0, or 2 with *error. */
+PYTSTATES_API int pytstates_record_on(const char* const* args, size_t arg_count, const pytstates_target* target, char** text,
+                                      char** probes_json, int* frames, char** error);
+/* One breakpoint hit (the hot path): key < 0: none. */
+PYTSTATES_API void pytstates_record_hit(size_t probe, uint64_t tstate, int32_t lwp, int64_t key, const uint64_t* pcs, size_t pc_count);
+/* One breakpoint hit read through the debugger: what it keeps (the thread state's register, the
+ * TLS key, how many frames) is decided by the library. Returns 1 when recorded, 0 when not. */
+typedef struct {
+    void* context;
+    int (*read_register)(void* context, const char* name, uint64_t* value); /* 0: unreadable */
+    size_t (*read_memory)(void* context, uint64_t address, void* buffer, size_t length);
+    int (*next_pc)(void* context, uint64_t* pc); /* the next frame's pc, innermost first; 0: no more */
+} pytstates_hit_readers;
+PYTSTATES_API int pytstates_record_hit_from(size_t probe, int32_t lwp, const pytstates_hit_readers* readers);
+/* what: "show" (argument: "" or N) | "save" (argument: FILE); target (NULL: the process is gone)
+ * names the recorded frames first. */
+PYTSTATES_API int pytstates_record_output(const char* what, const char* argument, const pytstates_target* target, char** output,
+                                          char** error);
+/* hits, events recorded, events kept, events dropped */
+PYTSTATES_API void pytstates_record_stats(uint64_t out[4]);
+/* Names the recorded frames while the modules are still mapped (the process is about to exit). */
+PYTSTATES_API void pytstates_record_name(const pytstates_target* target);
+PYTSTATES_API char* pytstates_record_help(void);
+PYTSTATES_API void pytstates_free(void* pointer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
