@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "plugin/engine/pytstates.h"
+#include "commands/json_writer.h"
 #include "commands/render.h"
 #include "commands/run.h"
 #include "commands/text_encoding.h"
@@ -38,6 +39,7 @@ void printReadStats(const pytstates::Target& target) {
 }
 
 struct Arguments {
+    std::string target;  // the positional TARGET: a core file, or a pid (digits)
     std::string core, exe, sysroot;
     std::vector<std::string> debugDirs;
     int pid = 0;
@@ -94,14 +96,16 @@ void tellStderr(const std::string& line) {
 }
 
 void addTargetOptions(CLI::App* cmd, Arguments& a) {
-    auto* core = cmd->add_option("--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump)");
-    cmd->add_option("--exe", a.exe, "the executable, when the core's is elsewhere")->needs(core);
-    cmd->add_option("--sysroot", a.sysroot, "find the core's files under this directory")->needs(core);
+    // pystack's habit: the target as the one argument, a core file or a pid (checked in run()).
+    cmd->add_option("target", a.target, "a core file (kernel, gcore, systemd-coredump; gzip, zstd, lz4, xz too), or a pid");
+    auto* core = cmd->add_option("-c,--core", a.core, "an ELF core file (kernel, gcore, systemd-coredump; gzip, zstd, lz4, xz too)");
+    cmd->add_option("-e,--exe", a.exe, "the executable, when the core's is elsewhere (moved, rebuilt, another machine)");
+    cmd->add_option("--sysroot", a.sysroot, "find the core's files under this directory");
     cmd->add_option("--debug-dir", a.debugDirs, "more roots holding .build-id/xx/yyyy.debug files");
-    auto* pid = cmd->add_option("--pid", a.pid, "a live process, attached read-only");
+    auto* pid = cmd->add_option("-p,--pid", a.pid, "a live process, attached read-only");
     core->excludes(pid);
-    cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)")->needs(pid);
-    cmd->add_flag("--json", a.json, "one JSON object on stdout (docs/report.schema.json)");
+    cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)");
+    cmd->add_flag("-j,--json", a.json, "one JSON object on stdout (docs/report.schema.json); an error too: {\"error\": {\"message\": ...}}");
     cmd->add_option("--width", a.width, "wrap the text to N columns (0: unwrapped; default: COLUMNS, else the terminal's width, "
                     "else unwrapped)")->check(CLI::Range(0, 100000));
     cmd->add_option("--color", a.color, "CRASH, HANG, error and warning in colour: auto (stdout a terminal, NO_COLOR unset), "
@@ -109,8 +113,7 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
     cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
-    cmd->add_option("--max-decoded", a.maxDecoded, "the most a compressed core may decode to (16G, 500M; default: the space free in $TMPDIR)")
-        ->needs(core);
+    cmd->add_option("--max-decoded", a.maxDecoded, "the most a compressed core may decode to (16G, 500M; default: the space free in $TMPDIR)");
     // Taken by every subcommand (`pytstates ... --history FILE`) so that tstates and
     // internals can say why it is check's, rather than CLI11's "arguments were not expected".
     cmd->add_option("--history", a.history, "check: a thread-state history saved by py-tstates-record save (gdb, lldb)");
@@ -166,7 +169,29 @@ int run(pytstates::Command command, Arguments a) {
     a.sysroot = absolute(a.sysroot);
     for (auto& d : a.debugDirs) d = absolute(d);
     if (a.noCache) disableTypeCache();
-    if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give --core FILE or --pid PID");
+    if (!a.target.empty()) {  // TARGET: digits are a pid, anything else a core file
+        if (!a.core.empty() || a.pid)
+            throw std::runtime_error("two targets: " + a.target + " and " + (a.pid ? "--pid " + std::to_string(a.pid) : "--core " + a.core));
+        bool digits = a.target.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && !std::filesystem::exists(a.target)) {
+            try {
+                a.pid = std::stoi(a.target);
+            } catch (const std::exception&) {
+                throw std::runtime_error(a.target + ": not a process id");
+            }
+        } else {
+            a.core = absolute(a.target);
+        }
+    }
+    if (a.core.empty() && !a.pid) throw std::runtime_error("no target: give a core file or a pid (pytstates check CORE, pytstates check -p PID)");
+    // What only a core has, and what only a live process has.
+    if (a.core.empty()) {
+        if (!a.exe.empty()) throw std::runtime_error("--exe is for a core: a live process names its own executable");
+        if (!a.sysroot.empty()) throw std::runtime_error("--sysroot is for a core: a live process's files are read through /proc");
+        if (!a.maxDecoded.empty()) throw std::runtime_error("--max-decoded is for a compressed core");
+    } else if (a.noStop) {
+        throw std::runtime_error("--no-stop is for a live process (-p PID): a core does not run");
+    }
     uint64_t maxDecoded = a.maxDecoded.empty() ? 0 : parseSize(a.maxDecoded);
     CommandRequest request;
     request.command = command;
@@ -241,18 +266,69 @@ int run(pytstates::Command command, Arguments a) {
     return finish(target, result);
 }
 
+// What every subcommand's --help ends with: the exit statuses and a few runs to copy.
+std::string helpFooter(const std::string& command) {
+    std::string extra = command == "check"   ? "  pytstates check core.1234 --native     every thread's whole native stack\n"
+                        : command == "internals" ? "  pytstates internals core.1234 --types  each record's registered types\n"
+                                                 : "  pytstates tstates -p 1234 --locals     each Python frame's arguments and locals\n";
+    return "\nTARGET is a core file or a pid (as --core FILE, --pid PID).\n"
+           "\nExit status:\n"
+           "  0  analysed: no crash, no hang, no error finding\n"
+           "  1  analysed: the target crashed or aborted, hangs, or an error finding (the last line says which)\n"
+           "  2  could not analyse: one line on stderr (with -j/--json, also {\"error\": {\"message\": ...}} on stdout)\n"
+           "\nExamples:\n"
+           "  pytstates " + command + " core.1234\n"
+           "  pytstates " + command + " -p 1234 -j | jq .\n" + extra +
+           "\nThe JSON: docs/report.schema.json; every option, finding and field: docs/usage.md, docs/findings.md, man pytstates.\n";
+}
+
+// -j/--json anywhere among the arguments (alone, or among grouped short flags such as -nj): the
+// one line that stops the analysis is then also one JSON object on stdout, for `| jq`.
+bool jsonAsked(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--") break;
+        if (a == "--json") return true;
+        if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("jngV", 1) == std::string::npos && a.find('j') != std::string::npos)
+            return true;
+    }
+    return false;
+}
+
+bool gJson = false;
+
+// Status 2: the line on stderr, and with --json the same as an object on stdout.
+int refuse(const std::string& line) {
+    progressLine.clear();
+    std::fprintf(stderr, "pytstates: %s\n", line.c_str());
+    if (gJson) {
+        std::string text;
+        pytstates::JsonWriter w(text);
+        w.beginObject();
+        w.key("error");
+        w.beginObject();
+        w.field("message", line);
+        w.endObject();
+        w.field("schema", 1);
+        w.endObject();
+        std::printf("%s\n", text.c_str());
+    }
+    return 2;
+}
+
 }  // namespace
 
 // One line on stderr and status 2 for anything that stops the analysis (docs/usage.md).
 extern "C" int pytstates_main(int argc, char** argv) try {
     CLI::App app{"pytstates: CPython runtimes, thread states and pybind11 internals of a core or a live process"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", PYTSTATES_VERSION_STRING);
+    app.set_version_flag("-V,--version", PYTSTATES_VERSION_STRING);
+    gJson = jsonAsked(argc, argv);
     Arguments args;
     auto* tstates = app.add_subcommand("tstates", "runtimes, interpreters, thread states, per-thread TLS");
     addTargetOptions(tstates, args);
-    tstates->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
-    tstates->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
+    tstates->add_option("-f,--frames", args.frames, "Python frames per thread state (default 5)");
+    tstates->add_flag("-n,--native", args.native, "every thread's whole native stack, Python frames merged in");
     tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     tstates->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
@@ -260,14 +336,15 @@ extern "C" int pytstates_main(int argc, char** argv) try {
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
     addTargetOptions(internals, args);
     internals->add_flag("--types", args.types, "list each record's registered types");
-    auto* check = app.add_subcommand("check", "everything above plus the findings");
+    auto* check = app.add_subcommand("check", "tstates' and internals' report with the findings: crashes, hangs, stale or mismatched thread states");
     addTargetOptions(check, args);
-    check->add_option("--frames", args.frames, "Python frames per thread state (default 5)");
-    check->add_flag("--native", args.native, "every thread's whole native stack, Python frames merged in");
+    check->add_option("-f,--frames", args.frames, "Python frames per thread state (default 5)");
+    check->add_flag("-n,--native", args.native, "every thread's whole native stack, Python frames merged in");
     check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
     check->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
     check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
     check->add_flag("--tasks", args.tasks, "every asyncio event loop and task, and their findings (task deadlocks, event-loop-blocked)");
+    for (auto* sub : {tstates, internals, check}) sub->footer(helpFooter(sub->get_name()));
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -275,8 +352,7 @@ extern "C" int pytstates_main(int argc, char** argv) try {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "pytstates: %s\n", e.what());
-        return 2;
+        return refuse(e.what());
     }
     pytstates::Command command = pytstates::Command::Tstates;
     if (internals->parsed()) command = pytstates::Command::Internals;
@@ -284,10 +360,7 @@ extern "C" int pytstates_main(int argc, char** argv) try {
     progressLine.install();
     return run(command, args);
 } catch (const std::exception& e) {
-    progressLine.clear();
-    std::fprintf(stderr, "pytstates: %s\n", pytstates::shown(e.what()).c_str());
-    return 2;
+    return refuse(pytstates::shown(e.what()));
 } catch (...) {
-    std::fprintf(stderr, "pytstates: internal error\n");
-    return 2;
+    return refuse("internal error");
 }

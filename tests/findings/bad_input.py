@@ -331,6 +331,37 @@ def decoding_bounds(args, tmp, core):
     print("1 GiB of zeros decoded; stderr: %r" % err)
 
 
+def habits(args, tmp):
+    """pystack's and py-spy's habits: the target as the one argument (a file is a core, digits a
+    pid), short options, -V; and with -j/--json an error is also one JSON object on stdout (exit 2),
+    so that `| jq` reads an answer, valid against docs/error.schema.json."""
+    code = 'import json, os, sys; print("FACTS " + json.dumps({"pid": os.getpid()})); print("READY", flush=True); sys.stdin.readline()'
+    with scenario.running([scenario.PYTHON, "-c", code]) as (proc, facts):
+        core = scenario.gcore(proc.pid, os.path.join(tmp, "habits"))
+        by_option = json_contract.loads(run(args, ["tstates", "--core", core, "--json"])[1])
+        by_position = json_contract.loads(run(args, ["tstates", core, "-j"])[1])
+        expect(by_position == by_option and by_position["target"]["pid"] == facts["pid"],
+               "pytstates tstates CORE -j is --core CORE --json", by_position)
+        status, out, err = run(args, ["check", str(proc.pid), "-nj"])
+        live = json_contract.loads(out)
+        expect(status == 0 and live["target"]["kind"] == "live" and live["target"]["pid"] == facts["pid"]
+               and any(t.get("native_frames") for t in live["threads"]), "check PID -nj: the live process, native stacks: %d %s" % (status, err))
+        status, out, _ = run(args, ["tstates", "-p", str(proc.pid), "-f", "1", "-j"])
+        expect(status == 0 and json_contract.loads(out)["target"]["pid"] == facts["pid"], "-p PID -f 1 -j")
+    os.unlink(core)
+    status, out, _ = run(args, ["-V"])
+    expect(status == 0 and out.startswith("pytstates "), "-V is the version: %r" % out)
+    for argv, words in ((["check", "-j", os.path.join(tmp, "absent")], "No such file"),
+                        (["check", "--json", "--bogus"], "--bogus"),
+                        (["tstates", "-j"], "no target"),
+                        (["check", "-j", "-p", "1", "-e", "/bin/ls"], "--exe is for a core")):
+        status, out, err = run(args, argv)
+        error = json_contract.loads(out)["error"]["message"] if out.strip() else None
+        expect(status == 2 and err.count("\n") == 1 and words in err and error == err.strip()[len("pytstates: "):],
+               "%s: exit 2, one line, and the same as a JSON error on stdout: %d %r %r" % (argv, status, out, err))
+        print("-j error: %s -> %s" % (" ".join(argv[1:]), out.strip()))
+
+
 def no_python_core(args):
     """A core of a process that runs no Python (sleep, killed by SIGABRT from this script): not a
     refusal but a report, as pystack gives one: its crash, its thread and native stack, what the
@@ -510,6 +541,7 @@ def main():
         expect_refused(args, ["tstates", "--core", "x", "--frames", "many"], "frames")
 
         no_python_core(args)
+        habits(args, tmp)
 
         # the seed's core: a wrong --exe, truncations, cyclic lists, a missing module file
         work = os.path.join(tmp, "copy")

@@ -8,32 +8,35 @@ import json
 import os
 import sys
 
-SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "report.schema.json")
-_validator = None
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs")
+SCHEMA = os.path.join(DOCS, "report.schema.json")
+ERROR_SCHEMA = os.path.join(DOCS, "error.schema.json")  # what --json prints instead when it cannot analyse
+_validators = {}
 checked = 0
 
 
-def _load():
-    global _validator
-    if _validator is None:
+def _load(path=SCHEMA):
+    if path not in _validators:
         import jsonschema  # python3-jsonschema (scripts/lib/suite.sh)
-        with open(SCHEMA) as f:
+        with open(path) as f:
             schema = json.load(f)
         jsonschema.Draft202012Validator.check_schema(schema)
-        _validator = jsonschema.Draft202012Validator(schema)
-    return _validator
+        _validators[path] = jsonschema.Draft202012Validator(schema)
+    return _validators[path]
 
 
 def check(doc, where=""):
-    """doc, once it is valid against the schema; AssertionError naming the first faults otherwise."""
+    """doc, once it is valid against the schema (an {"error": ...} object: against
+    docs/error.schema.json); AssertionError naming the first faults otherwise."""
     global checked
-    errors = sorted(_load().iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    schema = ERROR_SCHEMA if isinstance(doc, dict) and "error" in doc else SCHEMA
+    errors = sorted(_load(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     # Of a branching rule (anyOf: an object or null), the branch's own fault, not the whole value.
     errors = [min(e.context, key=lambda c: -len(c.absolute_path)) if e.context else e for e in errors]
     if errors:
         said = "; ".join("%s: %s" % ("/".join(str(p) for p in e.absolute_path) or "(top)", e.message[:160]) for e in errors[:3])
-        raise AssertionError("--json output%s breaks docs/report.schema.json (%d faults): %s" % (
-            " of " + where if where else "", len(errors), said))
+        raise AssertionError("--json output%s breaks docs/%s (%d faults): %s" % (
+            " of " + where if where else "", os.path.basename(schema), len(errors), said))
     checked += 1
     return doc
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The man page (packaging/pytstates.1) and the CLI's own help stay in step: every option any
-command's --help lists is in the page, and every command."""
+command's --help lists is in the page (long and short), every command, and every finding code
+(commands/finding_codes.cpp)."""
+import os
 import re
 import subprocess
 import sys
@@ -13,10 +15,18 @@ for command in ("tstates", "internals", "check"):
     if "B pytstates " + command not in text:
         missing.append("the command " + command)
     helptext = subprocess.run([pytstates, command, "--help"], stdout=subprocess.PIPE, check=True).stdout.decode()
-    for option in sorted(set(re.findall(r"(--[a-z][a-z-]+)", helptext))):
-        if option not in text:
+    options = set(re.findall(r"(--[a-z][a-z-]+)", helptext)) | set(re.findall(r"(?<![\w-])(-[a-zA-Z]),--", helptext))
+    for option in sorted(options):
+        if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(option), text):
             missing.append("%s (from `pytstates %s --help`)" % (option, command))
+codes = re.findall(r'\{C::\w+,\s*"([a-z-]+)"', open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                                     "commands", "finding_codes.cpp")).read())
+if not codes:
+    missing.append("(no finding code read from commands/finding_codes.cpp)")
+for code in codes:
+    if ".B " + code not in text:
+        missing.append("the finding " + code)
 if missing:
     print("FAIL: the man page lacks " + ", ".join(missing))
     sys.exit(1)
-print("PASS: every command and option of the CLI's help is in the man page")
+print("PASS: every command and option of the CLI's help, and all %d finding codes, are in the man page" % len(codes))
