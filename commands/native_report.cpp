@@ -54,7 +54,9 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
     for (const auto& t : target.threads()) threadOf[t.lwp] = &t;
     std::map<uint64_t, const std::vector<PyFrame>*> framesOf;
     std::map<int, std::vector<uint64_t>> runsOn;
-    if (options.native) {
+    // The crashed thread's Python frames go under its eval-loop frames with or without --native:
+    // the CRASH stack says which Python function each one runs.
+    if (options.native || crash) {
         for (const auto& rt : python)
             for (const auto& interp : rt.interpreters)
                 for (const auto& ts : interp.tstates) framesOf[ts.address] = &ts.frames;
@@ -71,9 +73,10 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
             continue;
         }
         NativeStack stack = stacks.unwind(*thread, kMaxNativeFrames, crashed ? kCrashValueFrames : 0);
-        if (options.native)
+        if (options.native || crashed)
             if (auto py = pythonStackOf(framesOf, runsOn.count(row.lwp) ? runsOn.at(row.lwp) : kNoRuns); !py.empty())
-                if (size_t left = mergePython(stack.frames, py))
+                // (without --native the thread states' frames were cut to --frames: what is left over is not told)
+                if (size_t left = mergePython(stack.frames, py); left && options.native)
                     stack.end += (stack.end.empty() ? "" : "; ") + std::to_string(left) +
                                  " Python frame(s) could not be placed: no frame of this stack is named _PyEval_EvalFrameDefault"
                                  " (where the eval loop's code has no symbol at hand, its debug symbols name it)";

@@ -149,6 +149,14 @@ def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
            "the crash line names the thread and the signal:\n" + first)
     section = "\n".join(lines[starts[0]:sections[0]])
     expect(top_function in section and pointer in section, "the crash section shows the frame and the pointer:\n" + section)
+    # Without --native too, the eval-loop frames of the crash carry the Python frames they run:
+    # the crashing thread's thread state's, innermost first, as far as --frames read them.
+    runs = [ts["frames"] for rt in r["runtimes"] for i in rt["interpreters"] for ts in i["tstates"] if ts.get("lwp") == lwp and ts["frames"]]
+    merged = [(p["function"], p["line"]) for f in frames for p in f.get("python", [])]
+    if runs:
+        expect(merged and merged == [(p["function"], p["line"]) for p in runs[0][:len(merged)]],
+               "the crash's eval-loop frames carry the thread's Python frames: %s" % merged, r)
+        expect("Python: %s (" % merged[0][0] in section, "the crash section names the Python function:\n" + section)
 
 
 def check_orphan(facts, check, kind):
