@@ -28,7 +28,7 @@ enum class TypeKind { Other, Task, Future };
 class Reader {
 public:
     Reader(const Target& target, const Runtime& rt, const AsyncioLayout& layout)
-        : t_(target), rt_(rt), cl_(rt.layout), a_(layout), walker_(target, rt.layout), frames_(walker_.frames()), objects_(target, rt.layout) {}
+        : t_(target), cl_(rt.layout), a_(layout), walker_(target, rt.layout), frames_(walker_.frames()), objects_(target, rt.layout) {}
 
     uint64_t ptr(uint64_t address) const { return address ? t_.readPointer(address).value_or(0) : 0; }
 
@@ -190,7 +190,6 @@ public:
 
 private:
     const Target& t_;
-    const Runtime& rt_;
     const CPythonLayout& cl_;
     const AsyncioLayout& a_;
     StackWalker walker_;  // reads every task's frames (one walker for tasks and greenlets)
