@@ -78,8 +78,10 @@ NoRuntime explainNoRuntime(const Target& target, const std::vector<std::string>&
     for (const auto& w : target.warnings())
         if (w.find("truncated") != std::string::npos) {
             // What is missing may be the runtime itself, or the link map that names its module.
-            r.why = w + " (maybe the runtime's, or the link map naming its module); from what it holds: " + r.why;
+            r.why = w + ", so no CPython runtime could be found in what it holds (the runtime's memory, or the link map "
+                    "naming its module, may be in the part cut off); from what it holds: " + r.why;
             r.notPython = false;
+            r.truncated = true;
             break;
         }
     return r;

@@ -15,6 +15,9 @@ struct NoRuntime {
     // run CPython (a core of it is still worth its crash and native stacks). Otherwise something
     // kept pytstates from finding the runtime that is there.
     bool notPython = false;
+    // A truncated core: what it holds is reported (its crash, threads, native stacks), the missing
+    // part being the likelier cause.
+    bool truncated = false;
 };
 
 // `rejected`: the candidates that did not validate, each with why (RuntimeSearch::rejected).

@@ -196,7 +196,8 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
         NoRuntime none = explainNoRuntime(target, report.rejectedRuntimes);
         // A live process is asked about by pid: one that runs no Python is a mistaken pid. A core
         // of one still tells its crash, threads and native stacks (as pystack does).
-        if (!none.notPython || target.kind() != TargetKind::Core) throw std::runtime_error(none.why);
+        // A truncated core is read as far as it goes: the crash and the threads it holds.
+        if ((!none.notPython && !none.truncated) || target.kind() != TargetKind::Core) throw std::runtime_error(none.why);
         report.noRuntime = none.why;
         // What process it was, since no interpreter says (the debuggers' targets have no NT_PRPSINFO).
         report.target.process = target.processFacts();

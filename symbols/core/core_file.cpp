@@ -93,7 +93,14 @@ CoreFile::CoreFile(const std::string& path, const ProgressLine& progress, uint64
         }
     }
     std::sort(segments_.begin(), segments_.end(), [](auto& a, auto& b) { return a.vaddr < b.vaddr; });
-    if (threads_.empty()) throw std::runtime_error(path + ": core has no thread (NT_PRSTATUS) notes; truncated or not a process core");
+    if (threads_.empty()) {
+        // gdb's gcore writes its notes last: a core cut anywhere has lost them all.
+        if (truncated_)
+            throw std::runtime_error(path + ": the core is truncated (" + std::to_string(elf_->fileSize()) +
+                                     " bytes): its thread notes (NT_PRSTATUS: the threads and their registers) are in the part "
+                                     "cut off, so nothing of the process can be read; copy the whole core");
+        throw std::runtime_error(path + ": core has no thread (NT_PRSTATUS) notes; not a process core");
+    }
 }
 
 void CoreFile::parseNotes(const unsigned char* data, size_t size) {

@@ -207,6 +207,13 @@ def damaged_crash_core(args, tmp):
             status, out, err = run(args, ["check", "--core", cut, "--native"], timeout=60)
             expect(status in (0, 1, 2) and "Traceback" not in err and (status != 2 or err.count("\n") == 1),
                    "a crash core cut at %d%%: %d %r" % (frac * 100, status, err))
+            if status != 2:  # the kernel writes its notes first: what the rest holds, the truncation said first
+                lines = out.splitlines()
+                first = next((l for l in lines if l.startswith(("warning: ", "CRASH"))), "")
+                expect(first == "warning: the core is truncated: some memory is missing" and "CRASH  LWP %d" % facts["worker_lwp"] in out
+                       and lines[-1].startswith("pytstates: CRASH SIGSEGV LWP %d" % facts["worker_lwp"]),
+                       "a crash core cut at %d%%: the truncation first, the crash, the summary last:\n%s" % (frac * 100, out[-3000:]))
+                print("a crash core cut at %d%%: exit %d; %s; %s" % (frac * 100, status, first, lines[-1]))
         os.remove(os.path.join(work, [n for n in os.listdir(work) if n.startswith("seed_module")][0]))
         status, out, err = run(args, ["check", "--core", core], timeout=60)
         crash_section = out.split("FINDINGS")[0]
@@ -568,8 +575,17 @@ def main():
             status, out, err = run(args, ["check", "--core", cut])
             expect(status in (0, 1, 2) and "Traceback" not in err, "truncated at %.1f%%: status %d" % (frac * 100, status))
             if status == 2:
-                expect(err.count("\n") == 1 and ("truncated" in err or "no thread" in err),
-                       "truncated at %.1f%%: one line saying so: %r" % (frac * 100, err))
+                expect(err.count("\n") == 1 and "the core is truncated" in err,
+                       "truncated at %.1f%%: one line saying so first: %r" % (frac * 100, err))
+                print("truncated at %.1f%%: exit 2, %s" % (frac * 100, err.strip()))
+            else:  # what it still holds, the truncation said first (before any section) and the summary last
+                lines = out.splitlines()
+                warnings = [i for i, l in enumerate(lines) if l.startswith("warning: ")]
+                sections = [i for i, l in enumerate(lines) if l.startswith(("CRASH", "HANG", "FINDINGS", "No findings", "CPython", "OS THREADS"))]
+                expect(warnings and lines[warnings[0]] == "warning: the core is truncated: some memory is missing"
+                       and sections and warnings[0] < sections[0] and lines[-1].startswith("pytstates: ") and lines[-1].endswith("exit %d" % status),
+                       "truncated at %.1f%%: the truncation first, the summary last:\n%s" % (frac * 100, out[-3000:]))
+                print("truncated at %.1f%%: exit %d, %s; %s" % (frac * 100, status, lines[warnings[0]], lines[-1]))
 
         r = json_contract.loads(run(args, ["tstates", "--core", core, "--json"])[1])
         interp = r["runtimes"][0]["interpreters"][0]
