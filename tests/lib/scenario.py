@@ -104,7 +104,7 @@ def gcore(pid, prefix, timeout=120, error=None):
 def quiet_status(kind):
     """pytstates' exit status on a core of take_core's kind with no error finding and no hang: 1 for
     'kernel' and 'crash', whose process died of a signal (SIGABRT sent while paused, or its own
-    crash): a CRASH, exit status 1 (CONTRACT.md); 0 for a gcore or a live process."""
+    crash): a CRASH, exit status 1 (docs/usage.md); 0 for a gcore or a live process."""
     return 1 if kind in ("kernel", "crash") else 0
 
 

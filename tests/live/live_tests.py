@@ -155,10 +155,21 @@ def errors(args):
     tmp = tempfile.mkdtemp(prefix="pytstates-user-")
     try:
         os.chmod(tmp, 0o755)
-        tool = os.path.join(tmp, "pytstates")
+        # The binary with its library, laid out as installed (bin/, lib/pytstates/); the build
+        # tree's run path names the build directory, which another user may not enter.
+        tool = os.path.join(tmp, "bin", "pytstates")
+        os.makedirs(os.path.dirname(tool))
         shutil.copy2(args.pytstates, tool)
         os.chmod(tool, 0o755)
-        out = subprocess.run(["runuser", "-u", "nobody", "--", tool, "tstates", "--pid", str(os.getpid())],
+        here = os.path.dirname(os.path.realpath(args.pytstates))  # the build tree (lib/ beside it) or an install (bin/)
+        library = next(d for d in (os.path.join(here, "lib", "pytstates"), os.path.join(here, "..", "lib", "pytstates"))
+                       if os.path.isdir(d))
+        shutil.copytree(library, os.path.join(tmp, "lib", "pytstates"), symlinks=True)
+        for where, dirs, files in os.walk(tmp):
+            for name in dirs + files:
+                os.chmod(os.path.join(where, name), 0o755)
+        out = subprocess.run(["runuser", "-u", "nobody", "--", "env", "LD_LIBRARY_PATH=" + os.path.join(tmp, "lib", "pytstates"),
+                              tool, "tstates", "--pid", str(os.getpid())],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         err = out.stderr.decode()
         expect(out.returncode == 2 and "permission denied" in err and err.count("\n") == 1 and not out.stdout,
