@@ -11,7 +11,7 @@
             the registers are read by aarch64's names (x0-x30 sp pc) and, once the core carries
             NT_ARM_TLS as real kernels write it, the thread pointer as gdb names it ($tpidr) gives
             each thread's struct pthread.
-  gdbstub   threads_stub.py (the threads scenario) live under qemu-aarch64-static -g PORT (qemu's
+  gdbstub   threads.py stub (the threads scenario) live under qemu-aarch64-static -g PORT (qemu's
             gdb stub), gdb-multiarch `target remote :PORT`, stopped at the getppid() it calls once its
             threads wait (qemu's user-mode stub does not answer an interrupt while every thread is in
             a system call): the front end gives every thread state with the LWP, pthread and
@@ -38,7 +38,6 @@ import arm64  # noqa: E402
 import scenario  # noqa: E402
 from arm64_test import THREADS, add_notes, check_threads_facts  # noqa: E402
 
-STUB_THREADS = os.path.join(TOP, "tests", "scenarios", "arm64", "threads_stub.py")
 from findings_cases import expect  # noqa: E402
 
 
@@ -141,7 +140,7 @@ def gdbstub_case(args, tree):
     _, qemu = arm64.root()
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="pytstates-arm64-stub-")
-    guest = subprocess.Popen([qemu, "-g", str(port), "-L", tree, arm64.python(tree), STUB_THREADS], cwd=workdir, stdin=subprocess.PIPE,
+    guest = subprocess.Popen([qemu, "-g", str(port), "-L", tree, arm64.python(tree), THREADS, "stub"], cwd=workdir, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=arm64.guest_env())
     gdb = None
     try:

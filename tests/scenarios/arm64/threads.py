@@ -2,7 +2,10 @@
 """An arm64 python3.11 under qemu (tests/lib/arm64.py): two workers in threading.Event.wait()
 and time.sleep(), the main thread reading stdin. Prints FACTS (every thread's LWP, pthread_t,
 PyThreadState_Get() and PyGILState_GetThisThreadState(), and the function it blocks in) and
-READY, then aborts on the line "abort", so that qemu writes the guest's core."""
+READY, then aborts on the line "abort", so that qemu writes the guest's core. With the argument
+"stub" (under qemu's gdb stub, qemu-aarch64 -g PORT) it calls getppid() after READY instead: the
+debugger's breakpoint (qemu's user-mode stub does not answer an interrupt while every guest thread
+is blocked in a system call), then reads stdin to its end."""
 import ctypes
 import json
 import os
@@ -46,5 +49,8 @@ me("<module>")
 time.sleep(0.5)
 print("FACTS " + json.dumps({"pid": os.getpid(), "version": sys.version.split()[0], "threads": threads}), flush=True)
 print("READY", flush=True)
-if sys.stdin.readline().strip() == "abort":
+if sys.argv[1:] == ["stub"]:
+    os.getppid()
+    sys.stdin.read()
+elif sys.stdin.readline().strip() == "abort":
     os.abort()
