@@ -10,7 +10,7 @@ namespace {
 
 void nameThreads(const Target& target, Report& report) {
     std::map<uint64_t, std::string> byIdent;
-    std::map<int64_t, std::string> byNativeId;
+    std::map<int64_t, PythonThreadNames::ByNativeId> byNativeId;
     for (const auto& rt : report.runtimes)
         for (const auto& interp : rt.interpreters) {
             PythonThreadNames names = readPythonThreadNames(target, rt, interp);
@@ -23,8 +23,9 @@ void nameThreads(const Target& target, Report& report) {
         if (ident != byIdent.end() && row.pthread) {
             row.name = ident->second;
             row.nameSource = "threading";
-        } else if (native != byNativeId.end()) {
-            row.name = native->second;
+        } else if (native != byNativeId.end() && (!row.pthread || !native->second.ident)) {
+            // by the native id only where the ident cannot say (see ByNativeId)
+            row.name = native->second.name;
             row.nameSource = "threading";
         } else if (auto comm = target.threadComm(row.lwp)) {
             row.name = *comm;

@@ -18,7 +18,8 @@ bool addThread(const ObjectReader& reader, uint64_t thread, std::optional<int64_
         if (auto i = reader.attribute(thread, "_ident")) ident = reader.integer(*i);
     if (ident && *ident) out.byIdent[static_cast<uint64_t>(*ident)] = *name;
     if (auto n = reader.attribute(thread, "_native_id"))
-        if (auto id = reader.integer(*n); id && *id > 0) out.byNativeId[*id] = *name;
+        if (auto id = reader.integer(*n); id && *id > 0)
+            out.byNativeId[*id] = {*name, ident ? static_cast<uint64_t>(*ident) : 0};
     return true;
 }
 

@@ -16,7 +16,15 @@ namespace pytstates {
 
 struct PythonThreadNames {
     std::map<uint64_t, std::string> byIdent;  // pthread_t -> Thread.name
-    std::map<int64_t, std::string> byNativeId;  // Thread._native_id (the LWP) -> Thread.name
+    // Thread._native_id (the LWP) -> Thread.name and its ident (0: none). The native id is the
+    // weaker key: 3.13+'s _MainThread takes its ident from the runtime's main thread but its
+    // native id from the thread that imported threading, which in an embedding program can be
+    // another one.
+    struct ByNativeId {
+        std::string name;
+        uint64_t ident = 0;
+    };
+    std::map<int64_t, ByNativeId> byNativeId;
     std::string note;  // why nothing was read (no threading module, an unreadable registry)
 };
 

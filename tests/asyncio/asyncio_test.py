@@ -18,6 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import scenario  # noqa: E402
+import pyenv  # noqa: E402
 from debugger_batch import core_json  # noqa: E402
 
 PROGRAM = os.path.join(HERE, "scenarios.py")
@@ -310,18 +311,13 @@ def gdb_oracle(core, facts, report, python, debug_dir=None):
 def unread(args):
     """A CPython whose asyncio structures are not read yet: the report says so in a note and lists
     no loop or task (nothing claimed)."""
-    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
-    versions = sorted(v for v in os.listdir(os.path.join(root, "versions")) if v.startswith(args.pyenv_version + "."))
-    expect(bool(versions), "pyenv has CPython %s" % args.pyenv_version)
-    if not versions:
-        sys.exit(1)
-    python = os.path.join(root, "versions", versions[-1], "bin", "python" + args.pyenv_version)
+    full, python = pyenv.require(args.pyenv_version)
     facts, core = scenario.take_core([python, PROGRAM, "stuck"])
     try:
         status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--json", "--core", core, "--exe", python])
-        expect(status == 0, "check --tasks on %s's core: status %d %s" % (versions[-1], status, err.strip()))
+        expect(status == 0, "check --tasks on %s's core: status %d %s" % (full, status, err.strip()))
         notes = [w for w in report.get("warnings", []) if w.startswith("asyncio: ")] if status == 0 else []
-        expect(any("read on CPython 3.9 to 3.15" in n and versions[-1] in n for n in notes), "a note says %s is not read: %s" % (versions[-1], notes))
+        expect(any("read on CPython 3.9 to 3.15" in n and full in n for n in notes), "a note says %s is not read: %s" % (full, notes))
         expect(status == 0 and report["event_loops"] == [], "no loop or task is claimed: %s" % (report.get("event_loops") if status == 0 else None))
         status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--tasks", "--core", core, "--exe", python])
         expect("note: asyncio's structures are read on CPython 3.9 to 3.15" in text, "the text says so too")
@@ -350,13 +346,8 @@ def main():
     python = PYTHON
     if args.pyenv_version:
         # pyenv's CPython: no python-gdb script, so gdb's reading is _asyncio's DWARF only.
-        root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
-        versions = sorted(v for v in os.listdir(os.path.join(root, "versions")) if v.startswith(args.pyenv_version + "."))
-        expect(bool(versions), "pyenv has CPython %s" % args.pyenv_version)
-        if not versions:
-            sys.exit(1)
-        python = os.path.join(root, "versions", versions[-1], "bin", "python" + args.pyenv_version)
-        print("CPython %s from pyenv: %s" % (versions[-1], python))
+        full, python = pyenv.require(args.pyenv_version)
+        print("CPython %s from pyenv: %s" % (full, python))
     env = None
     extra = ["--no-dwarf"] if args.no_dwarf else []  # pytstates' options for this interpreter
     sysroot = []

@@ -23,6 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import debugger_batch  # noqa: E402
 import gdb_oracle  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 import sid_python  # noqa: E402
 
@@ -48,15 +49,8 @@ def python_for(version):
             print("a free-threaded CPython 3.13 cannot be built here: %s" % out.stderr.strip())
             return None
         return os.path.join(out.stdout.strip().splitlines()[-1], "bin", "python3.13t")
-    out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    root = out.stdout.strip()
-    versions = os.path.join(root, "versions") if root else ""
-    if versions and os.path.isdir(versions):
-        for name in sorted(os.listdir(versions)):
-            exe = os.path.join(versions, name, "bin", "python" + version)
-            if name.startswith(version + ".") and os.path.exists(exe):
-                return exe
-    return None
+    found = pyenv.python(version)
+    return found[1] if found else None
 
 
 def gdb_reading(python, target, lwps, debug_dir=None):

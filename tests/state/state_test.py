@@ -19,6 +19,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import debugger_batch  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -32,12 +33,7 @@ def python_for(version):
                              stdout=subprocess.PIPE, text=True)
         expect(out.returncode == 0, "no free-threaded CPython " + version)
         return os.path.join(out.stdout.strip(), "bin", "python" + version)
-    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    expect(root != "", "pyenv root names no directory")
-    for name in sorted(os.listdir(os.path.join(root, "versions"))):
-        if name.startswith(version + "."):
-            return os.path.join(root, "versions", name, "bin", "python" + version)
-    raise AssertionError("no pyenv CPython %s in %s" % (version, root))
+    return pyenv.require(version)[1]
 
 
 def build_host(version, workdir):
