@@ -310,12 +310,19 @@ private:
         }
         auto found = reading->found;
         if (!found) return b;
-        size_t valuesFrame = reading->rlock ? reading->rlockFrame : reading->lock ? reading->lockFrame : found->frame;
+        size_t valuesFrame = reading->rlock  ? reading->rlockFrame
+                             : reading->lock ? reading->lockFrame
+                             : reading->parkFrame ? *reading->parkFrame + 1
+                                                  : found->frame;
         bool rlock = reading->rlock;
+        // A plain Lock's acquire inlined out of the symbol tables' sight (Debian's 3.13: it and
+        // _PyMutex_LockTimed inside method_vectorcall_VARARGS_KEYWORDS) still parks on the lock's
+        // PyMutex: PyParkingLot_Park's address, read with DWARF, gives the lock.
+        bool lockByPark = !reading->lock && reading->parkFrame.has_value();
         // A plain _thread.lock records no owner, but its address (lock_PyThread_acquire_lock's
         // self) is what a holder's with-block is matched against (commands/python_waits).
         bool owned = found->wait.kind == WaitKind::Mutex || found->wait.kind == WaitKind::Rwlock ||
-                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && (rlock || (reading->lock && lockObjects_)));
+                     found->wait.kind == WaitKind::Join || (found->wait.kind == WaitKind::PythonLock && (rlock || ((reading->lock || lockByPark) && lockObjects_)));
         // The threads a hang is made of (an owner to find, the GIL's holder) or --native: again with
         // DWARF, for inlined calls, source lines and the wait function's parameters; the frame
         // indexes are then those of --native.
@@ -427,6 +434,7 @@ private:
         size_t lockFrame = 0;
         std::optional<size_t> caller;  // callerFrame() past the wait function
         bool parked = false;           // a Python lock's wait in the parking lot (parksInCpython)
+        std::optional<size_t> parkFrame;  // PyParkingLot_Park's frame, when parked
     };
     // kept: the list is one NativeStacks::firstFrames() keeps (at one address for the run), whose
     // reading is then found by that address, not by its pcs again.
@@ -459,6 +467,11 @@ private:
                 }
             r.caller = callerFrame(frames, r.found->frame + 1, cpythonModules_);
             r.parked = r.found->wait.kind == WaitKind::PythonLock && parksInCpython(frames[r.found->frame].function);
+            for (size_t i = r.found->frame; r.parked && i < frames.size(); ++i)
+                if (bareFunctionName(frames[i].function) == "PyParkingLot_Park") {
+                    r.parkFrame = i;
+                    break;
+                }
         }
         return readings_.emplace(std::move(key), std::move(r)).first->second;
     }
@@ -608,7 +621,7 @@ private:
         for (size_t i = index; i < frames.size(); ++i) {
             if (bareFunctionName(frames[i].function) == "PyParkingLot_Park" && !parked) parked = parameter(frames[i], {"addr"});
             if (!acquiresPlainLock(frames[i].function)) continue;
-            // 3.14+: the PyMutex it parks on is in the object. Its address (a direct call's argument)
+            // 3.13.1+: the PyMutex it parks on is in the object. Its address (a direct call's argument)
             // is trusted over self: 3.14 names self op and GCC keeps it nowhere, and 3.15's clinic
             // functions called through method_vectorcall_NOARGS's tail call give self an entry value
             // that is the caller's callable.

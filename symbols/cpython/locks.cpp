@@ -35,7 +35,11 @@ RLockLayout rlockLayout(const Target& target, const Runtime& runtime, bool useDw
 }
 
 std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runtime, bool useDwarf) {
-    if (runtime.layout.minor < 14) return std::nullopt;  // 3.13's lockobject holds a PyThread_type_lock (lock_lock)
+    // The PyMutex came in 3.14 and was backported to 3.13.1 (gh-117721); 3.13.0's lockobject
+    // holds a PyThread_type_lock (lock_lock), a pointer to a lock elsewhere.
+    if (runtime.layout.minor < 13) return std::nullopt;
+    bool micro13 = runtime.layout.minor == 13;
+    if (micro13 && runtime.versionHex && ((runtime.versionHex >> 8) & 0xff) < 1) return std::nullopt;
     const auto& modules = target.modules();
     if (useDwarf && runtime.moduleIndex < modules.size()) {
         const LoadedModule& mod = modules[runtime.moduleIndex];
@@ -43,9 +47,9 @@ std::optional<int64_t> lockMutexOffset(const Target& target, const Runtime& runt
             if (auto types = DwarfTypes::borrow(target.debugSession(useDwarf).dwarf(mod), mod.debugElf->path()))
                 if (auto offset = types->memberOffset("lockobject", "lock")) return *offset;
     }
-    // PyObject_HEAD then the PyMutex, in every GIL build from 3.14 on; a free-threaded head is
-    // longer, known from DWARF only.
-    if (runtime.layout.freeThreaded) return std::nullopt;
+    // PyObject_HEAD then the PyMutex, in every GIL build from 3.13.1 on (a 3.13 whose micro
+    // is unknown is not guessed); a free-threaded head is longer, known from DWARF only.
+    if (runtime.layout.freeThreaded || (micro13 && !runtime.versionHex)) return std::nullopt;
     return 16;
 }
 

@@ -18,7 +18,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import json_contract  # noqa: E402
 import scenario  # noqa: E402
-from debugger_batch import between, gdb, marked  # noqa: E402
+from debugger_batch import as_json, between, gdb, marked  # noqa: E402
+import pyenv  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,7 +90,7 @@ def gdb_ctypes_core():
         env = gdb_env(PYTSTATES_CORE="ctypes")
         _, out = run_gdb(ARGS.gdb_entry, [exe, core], binding_command() + marked("json", "py-tstates-check --json"), env)
         expect(binding_of(out) == "ctypes", "PYTSTATES_CORE=ctypes: the ctypes binding")
-        ours = json_contract.loads(between(out, "json"))
+        ours = as_json(between(out, "json"))
         status, cli, _ = scenario.run_pytstates(ARGS.pytstates, ["check", "--core", core, "--json"])
         expect(status == 1, "the CLI finds the seed's error")
         diff = differences(comparable(ours), comparable(cli))
@@ -120,7 +121,7 @@ def loader_pick():
         entry = os.path.join(tree, "share", "pytstates", "gdb", "pytstates.py")
         _, out = run_gdb(entry, [exe, core], binding_command() + marked("json", "py-tstates --json"), env)
         expect(binding_of(out) == "ctypes", "no module for gdb's Python: ctypes:\n" + out[-2000:])
-        ours = json_contract.loads(between(out, "json"))
+        ours = as_json(between(out, "json"))
         _, cli, _ = scenario.run_pytstates(ARGS.pytstates, ["tstates", "--core", core, "--json"])
         diff = differences(comparable(ours), comparable(cli))
         expect(not diff, "py-tstates through ctypes == the CLI's tstates: %s" % diff[:10])
@@ -154,7 +155,10 @@ print(json.dumps({"binding": core.binding, "built_for": core.built_for, "status"
 def pyenv_python(tag):
     """pyenv's python for an ABI tag (311, 313t), or None."""
     m = re.match(r"^3(\d+)(t?)$", tag)
-    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+    root = pyenv.root()
+    if root is None:
+        print("NOT RUN: pyenv is not installed here (its CPythons run the other modules)")
+        sys.exit(pyenv.NOT_RUN)
     for python in sorted(glob.glob(os.path.join(root, "versions", "3.%s.*" % m.group(1), "bin", "python3.%s%s" % (m.group(1), m.group(2))))):
         return python
     return None

@@ -152,10 +152,10 @@ def started_by_gdb(args):
 
 
 def locals_core(args):
-    """py-tstates --locals on a core of Debian's python3.11 (objects_program.py): the program's own
+    """py-tstates --locals on a core of the suite's python3 (objects_program.py): the program's own
     account of waiter's locals, the CLI's JSON for the same core, and CPython's own py-locals in
-    the same gdb (python3.11-dbg's libpython gdb script)."""
-    python = "/usr/bin/python3.11"
+    the same gdb (python3.X-dbg's libpython gdb script)."""
+    python = scenario.PYTHON
     facts, core = scenario.take_core([python, locals_facts.PROGRAM], "gcore")
     try:
         _, out = gdb(args.gdb_script, [python, core], marked("json", "py-tstates --locals --json") +
@@ -173,8 +173,8 @@ def locals_core(args):
 
 
 def locals_live(args):
-    """py-tstates --locals in gdb attached to a running python3.11: the program's own account."""
-    with scenario.running(["/usr/bin/python3.11", locals_facts.PROGRAM]) as (proc, facts):
+    """py-tstates --locals in gdb attached to a running python3: the program's own account."""
+    with scenario.running([scenario.PYTHON, locals_facts.PROGRAM]) as (proc, facts):
         _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates --locals --json"))
         ours = json_contract.loads(between(out, "json"), "py-tstates --locals --json")
         problems = locals_facts.json_problems(ours, facts)

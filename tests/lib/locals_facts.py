@@ -99,14 +99,14 @@ def gdb_problems(report, py_locals):
     return problems
 
 
-def gdb_py_locals_output(core, executable="/usr/bin/python3.11"):
-    """What gdb prints for py-locals of waiter, the Python frame above snooze (Debian's python3.11:
-    its libpython gdb script is auto-loaded from python3.11-dbg)."""
+def gdb_py_locals_output(core, executable):
+    """What gdb prints for py-locals of waiter, the Python frame above snooze (Debian's python3.X:
+    its libpython gdb script is auto-loaded from python3.X-dbg)."""
     out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex", "add-auto-load-safe-path /usr",
                           "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals", executable, core],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     return out.stdout.decode(errors="replace")
 
 
-def gdb_py_locals_of_core(core, executable="/usr/bin/python3.11"):
+def gdb_py_locals_of_core(core, executable):
     return gdb_py_locals(gdb_py_locals_output(core, executable))

@@ -99,9 +99,9 @@ def live(args):
 
 
 def locals_cases(args, kind):
-    """py-tstates --locals in lldb on a core of Debian's python3.11 (objects_program.py) and attached
+    """py-tstates --locals in lldb on a core of the suite's python3 (objects_program.py) and attached
     to it running: the program's own account of waiter's locals, and (core) the CLI's JSON."""
-    python = "/usr/bin/python3.11"
+    python = scenario.PYTHON
     if kind == "core":
         facts, core = scenario.take_core([python, locals_facts.PROGRAM], "gcore")
         try:

@@ -86,7 +86,7 @@ def check(args, argv, env, work):
         problems += ["%s text: %s" % (command, p) for p in locals_facts.text_problems(outputs[command, "text"], facts)]
     compared = ""
     if args.interpreter == "debian" and args.kind == "core":
-        said = locals_facts.gdb_py_locals_of_core(target[1])
+        said = locals_facts.gdb_py_locals_of_core(target[1], scenario.PYTHON)
         problems += locals_facts.gdb_problems(json_contract.loads(outputs["tstates", "json"]), said)
         compared = ", gdb's py-locals: %d locals" % len(said)
     print("%s %s: waiter's %d locals checked in tstates and check, JSON and text (4 runs in %.1f s)%s" % (

@@ -4,8 +4,8 @@
 
 Usage: objects_test.py --probe OBJECT_PROBE [--python314-dir D] [--python315-dir D] [--no-dwarf] INTERPRETER
   --no-dwarf: the layout from _Py_DebugOffsets and the built-in tables only (as without debug packages).
-  INTERPRETER: debian (/usr/bin/python3.11, also checked against gdb's py-locals from
-  python3.11-dbg's libpython gdb script), a pyenv version (3.8.18 ... 3.13.0, under `pyenv root`),
+  INTERPRETER: debian (the suite's python3, also checked against gdb's py-locals from
+  python3.X-dbg's libpython gdb script), a pyenv version (3.8.18 ... 3.13.0, under `pyenv root`),
   3.14 or 3.15 (Debian unstable's, scripts/debian-python), 3.13t (free-threaded,
   scripts/python-freethreaded).
 
@@ -42,7 +42,7 @@ def interpreter(name, args):
     env = dict(os.environ)
     env.pop("PYTHONHOME", None)
     if name == "debian":
-        return ["/usr/bin/python3.11"], env
+        return [scenario.PYTHON], env
     if name in ("3.13t", "3.14t"):  # free-threaded, built once from Debian's source (a cold cache: minutes)
         out = subprocess.run([os.path.join(SOURCE, "scripts", "python-freethreaded"), name[:-1]],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -75,7 +75,7 @@ def interpreter(name, args):
 
 def py_locals_from_gdb(core):
     """gdb's py-locals of waiter (name -> value) and all gdb printed."""
-    said = locals_facts.gdb_py_locals_output(core)
+    said = locals_facts.gdb_py_locals_output(core, scenario.PYTHON)
     return locals_facts.gdb_py_locals(said), said
 
 

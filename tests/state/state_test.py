@@ -322,19 +322,6 @@ def debuggers_case(args):
         print("%s: names %s; state %s" % (args.kind, names(ours), state(ours)))
     finally:
         scenario.cleanup(core)
-    # The hang at exit (3.8's host): the finalizing state, the GIL wait's words and the deadlock.
-    workdir = tempfile.mkdtemp(prefix="pytstates-state-")
-    try:
-        exe = build_host("3.8", workdir)
-        facts, core = scenario.take_core([exe], "gcore", workdir=workdir, after_ready=lambda p, f: time.sleep(1.0))
-        _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"], 1)
-        ours, text = debugger_report(args, exe, core)
-        check_exit_hang(ours, text, facts, exe)
-        expect(state(ours) == state(cli) and ours["findings"] == cli["findings"],
-               "%s and the CLI: the same state and findings on the hang at exit" % args.kind, ours)
-        print("%s: the hang at exit as the CLI tells it" % args.kind)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
     # Attached to the live named-threads program: Python's names and the kernel's, the text escaped.
     argv = [scenario.PYTHON, os.path.join(HERE, "named_threads.py")]
     with scenario.running(argv) as (proc, facts):
@@ -354,6 +341,23 @@ def debuggers_case(args):
         print("%s live: names agree with the program's" % args.kind)
 
 
+def debuggers_exit_hang_case(args):
+    """The hang at exit (3.8's host) in gdb's and lldb's py-tstates-check: the finalizing state,
+    the GIL wait's words and the deadlock, as the CLI tells them."""
+    workdir = tempfile.mkdtemp(prefix="pytstates-state-")
+    try:
+        exe = build_host("3.8", workdir)
+        facts, core = scenario.take_core([exe], "gcore", workdir=workdir, after_ready=lambda p, f: time.sleep(1.0))
+        _, cli, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core, "--json"], 1)
+        ours, text = debugger_report(args, exe, core)
+        check_exit_hang(ours, text, facts, exe)
+        expect(state(ours) == state(cli) and ours["findings"] == cli["findings"],
+               "%s and the CLI: the same state and findings on the hang at exit" % args.kind, ours)
+        print("%s: the hang at exit as the CLI tells it" % args.kind)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pytstates", required=True)
@@ -363,9 +367,10 @@ def main():
     p.add_argument("--plugin")
     p.add_argument("--no-dwarf", action="store_true", help="gc: pytstates --no-dwarf (the built-in table)")
     p.add_argument("--sid-dir", help="exit-hang-sid: scripts/debian-python 3.14's directory")
-    p.add_argument("case", choices=["names", "gc", "exit-hang", "exit-ends", "exit-hang-sid", "debuggers"])
+    p.add_argument("case", choices=["names", "gc", "exit-hang", "exit-ends", "exit-hang-sid", "debuggers", "debuggers-exit-hang"])
     args = p.parse_args()
-    {"names": names_case, "gc": gc_case, "exit-hang": exit_case, "exit-ends": exit_case, "exit-hang-sid": exit_sid_case, "debuggers": debuggers_case}[args.case](args)
+    {"names": names_case, "gc": gc_case, "exit-hang": exit_case, "exit-ends": exit_case, "exit-hang-sid": exit_sid_case, "debuggers": debuggers_case,
+     "debuggers-exit-hang": debuggers_exit_hang_case}[args.case](args)
 
 
 if __name__ == "__main__":
