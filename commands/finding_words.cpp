@@ -304,10 +304,8 @@ std::string taskWords(const std::string& name, uint64_t task) {
 }
 std::string frameWords(const std::optional<PyFrame>& frame) {
     if (!frame) return "";
-    std::string file = frame->file;
-    auto slash = file.rfind('/');
-    if (slash != std::string::npos) file = file.substr(slash + 1);
-    return " at " + frame->function + " (" + file + ":" + std::to_string(frame->line) + ")";
+    // The whole path, as the other frames findings name (where, holderWords).
+    return " at " + frame->function + " (" + frame->file + ":" + std::to_string(frame->line) + ")";
 }
 
 // A cycle of asyncio tasks: each awaits the next, or a lock the next holds (inside `async with`).

@@ -35,7 +35,7 @@ std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
 
 // Running first, then suspended, dead, not started; in the collector's order within each.
 void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*> greenlets, const std::string& indent,
-                        bool withThread = false) {
+                        size_t width, bool withThread = false) {
     auto rank = [](const GreenletInfo* g) {
         return g->state == "running" ? 0 : g->state == "suspended" ? 1 : g->state == "dead" ? 2 : 3;
     };
@@ -48,7 +48,7 @@ void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*
         if (g->state == "running") out << "  (its frames are the thread state's)";
         out << "\n";
         if (!g->note.empty()) out << indent << "    note: " << shown(g->note) << "\n";
-        renderFramesText(out, indent + "    ", g->frames, FrameLines::Numbered);
+        renderFramesText(out, indent + "    ", g->frames, FrameLines::Numbered, width);
     }
 }
 
@@ -72,7 +72,7 @@ void greenletJson(JsonWriter& w, const GreenletInfo& g, bool withLwp) {
 
 }  // namespace
 
-void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list) {
+void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list, size_t width) {
     std::set<int> lwps;
     for (const auto& t : scan.threads) lwps.insert(t.lwp);
     out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(baseName(scan.module)) << ", "
@@ -85,16 +85,16 @@ void renderGreenletModule(std::ostringstream& out, const Report& report, const G
     auto unowned = report.greenletsWithoutTstate(scan);
     if (unowned.empty()) return;
     out << "  under no thread state: " << greenletCounts(unowned) << "\n";
-    if (list) renderGreenletList(out, unowned, "    ", true);
+    if (list) renderGreenletList(out, unowned, "    ", width, true);
 }
 
-void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list) {
+void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list, size_t width) {
     std::vector<const GreenletInfo*> mine;
     for (const auto& g : scan.greenlets)
         if (g.lwp == lwp && g.interp == interp) mine.push_back(&g);
     if (mine.empty()) return;
     out << "        " << greenletCounts(mine) << (list ? "" : "  (--greenlets lists them)") << "\n";
-    if (list) renderGreenletList(out, mine, "          ");
+    if (list) renderGreenletList(out, mine, "          ", width);
 }
 
 // The runtime's greenlet module: what was read, how, and the greenlets under no thread state.

@@ -14,9 +14,10 @@
 namespace pytstates {
 
 // The runtime's greenlet module, and the greenlets under no thread state (each one when `list`).
-void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list);
+// width: the text's (commands/render_stacks: a frame's path cut to fit it).
+void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list, size_t width);
 // Under a thread state: its thread's greenlets counted, and each one when `list`.
-void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list);
+void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list, size_t width);
 
 void renderGreenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan);
 // tstates[].greenlets: the greenlets of the thread running the state, in its interpreter.

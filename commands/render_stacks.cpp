@@ -2,7 +2,7 @@
 #include "commands/render_stacks.h"
 
 #include "commands/text_encoding.h"
-#include "symbols/text/base_name.h"
+#include "commands/text_layout.h"
 #include "symbols/text/hex_address.h"
 
 namespace pytstates {
@@ -42,15 +42,22 @@ void localsJson(JsonWriter& w, const PyFrame& f) {
 
 }  // namespace
 
-std::string frameWhere(const PyFrame& f) { return shown(f.function) + "  " + shown(baseName(f.file)) + ":" + std::to_string(f.line); }
+std::string frameWhere(const std::string& before, const PyFrame& f, size_t width) {
+    return lineWithPath(before + shown(f.function) + "  ", shown(f.file), ":" + std::to_string(f.line), width);
+}
 
-void renderFramesText(std::ostringstream& out, const std::string& indent, const std::vector<PyFrame>& frames, FrameLines style) {
+std::string frameCall(const std::string& before, const PyFrame& f, const std::string& after, size_t width) {
+    return lineWithPath(before + shown(f.function) + " (", shown(f.file), ":" + std::to_string(f.line) + ")" + after, width);
+}
+
+void renderFramesText(std::ostringstream& out, const std::string& indent, const std::vector<PyFrame>& frames, FrameLines style,
+                      size_t width) {
     for (size_t i = 0; i < frames.size(); ++i) {
         const PyFrame& f = frames[i];
         if (style == FrameLines::Numbered)
-            out << indent << "#" << i << " " << shown(f.function) << " (" << shown(baseName(f.file)) << ":" << f.line << ")\n";
+            out << frameCall(indent + "#" + std::to_string(i) + " ", f, "", width) << "\n";
         else
-            out << indent << frameWhere(f) << "\n";
+            out << frameWhere(indent, f, width) << "\n";
         renderFrameLocals(out, indent + "    ", f);
     }
 }

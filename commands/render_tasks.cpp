@@ -34,7 +34,7 @@ std::string awaitWords(const StackWait& a, const std::map<uint64_t, const Asynci
 }
 
 void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uint64_t, const AsyncioTask*>& tasks,
-          const std::map<uint64_t, std::vector<uint64_t>>& children, const std::map<uint64_t, uint64_t>& holders) {
+          const std::map<uint64_t, std::vector<uint64_t>>& children, const std::map<uint64_t, uint64_t>& holders, size_t width) {
     std::set<uint64_t> shown;
     std::vector<uint64_t> path;
     std::function<void(uint64_t, const std::string&, bool)> visit = [&](uint64_t address, const std::string& indent, bool last) {
@@ -57,7 +57,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         }
         out << "\n";
         for (uint64_t lock : t.holds) out << below << "    holds asyncio lock " << hexAddress(lock) << " (inside `async with`)\n";
-        renderFramesText(out, below + "    ", t.frames, FrameLines::Tree);
+        renderFramesText(out, below + "    ", t.frames, FrameLines::Tree, width);
         if (path.size() >= kTreeDepth) return;
         path.push_back(address);
         auto c = children.find(address);
@@ -102,7 +102,7 @@ bool tasksStuck(const Report& report) {
     return false;
 }
 
-void renderTasksText(std::ostringstream& out, const Report& report) {
+void renderTasksText(std::ostringstream& out, const Report& report, size_t width) {
     if (!report.tasksRead) return;
     auto loops = eventLoopViews(report);
     size_t count = 0;
@@ -132,12 +132,12 @@ void renderTasksText(std::ostringstream& out, const Report& report) {
         if (loop.runningTask && tasks.count(loop.runningTask)) out << ", running " << label(*tasks[loop.runningTask]);
         else if (loop.lwp) out << ", no task running (it waits for I/O or a timer)";
         out << "\n";
-        tree(out, loop, tasks, children, holders);
+        tree(out, loop, tasks, children, holders, width);
     }
     out << "\n";
 }
 
-bool renderTaskHang(std::ostringstream& out, const Report& report, bool color) {
+bool renderTaskHang(std::ostringstream& out, const Report& report, bool color, size_t width) {
     bool any = false;
     for (const auto& f : report.findings) {
         if (!f.taskCycle.empty()) {
@@ -152,7 +152,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report, bool color) {
                 else out << "waits for asyncio " << s.waitsFor << " " << hexAddress(s.object) << " held by task " << names[s.heldByTask]
                          << hexAddress(s.heldByTask);
                 out << "\n";
-                if (s.at) out << "         at " << frameWhere(*s.at) << "\n";
+                if (s.at) out << frameWhere("         at ", *s.at, width) << "\n";
             }
             out << "  -> back to task '" << shown(f.taskCycle.front().name) << "'\n";
         } else if (f.code == FindingCode::EventLoopBlocked) {
@@ -161,7 +161,7 @@ bool renderTaskHang(std::ostringstream& out, const Report& report, bool color) {
                 << (f.readyCallbacks == 1 ? " waits" : "s wait") << "\n";
             out << "     LWP " << (f.lwp ? std::to_string(*f.lwp) : "?") << "  task '" << shown(f.taskName) << "' " << hexAddress(f.task)
                 << " is blocked in " << (f.function.empty() ? std::string("a blocking call") : shown(f.function) + "()") << "\n";
-            if (f.taskFrame) out << "         at " << frameWhere(*f.taskFrame) << "\n";
+            if (f.taskFrame) out << frameWhere("         at ", *f.taskFrame, width) << "\n";
         }
     }
     if (any) out << "\n";

@@ -10,10 +10,11 @@
 
 namespace pytstates {
 
-// "ASYNCIO ..." with one await tree per event loop; nothing when the tasks were not read.
-void renderTasksText(std::ostringstream& out, const Report& report);
+// "ASYNCIO ..." with one await tree per event loop; nothing when the tasks were not read. width:
+// the text's (commands/render_stacks: a frame's path cut to fit it).
+void renderTasksText(std::ostringstream& out, const Report& report, size_t width);
 // The HANG lines of a deadlock through tasks and of an event loop blocked by a task; true when any.
-bool renderTaskHang(std::ostringstream& out, const Report& report, bool color = false);
+bool renderTaskHang(std::ostringstream& out, const Report& report, bool color, size_t width);
 // True when a task is stuck (a finding about tasks): the tree is then shown above the thread list.
 bool tasksStuck(const Report& report);
 // Nothing: what --tasks could not read is in warnings[] ("asyncio: ..."), as the schema has it.

@@ -99,7 +99,7 @@ void renderNativeFrames(std::ostringstream& out, const std::vector<NativeFrame>&
     for (size_t i = 0; i < frames.size() && i < limit; ++i) {
         out << indent << nativeFrameLine(frames[i], i, width && width < 120) << "\n";
         for (const auto& p : frames[i].python)
-            out << indent << "      Python: " << shown(p.function) << " (" << shown(baseName(p.file)) << ":" << p.line << ")\n";
+            out << frameCall(indent + "      Python: ", p, "", width) << "\n";
     }
     if (frames.size() > limit) out << indent << "(" << frames.size() - limit << " more frames: --json has them all)\n";
     if (!end.empty()) out << indent << "(the stack ends here: " << shown(end) << ")\n";
@@ -159,14 +159,17 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
     out << "\n";
 }
 
-std::string waitAt(const NativeFrame& at, const std::optional<PyFrame>& py) {
-    std::string out;
-    if (py && !py->function.empty()) out = shown(py->function) + " (" + shown(baseName(py->file)) + ":" + std::to_string(py->line) + ")";
+// before + "at f (/srv/app.py:7), native g (file.c:9)" + after, on a line of width columns; empty
+// when neither frame is known.
+std::string waitAtLine(const std::string& before, const NativeFrame& at, const std::optional<PyFrame>& py, const std::string& after,
+                       size_t width) {
+    std::string native;
     if (!at.function.empty()) {
-        out += (out.empty() ? "" : ", native ") + shown(shortFunction(at.function));
-        if (!at.file.empty()) out += " (" + shown(baseName(at.file)) + ":" + std::to_string(at.line) + ")";
+        native = shown(shortFunction(at.function));
+        if (!at.file.empty()) native += " (" + shown(baseName(at.file)) + ":" + std::to_string(at.line) + ")";
     }
-    return out.empty() ? out : "at " + out;
+    if (py && !py->function.empty()) return frameCall(before + "at ", *py, (native.empty() ? "" : ", native " + native) + after, width);
+    return native.empty() ? std::string() : before + "at " + native + after;
 }
 
 // The hang first, as the crash: each cycle as a chain, one line per thread with where it waits;
@@ -193,13 +196,15 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                     << (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil ? "holds the GIL, " : "")
                     << waitWords(s.waitsFor, s.object, call) << pythonWaitWords(s.pythonKind, s.pythonObject, s.pythonName)
                     << heldByWords(s.waitsFor, s.heldBy) << "\n";
-                std::string at = waitAt(s.at, s.pythonAt);
-                if (!at.empty()) out << "         " << at << "\n";
+                std::string at = waitAtLine("         ", s.at, s.pythonAt, "", options.width);
+                if (!at.empty()) out << at << "\n";
                 // Where the holder holds it, when a with-block is the evidence.
                 if (s.holderEvidence == "with-block" && s.holderAt && s.heldBy)
-                    out << "         LWP " << *s.heldBy << " holds it" << (s.holderName.empty() ? "" : " as `" + s.holderName + "`")
-                        << " in a with-block: " << waitAt({}, s.holderAt).substr(3)
-                        << (s.holderWithLine > 0 ? ", `with` at line " + std::to_string(s.holderWithLine) : "") << "\n";
+                    out << frameCall("         LWP " + std::to_string(*s.heldBy) + " holds it" +
+                                         (s.holderName.empty() ? "" : " as `" + s.holderName + "`") + " in a with-block: ",
+                                     *s.holderAt, s.holderWithLine > 0 ? ", `with` at line " + std::to_string(s.holderWithLine) : "",
+                                     options.width)
+                        << "\n";
             }
             out << "  -> back to LWP " << f.cycle.front().lwp << "\n";
         } else if (info.subject == FindingSubject::Waiters && f.lwp && rows.count(*f.lwp)) {
@@ -214,16 +219,16 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 out << paint("HANG", Paint::Hang, options.color) << "  a stop of the world waits for a blocked thread\n";
             out << "     " << threadLabel(report, *f.lwp, options) << (gil ? "  holds the GIL and " : "  is attached and ")
                 << waitWords(b.kind, b.object, b.call) << heldByWords(b.kind, b.heldBy) << "\n";
-            std::string at = waitAt(b.at, b.pythonAt);
-            if (!at.empty()) out << "         " << at << "\n";
+            std::string at = waitAtLine("         ", b.at, b.pythonAt, "", options.width);
+            if (!at.empty()) out << at << "\n";
             for (int w : f.waiters) {
                 const BlockedOn* wb = rows.count(w) && rows[w]->blockedOn ? &*rows[w]->blockedOn : nullptr;
                 out << "  <- " << threadLabel(report, w, options) << "  "
                     << (gil ? "waits for the GIL" : waitWords(WaitKind::StopTheWorld, 0, wb ? wb->call : "") + ", waiting for it to detach")
                     << "\n";
                 if (wb) {
-                    std::string wat = waitAt(wb->at, wb->pythonAt);
-                    if (!wat.empty()) out << "         " << wat << "\n";
+                    std::string wat = waitAtLine("         ", wb->at, wb->pythonAt, "", options.width);
+                    if (!wat.empty()) out << wat << "\n";
                 }
             }
         }
@@ -367,7 +372,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             << (rt.layout.dwarfCached ? ", answered by pytstates' cache" : "") << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
-        if (greenlets) renderGreenletModule(out, report, *greenlets, options.greenlets);
+        if (greenlets) renderGreenletModule(out, report, *greenlets, options.greenlets, options.width);
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
             if (interp.gilDisabled) {
@@ -399,8 +404,8 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 if (!ts.note.empty()) out << "        note: " << shown(ts.note) << "\n";
                 if (!frames) continue;
                 if (ts.frames.empty()) out << "        (no Python frames)\n";
-                renderFramesText(out, "        ", ts.frames, FrameLines::Numbered);
-                if (greenlets && lwp) renderTstateGreenlets(out, *greenlets, *lwp, interp.address, options.greenlets);
+                renderFramesText(out, "        ", ts.frames, FrameLines::Numbered, options.width);
+                if (greenlets && lwp) renderTstateGreenlets(out, *greenlets, *lwp, interp.address, options.greenlets, options.width);
             }
         }
         out << "\n";
@@ -601,9 +606,9 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     bool killed = report.crash && !report.crash->signal.raisedByThread(report.target.pid);
     if (report.crash && !killed) renderCrash(out, report, options);
     renderHang(out, report, options);
-    renderTaskHang(out, report, options.color);
+    renderTaskHang(out, report, options.color, options.width);
     bool tasksFirst = tasksStuck(report);  // a stuck task: the await tree before the thread states
-    if (tasksFirst) renderTasksText(out, report);
+    if (tasksFirst) renderTasksText(out, report, options.width);
     if (killed) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
@@ -612,7 +617,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
         renderModuleLocals(out, report);
         renderNanobind(out, report, options);
     }
-    if (!tasksFirst) renderTasksText(out, report);
+    if (!tasksFirst) renderTasksText(out, report, options.width);
     renderThreads(out, report, options);
     if (report.nativeStacks) renderNativeStacks(out, report, options);
     if (options.command != Command::Check && !report.findings.empty()) {

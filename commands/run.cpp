@@ -184,7 +184,8 @@ std::string commandHelpText(Command command) {
                    "a gather); CPython 3.11 so far, other versions say so.\n"
                    "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
                    "str/bytes/int/float/bool/None, <type at 0x...> otherwise).\n"
-                   "--width N: the text wrapped to N columns (gdb: its `set width`; 0: unwrapped); --color always|never.\n"
+                   "--width N: the text wrapped to N columns (gdb: its `set width`; lldb: its term-width on a terminal; 0: unwrapped;\n"
+                   "a frame's file path is cut at the front only to fit); --color always|never.\n"
                    "The last line repeats the answer: a CRASH, a HANG, the findings.";
         case Command::Internals:
             return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
@@ -201,7 +202,7 @@ std::string commandHelpText(Command command) {
                    "--locals (each Python frame's arguments and locals),\n"
                    "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
                    "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it),\n"
-                   "--width N (gdb: its `set width`; 0: unwrapped), --color always|never.\n"
+                   "--width N (gdb: its `set width`; lldb: its term-width on a terminal; 0: unwrapped), --color always|never.\n"
                    "The last line repeats the answer: pytstates: CRASH SIGSEGV LWP n \xe2\x80\x94 stale-tstate (1 error); exit 1.";
     }
     return {};

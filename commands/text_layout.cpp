@@ -36,11 +36,15 @@ size_t indexAfterColumns(const std::string& s, size_t from, size_t columns) {
     return i;
 }
 
-void foldLine(const std::string& line, size_t width, std::string& out) {
+// A folded line's continuation indent: past the line's own, but leaving most of the width for text.
+size_t continuationIndent(const std::string& line, size_t width) {
     size_t lead = line.find_first_not_of(' ');
     if (lead == std::string::npos) lead = 0;
-    // The continuation's indent: past the line's own, but leaving most of the width for text.
-    std::string indent(std::min(lead + 4, width / 2), ' ');
+    return std::min(lead + 4, width / 2);
+}
+
+void foldLine(const std::string& line, size_t width, std::string& out) {
+    std::string indent(continuationIndent(line, width), ' ');
     std::string rest = line;
     std::string prefix;
     while (displayWidth(prefix + rest) > width) {
@@ -112,6 +116,37 @@ std::string foldLines(const std::string& text, size_t width) {
         start = end + 1;
     }
     return out;
+}
+
+std::string fitPath(const std::string& path, size_t room) {
+    if (!room || displayWidth(path) <= room) return path;
+    size_t name = path.rfind('/');
+    if (name == std::string::npos || name == 0) return path;  // a bare name, or one under /
+    static const std::string kCut = "\xe2\x80\xa6/";         // "…/": 2 columns
+    // From the file name outwards, a directory more each time while "…/" and the tail still fit.
+    size_t start = name + 1;
+    while (start > 1) {
+        size_t slash = path.rfind('/', start - 2);
+        if (slash == std::string::npos || slash == 0) break;  // the whole path fits no better
+        if (2 + displayWidth(path.substr(slash + 1)) > room) break;
+        start = slash + 1;
+    }
+    return kCut + path.substr(start);
+}
+
+std::string lineWithPath(const std::string& before, const std::string& path, const std::string& after, size_t width) {
+    if (!width) return before + path + after;
+    size_t used = displayWidth(before) + displayWidth(after);
+    size_t name = path.rfind('/');
+    size_t shortest = name == std::string::npos ? displayWidth(path) : 2 + displayWidth(path.substr(name + 1));
+    if (used + shortest <= width) return before + fitPath(path, width - used) + after;
+    // No cut makes the line fit: foldLines breaks it at the space before the path's word, which
+    // then opens a continuation line: the path fits that line's room, whole where it can.
+    size_t space = before.rfind(' ');
+    std::string opens = space == std::string::npos ? before : before.substr(space + 1);
+    std::string closes = after.substr(0, after.find(' '));
+    size_t taken = continuationIndent(before, width) + displayWidth(opens) + displayWidth(closes);
+    return before + fitPath(path, width > taken ? width - taken : 1) + after;
 }
 
 std::string paint(const std::string& word, Paint how, bool color) {

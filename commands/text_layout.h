@@ -19,6 +19,16 @@ std::string wrapText(const std::string& text, size_t width, const std::string& i
 // rest indented 4 past the line's own indent. Width 0: text as it is.
 std::string foldLines(const std::string& text, size_t width);
 
+// A file's path in at most `room` columns: whole when it fits or room is 0 (no terminal); else
+// "…/" and as many of its last components as fit, so that the file name and its nearest
+// directories stay. The file name is never cut: alone, it may be wider than the room.
+std::string fitPath(const std::string& path, size_t room);
+
+// before + path + after as one line of at most width columns where the path can be cut to make
+// it so (fitPath to the room before and after leave); where no cut can, the path fits the
+// continuation line foldLines will open with it; width 0: the path whole.
+std::string lineWithPath(const std::string& before, const std::string& path, const std::string& after, size_t width);
+
 enum class Paint { Crash, Hang, Error, Warning };
 
 // word in its colour when color is set (bold red, bold magenta, red, yellow), else word.

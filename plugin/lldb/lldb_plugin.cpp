@@ -7,7 +7,9 @@
 // Load: plugin load /path/to/libpytstates-lldb.so
 #include <elf.h>
 #include <lldb/API/LLDB.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -388,13 +390,22 @@ private:
     }
 };
 
+// The text's width: lldb's term-width where lldb writes to a terminal (its driver sets it from
+// the terminal's size, and on SIGWINCH); 0, unwrapped, where it does not (lldb -b into a pipe or
+// a log, whose term-width is lldb's default 80, no terminal's), as the CLI does.
+unsigned terminalWidth(lldb::SBDebugger debugger) {
+    FILE* out = debugger.GetOutputFileHandle();
+    return out && isatty(fileno(out)) ? debugger.GetTerminalWidth() : 0;
+}
+
 class PytstatesCommand : public GuardedCommand {
 public:
     PytstatesCommand(const char* command, const char* name) : GuardedCommand(name), command_(command) {}
 
 private:
     bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
-        std::vector<std::string> args;
+        // lldb's own columns first, as the CLI takes its terminal's; a --width typed comes later and wins.
+        std::vector<std::string> args{"--width", std::to_string(terminalWidth(debugger))};
         for (char** a = arguments; a && *a; ++a) args.emplace_back(*a);
         auto argv = pointersTo(args);
         Owned output, error;

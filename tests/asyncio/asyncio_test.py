@@ -160,7 +160,7 @@ def check_blocked(facts, report, status):
         call = sleep_call(facts)
         expect(f["lwp"] == lwp and f["task"] == h(facts["tasks"]["freezer"]) and f["function"] == call and f["severity"] == "warning",
                "event-loop-blocked names LWP %d, task freezer, %s: %s" % (lwp, call, json.dumps({k: f[k] for k in ("lwp", "task", "function")})))
-        expect("freezes (scenarios.py:%d)" % line_of("time.sleep(3600)") in f["message"], "its message names the frame: " + f["message"])
+        expect("freezes (%s:%d)" % (facts["file"], line_of("time.sleep(3600)")) in f["message"], "its message names the frame: " + f["message"])
 
 
 def check_twoloops(facts, report, status):
@@ -237,7 +237,7 @@ def check_locals(facts, report, text):
     # The text's await tree: the locals under the task's frame, as under a thread's.
     lines = text.splitlines()
     bare = [line.lstrip(" \u2502") for line in lines]  # without the tree's indent and branch lines
-    at = next((i for i, line in enumerate(bare) if line.startswith("child  scenarios.py:")), None)
+    at = next((i for i, line in enumerate(bare) if line.startswith("child  %s:" % facts["file"])), None)  # the whole path: no terminal
     below = [x.strip() for x in bare[at + 1:at + 6]] if at is not None else []
     expect("Arguments:" in below and "name = 'child-a'" in below,
            "the text shows child's arguments under its frame in the await tree: %s" % below)

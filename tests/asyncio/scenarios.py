@@ -19,7 +19,8 @@ import sys
 import threading
 import time
 
-FACTS = {"tasks": {}, "loops": [], "python": list(sys.version_info[:2])}
+# file: the path this program's frames name (its code objects' co_filename), which the text shows whole.
+FACTS = {"tasks": {}, "loops": [], "python": list(sys.version_info[:2]), "file": sys._getframe().f_code.co_filename}
 
 
 def announce():

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A thread that crashes (SIGSEGV) in a C call made from Python: ctypes.string_at(0) reads address
-0. Prints FACTS (its LWP, and the line of the crashing call in `crasher`) and READY first."""
+0. Prints FACTS (its LWP, the line of the crashing call in `crasher`, the files of `crasher` and of
+ctypes.string_at as their code objects name them) and READY first."""
 import ctypes
 import json
 import sys
@@ -10,8 +11,9 @@ import threading
 def crasher(depth):
     if depth:
         return crasher(depth - 1)
+    files = {"file": sys._getframe().f_code.co_filename, "ctypes_file": ctypes.string_at.__code__.co_filename}
     line = sys._getframe().f_lineno + 3
-    print("FACTS " + json.dumps({"lwp": threading.get_native_id(), "line": line}), flush=True)
+    print("FACTS " + json.dumps(dict(files, lwp=threading.get_native_id(), line=line)), flush=True)
     print("READY", flush=True)
     ctypes.string_at(0)
 

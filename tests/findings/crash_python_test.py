@@ -44,8 +44,12 @@ def main():
         expect(theirs and merged == theirs[:len(merged)], "gdb's py-bt: %s; ours %s\n%s" % (theirs, merged, said[-2000:]))
         status, text, _ = scenario.run_pytstates(args.pytstates, ["check", "--core", core], expect_status=1)
         section = text[text.index("CRASH"):text.index("FINDINGS") if "FINDINGS" in text else text.index("No findings")]
-        expect("Python: string_at (" in section and "Python: crasher (crash_python_program.py:%d)" % facts["line"] in section,
-               "the CRASH section names the Python function and line:\n" + section)
+        files = [(p["function"], p["file"]) for f in crash["frames"] for p in f.get("python", [])][:2]
+        expect(files == [("string_at", facts["ctypes_file"]), ("crasher", facts["file"])],
+               "the JSON's frames name the files whole, as their code objects do: %s" % files)
+        # No terminal (a pipe, no --width): the files by their whole paths, as py-bt shows them.
+        expect("Python: string_at (%s:" % facts["ctypes_file"] in section and "Python: crasher (%s:%d)" % (facts["file"], facts["line"]) in section,
+               "the CRASH section names the Python function, its file whole and the line:\n" + section)
         print("CRASH of LWP %d: Python frames %s; gdb's py-bt %s" % (facts["lwp"], merged, theirs[:len(merged)]))
     finally:
         scenario.cleanup(core)

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import json_contract  # noqa: E402
 import findings_cases  # noqa: E402
 import locals_facts  # noqa: E402
+import long_paths  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import between, gdb, marked  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -105,6 +106,23 @@ def live_attach(args):
         stale = [(f["lwp"], f["tstate"]) for f in ours["findings"] if f["code"] == "stale-tstate"]
         expect(stale == [(facts["worker_lwp"], facts["deleted_tstate"])], "the stale pointer, live", ours)
         expect(scenario.still_answers(proc), "the process runs on after gdb detached")
+
+
+def terminal_width(args):
+    """The text as wide as gdb's (its width, which gdb takes from the terminal), as the CLI's is:
+    gdb on a 72-column terminal fits every line of py-tstates to it, a deep file's path cut at the
+    front; gdb -batch into a pipe (width unlimited) and a typed --width 0 leave it whole."""
+    with long_paths.deep_program() as (proc, facts):
+        pid = str(proc.pid)
+        _, piped = gdb(args.gdb_script, ["-p", pid], marked("text", "py-tstates"))
+        argv = ["gdb", "-q", "-nx", "-iex", "set pagination off", "-iex", "set confirm off", "-ex", "source " + args.gdb_script]
+        for c in marked("text", "py-tstates") + marked("typed", "py-tstates --width 0") + ["detach", "quit"]:
+            argv += ["-ex", c]
+        on_tty = long_paths.on_terminal(argv + ["-p", pid], 72)
+        expect(proc.poll() is None, "the program runs on after gdb detached")
+    print("gdb -batch | cat: " + long_paths.check_frame(between(piped, "text"), facts, None, "gdb -batch into a pipe").strip())
+    print("gdb on 72 columns: " + long_paths.check_frame(between(on_tty, "text"), facts, 72, "gdb on a 72-column terminal").strip())
+    long_paths.check_frame(between(on_tty, "typed"), facts, None, "gdb on a terminal, --width 0 typed")
 
 
 def through_gdbserver(args):
@@ -216,10 +234,11 @@ def main():
     p.add_argument("--scenarios", required=True)
     p.add_argument("--build-dir")
     p.add_argument("case", choices=["seed-core", "crash-cores", "live-attach", "started-by-gdb", "errors", "installed", "gdbserver",
-                                    "locals-core", "locals-live"])
+                                    "locals-core", "locals-live", "terminal-width"])
     args = p.parse_args()
     {"seed-core": seed_core, "crash-cores": crash_cores, "live-attach": live_attach, "started-by-gdb": started_by_gdb, "errors": errors,
-     "installed": installed, "gdbserver": through_gdbserver, "locals-core": locals_core, "locals-live": locals_live}[args.case](args)
+     "installed": installed, "gdbserver": through_gdbserver, "locals-core": locals_core, "locals-live": locals_live,
+     "terminal-width": terminal_width}[args.case](args)
     print("PASS gdb " + args.case)
 
 

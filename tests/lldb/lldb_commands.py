@@ -10,6 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import findings_cases  # noqa: E402
 import locals_facts  # noqa: E402
+import long_paths  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import as_json, lldb, sections  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -128,6 +129,25 @@ def locals_cases(args, kind):
     expect(not problems, "py-tstates --locals (%s): %s" % (kind, "; ".join(problems)))
 
 
+def terminal_width(args):
+    """The text as wide as lldb's terminal (its term-width, which lldb's driver sets from the
+    terminal's size), as the CLI's is: on a 72-column terminal every line of py-tstates fits and a
+    deep file's path is cut at the front; lldb -b into a pipe (term-width 80, lldb's default, no
+    terminal's) and a typed --width 0 leave it whole."""
+    with long_paths.deep_program() as (proc, facts):
+        pid = str(proc.pid)
+        _, lines = lldb(args.plugin, ["-p", pid], ["py-tstates"])
+        piped = sections(lines)
+        text = long_paths.on_terminal([scenario.LLDB, "-b", "-o", "plugin load " + args.plugin, "-o", "py-tstates --width 0",
+                                       "-o", "py-tstates", "-p", pid], 72)
+        on_tty = sections(text.splitlines())
+        expect(proc.poll() is None, "the program runs on after lldb detached")
+    expect("py-tstates" in piped and "py-tstates" in on_tty and "py-tstates --width 0" in on_tty, "lldb ran py-tstates:\n" + text)
+    print("lldb -b | cat: " + long_paths.check_frame(piped["py-tstates"], facts, None, "lldb -b into a pipe").strip())
+    print("lldb on 72 columns: " + long_paths.check_frame(on_tty["py-tstates"], facts, 72, "lldb on a 72-column terminal").strip())
+    long_paths.check_frame(on_tty["py-tstates --width 0"], facts, None, "lldb on a terminal, --width 0 typed")
+
+
 def errors(args):
     code, lines = lldb(args.plugin, [], ["help py-tstates", "py-tstates"])
     out = sections(lines)
@@ -149,7 +169,8 @@ def main():
     p.add_argument("--pytstates", required=True)
     p.add_argument("--plugin", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["seed-core", "seed-crash-core", "first-repro-crash-core", "live", "errors", "locals-core", "locals-live"])
+    p.add_argument("case", choices=["seed-core", "seed-crash-core", "first-repro-crash-core", "live", "errors", "locals-core", "locals-live",
+                                    "terminal-width"])
     args = p.parse_args()
     if args.case == "seed-core":
         seed_core(args, "gcore")
@@ -161,6 +182,8 @@ def main():
         live(args)
     elif args.case in ("locals-core", "locals-live"):
         locals_cases(args, args.case.split("-")[1])
+    elif args.case == "terminal-width":
+        terminal_width(args)
     else:
         errors(args)
     print("PASS lldb " + args.case)

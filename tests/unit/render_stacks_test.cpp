@@ -27,22 +27,36 @@ TEST(RenderStacks, GreenletAndTaskShareFramesAndLocals) {
     AsyncioTask t;
     t.frames = twoFrames();
     std::ostringstream numbered, tree;
-    renderFramesText(numbered, "  ", g.frames, FrameLines::Numbered);
-    renderFramesText(tree, "  ", t.frames, FrameLines::Tree);
+    renderFramesText(numbered, "  ", g.frames, FrameLines::Numbered, 0);
+    renderFramesText(tree, "  ", t.frames, FrameLines::Tree, 0);
     EXPECT_EQ(numbered.str(),
-              "  #0 wait (locks.py:212)\n"
+              "  #0 wait (/usr/lib/python3.11/asyncio/locks.py:212)\n"
               "      Arguments:\n"
               "        self = <Event at 0x7f00>\n"
               "      Locals:\n"
               "        fut = 3\n"
-              "  #1 main (app.py:9)\n");
+              "  #1 main (/srv/app.py:9)\n");
     EXPECT_EQ(tree.str(),
-              "  wait  locks.py:212\n"
+              "  wait  /usr/lib/python3.11/asyncio/locks.py:212\n"
               "      Arguments:\n"
               "        self = <Event at 0x7f00>\n"
               "      Locals:\n"
               "        fut = 3\n"
-              "  main  app.py:9\n");
+              "  main  /srv/app.py:9\n");
+}
+
+// A narrow terminal: a path cut at the front to fit the line, the file name and its nearest
+// directories kept; a path that fits, whole.
+TEST(RenderStacks, PathsCutToTheWidth) {
+    std::ostringstream numbered, tree;
+    renderFramesText(numbered, "  ", twoFrames(), FrameLines::Numbered, 40);
+    renderFramesText(tree, "  ", twoFrames(), FrameLines::Tree, 41);
+    EXPECT_EQ(numbered.str().substr(0, numbered.str().find('\n') + 1), "  #0 wait (\xe2\x80\xa6/asyncio/locks.py:212)\n");
+    EXPECT_NE(numbered.str().find("  #1 main (/srv/app.py:9)\n"), std::string::npos);
+    EXPECT_EQ(tree.str().substr(0, tree.str().find('\n') + 1), "  wait  \xe2\x80\xa6/python3.11/asyncio/locks.py:212\n");
+    PyFrame f{0x1000, "wait", "/usr/lib/python3.11/asyncio/locks.py", 212};
+    EXPECT_EQ(frameCall("at ", f, ", native sem_wait", 0), "at wait (/usr/lib/python3.11/asyncio/locks.py:212), native sem_wait");
+    EXPECT_EQ(frameCall("at ", f, ", native sem_wait", 48), "at wait (\xe2\x80\xa6/locks.py:212), native sem_wait");
 }
 
 TEST(RenderStacks, FramesJsonCarryLocalsOnlyWhereRead) {

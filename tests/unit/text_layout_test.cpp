@@ -44,6 +44,43 @@ TEST(TextLayout, WrapWithoutWidthIsOneLine) {
     while (std::getline(lines, l)) EXPECT_LE(l.size(), 40u);
 }
 
+// A Python file's path: whole unless the line has no room, then its tail after "…/", as many
+// directories as fit; never the file name cut.
+TEST(TextLayout, PathsKeepTheirTailAndTheFileName) {
+    const std::string path = "/usr/lib/python3.11/asyncio/locks.py";  // 36 columns
+    const std::string cut = "\xe2\x80\xa6/";
+    EXPECT_EQ(fitPath(path, 0), path);  // no terminal
+    EXPECT_EQ(fitPath(path, 36), path);
+    EXPECT_EQ(fitPath(path, 35), cut + "lib/python3.11/asyncio/locks.py");
+    EXPECT_EQ(fitPath(path, 30), cut + "python3.11/asyncio/locks.py");
+    EXPECT_EQ(fitPath(path, 18), cut + "asyncio/locks.py");
+    EXPECT_EQ(fitPath(path, 17), cut + "locks.py");
+    EXPECT_EQ(fitPath(path, 3), cut + "locks.py");  // the name whole, wider than the room
+    EXPECT_EQ(fitPath("<frozen importlib._bootstrap>", 5), "<frozen importlib._bootstrap>");
+    EXPECT_EQ(fitPath("pkg/sub/mod.py", 10), cut + "mod.py");  // relative: the front cut too
+    EXPECT_EQ(displayWidth(fitPath(path, 30)), 29u);
+
+    std::string line = lineWithPath("    #0 wait (", path, ":212)", 40);
+    EXPECT_EQ(line, "    #0 wait (" + cut + "asyncio/locks.py:212)");
+    EXPECT_LE(displayWidth(line), 40u);
+    EXPECT_EQ(lineWithPath("    #0 wait (", path, ":212)", 0), "    #0 wait (" + path + ":212)");
+    EXPECT_EQ(lineWithPath("    #0 wait (", path, ":212)", 54), "    #0 wait (" + path + ":212)");  // it fits, just
+    EXPECT_EQ(lineWithPath("    #0 wait (", path, ":212)", 53), "    #0 wait (" + cut + "lib/python3.11/asyncio/locks.py:212)");
+    // No cut fits the line: folded at the path's word, the path whole on the continuation line
+    // (indented 4 past the line's own) where it fits there; cut to that line's room where not.
+    std::string before = "         LWP 24528 holds it as `first` in a with-block: take_with (";
+    std::string held = lineWithPath(before, path, ":24), `with` at line 22", 80);
+    EXPECT_EQ(held, before + path + ":24), `with` at line 22");
+    EXPECT_EQ(foldLines(held + "\n", 80), "         LWP 24528 holds it as `first` in a with-block: take_with\n"
+                                          "             (" + path + ":24), `with` at line 22\n");
+    std::string deep = "/srv/a_project_with_a_rather_long_name/src/a_package_with_a_long_name/sub/long_paths_program.py";
+    EXPECT_EQ(lineWithPath(before, deep, ":24), `with` at line 22", 80), before + cut + "src/a_package_with_a_long_name/sub/long_paths_program.py:24), `with` at line 22");
+    std::string folded = foldLines(lineWithPath(before, deep, ":24), `with` at line 22", 80) + "\n", 80);
+    EXPECT_EQ(folded, "         LWP 24528 holds it as `first` in a with-block: take_with\n"
+                      "             (" + cut + "src/a_package_with_a_long_name/sub/long_paths_program.py:24),\n"
+                      "             `with` at line 22\n");
+}
+
 TEST(Summary, CrashHangAndFindingsSetTheExitStatus) {
     Report report;
     RenderOptions check;

@@ -231,8 +231,22 @@ def _guarded(name, body, debugger, command, exe_ctx, result):
         result.SetError("%s: %s" % (name, e))
 
 
+def _terminal_width(debugger):
+    """lldb's term-width where lldb writes to a terminal (its driver sets it from the terminal's
+    size); 0, unwrapped, where it does not (lldb -b into a pipe keeps its default 80, no
+    terminal's), as the CLI does."""
+    try:
+        out = debugger.GetOutputFile().GetFile()
+        tty = out is not None and out.isatty()
+    except Exception:  # an lldb without SBFile, a closed file: no terminal known
+        tty = False
+    return debugger.GetTerminalWidth() if tty else 0
+
+
 def _run(command_name):
     def body(debugger, args, exe_ctx):
+        # lldb's own columns first; a --width typed comes later and wins.
+        args = ["--width", str(_terminal_width(debugger))] + args
         target, process = _selected(debugger, exe_ctx)
         if not process.IsValid() or process.GetNumThreads() == 0:
             raise _Failure("no process or core: attach to a process or load a core first (target create --core FILE)")
