@@ -14,9 +14,9 @@ Recording::Recording(const Target& target, HistoryLog::Limits limits, int frames
       log_(std::make_shared<HistoryLog>(limits)),
       start_(std::chrono::steady_clock::now()),
       frames_(frames) {
+    if (plan_.modules.empty()) throw NoCPythonYet("nothing to record: no CPython is loaded in the process yet");
     if (plan_.probes.empty()) {
-        std::string why = plan_.modules.empty() ? "no CPython is loaded in the process yet (stop it after libpython is loaded: break main, run)"
-                                                : "none of CPython's thread-state functions has a symbol";
+        std::string why = "none of CPython's thread-state functions has a symbol";
         for (const auto& c : plan_.cannot) why += "; " + c;
         throw std::runtime_error("nothing to record: " + why);
     }
@@ -108,6 +108,20 @@ bool parseShowCount(const std::string& text, size_t* last, std::string* error) {
     return false;
 }
 
+std::string armedText(bool running) {
+    return running ? "recording armed: no CPython is loaded in the process yet; its breakpoints are set when it is\n"
+                   : "recording armed for the next run: its breakpoints are set once the program has loaded CPython\n";
+}
+
+std::string recordStatusText(bool armed, size_t breakpoints, const HistoryLog* log) {
+    if (armed) return "recording armed (waiting for the program to start and load CPython)\n";
+    std::string counts = log ? std::to_string(log->hits()) + " breakpoint hits, " + std::to_string(log->recorded()) + " events recorded, " +
+                                   std::to_string(log->events().size()) + " kept, " + std::to_string(log->dropped()) + " dropped"
+                             : "";
+    if (breakpoints) return "recording on: " + std::to_string(breakpoints) + " breakpoints" + (log ? ", " + counts : "") + "\n";
+    return log ? "recording off: " + counts + " (the history stays: show, save)\n" : "recording off: nothing recorded\n";
+}
+
 std::string saveHistory(const HistoryLog& log, const std::string& path) {
     std::ofstream out(path);
     if (out) out << log.toJson();
@@ -126,10 +140,12 @@ std::string recordHelp() {
            "and where one is put to use (PyEval_AcquireThread, PyEval_RestoreThread, PyThreadState_Swap). Each hit keeps\n"
            "the thread state, the LWP, the key and the top N native frames (default 4). Kept: the last --per-tstate\n"
            "lifecycle events (default 16) and --uses uses (default 8) of at most --tstates thread states (default 4096).\n"
-           "Run it once libpython is loaded (break main, run). py-tstates-check then tells each stale, foreign or shared\n"
-           "thread state's history: who created, cached, deleted and last used it.\n"
-           "py-tstates-record off: remove the breakpoints (the history stays). show [N]: the last N events (all by\n"
-           "default). save FILE: the history as JSON, for `pytstates check --core CORE --history FILE`.";
+           "Typed before run (or before the program loads libpython) it arms: the breakpoints are set once CPython is\n"
+           "loaded. py-tstates-check then tells each stale, foreign or shared thread state's history: who created,\n"
+           "cached, deleted and last used it.\n"
+           "py-tstates-record off: remove the breakpoints, or disarm (the history stays). show [N]: the last N events\n"
+           "(all by default). save FILE: the history as JSON, for `pytstates check --core CORE --history FILE`.\n"
+           "py-tstates-record alone: whether recording is armed, on or off.";
 }
 
 }  // namespace pytstates

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "commands/history/history_log.h"
@@ -15,10 +16,15 @@
 
 namespace pytstates {
 
+// No CPython is loaded in the process yet: a recording armed before libpython is loaded waits.
+struct NoCPythonYet : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 class Recording {
 public:
-    // Throws std::runtime_error (one line) when the process holds no CPython to watch. frames:
-    // how many pcs a hit keeps (--frames).
+    // Throws NoCPythonYet when the process holds no CPython (yet), std::runtime_error (one line)
+    // when the one it holds cannot be watched. frames: how many pcs a hit keeps (--frames).
     Recording(const Target& target, HistoryLog::Limits limits, int frames = 4);
 
     const ProbePlan& plan() const { return plan_; }
@@ -41,6 +47,12 @@ private:
     std::chrono::steady_clock::time_point start_;
     int frames_;
 };
+
+// What `on` says when it arms: typed before the program runs, or before it loads CPython.
+std::string armedText(bool running);
+// What a bare `py-tstates-record` says: armed (waiting), on (the front end's breakpoints set), or
+// off; with the counts of the recording's log when there is one.
+std::string recordStatusText(bool armed, size_t breakpoints, const HistoryLog* log);
 
 // Parses `on` options (--per-tstate N, --uses N, --tstates N, --frames N); false and *error on a
 // bad one. frames: how many frames the front end reads per hit.

@@ -234,16 +234,26 @@ int pytstates_record_on(const char* const* args, size_t arg_count, const pytstat
     if (probes_json) *probes_json = nullptr;
     if (error) *error = nullptr;
     try {
-        if (!target) return failWith(error, "no target");
         HistoryLog::Limits limits;
         int perHit = 4;
         std::string why;
         if (!parseRecordOptions(argumentsOf(args, arg_count), &limits, &perHit, &why)) return failWith(error, why);
+        if (!target) {
+            setOut(text, armedText(false));
+            return 1;
+        }
         pytstates_target liveTarget = *target;
         liveTarget.live = 1;
         liveTarget.crash = nullptr;
         DebuggerTarget debugged(inputOf(liveTarget));
-        auto next = std::make_unique<Recording>(debugged, limits, perHit);
+        std::unique_ptr<Recording> next;
+        try {
+            next = std::make_unique<Recording>(debugged, limits, perHit);
+        } catch (const NoCPythonYet& e) {
+            setOut(text, armedText(true));
+            setOut(error, e.what());
+            return 1;
+        }
         nlohmann::json probes = nlohmann::json::array();
         for (const auto& p : next->plan().probes)
             probes.push_back({{"address", p.address}, {"event", lifecycleEventName(p.event)}, {"tstate_register", p.tstateRegister},
@@ -261,6 +271,19 @@ int pytstates_record_on(const char* const* args, size_t arg_count, const pytstat
         return failWith(error, e.what());
     } catch (...) {
         return failWith(error, "internal error");
+    }
+}
+
+const char* pytstates_record_hooks(void) {
+    try {
+        static const std::string names = [] {
+            std::string out;
+            for (const auto& name : lifecycleCreators()) out += (out.empty() ? "" : " ") + name;
+            return out;
+        }();
+        return names.c_str();
+    } catch (...) {
+        return "";
     }
 }
 
@@ -362,6 +385,15 @@ void pytstates_record_name(const pytstates_target* target) {
         DebuggerTarget debugged(inputOf(liveTarget, false));
         log->nameFrames(debugged);
     } catch (...) {
+    }
+}
+
+char* pytstates_record_status(int32_t armed, size_t breakpoints) {
+    try {
+        std::lock_guard<std::mutex> lock(recordingMutex);
+        return copyOut(recordStatusText(armed != 0, breakpoints, recording ? recording->log().get() : nullptr));
+    } catch (...) {
+        return copyOut("");
     }
 }
 

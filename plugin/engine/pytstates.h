@@ -78,9 +78,16 @@ PYTSTATES_API const char* pytstates_syscall_register(const char* machine);
 
 /* py-tstates-record (one recording per process). record_on plans the breakpoints: *probes_json is
  * [{"address": N, "event": S, "tstate_register": S, "key_register": S, "key_offset": N}, ...],
- * *frames the return addresses to keep per hit. Returns 0, or 2 with *error. */
+ * *frames the return addresses to keep per hit. Returns 0; 1 when there is nothing to plan yet
+ * (target NULL: no process; or no CPython loaded in it): the options are checked, *text says the
+ * recording is armed, and the front end calls again with the process as it loads modules; or 2
+ * with *error. */
 PYTSTATES_API int pytstates_record_on(const char* const* args, size_t arg_count, const pytstates_target* target, char** text,
                                       char** probes_json, int* frames, char** error);
+/* The functions an armed recording waits at, space-separated: a front end that does not see
+ * modules load (lldb) breaks at their entries by name, pending until a module defines one, and
+ * calls pytstates_record_on there; each CPython makes its first thread state through one. */
+PYTSTATES_API const char* pytstates_record_hooks(void);
 /* One breakpoint hit (the hot path): key < 0: none. */
 PYTSTATES_API void pytstates_record_hit(size_t probe, uint64_t tstate, int32_t lwp, int64_t key, const uint64_t* pcs, size_t pc_count);
 /* One breakpoint hit read through the debugger: what it keeps (the thread state's register, the
@@ -101,6 +108,9 @@ PYTSTATES_API void pytstates_record_stats(uint64_t out[4]);
 /* Names the recorded frames while the modules are still mapped (the process is about to exit). */
 PYTSTATES_API void pytstates_record_name(const pytstates_target* target);
 PYTSTATES_API char* pytstates_record_help(void);
+/* What a bare py-tstates-record says (one line): armed (the front end waits for CPython to load),
+ * on (breakpoints: how many the front end has set) or off, with the recording's counts. */
+PYTSTATES_API char* pytstates_record_status(int32_t armed, size_t breakpoints);
 PYTSTATES_API void pytstates_free(void* pointer);
 
 #ifdef __cplusplus

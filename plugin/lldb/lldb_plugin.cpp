@@ -256,8 +256,19 @@ struct Recorder {
     std::vector<lldb::break_id_t> breakpoints;
     lldb::SBTarget target;
     int frames = 4;
+    size_t probes = 0;
+    // The options of an `on` typed before the program ran (or before it loaded CPython): the hook
+    // breakpoint (kArmedHook) plans and sets the breakpoints once CPython is loaded.
+    std::optional<std::vector<std::string>> armed;
 };
 Recorder recorder;
+
+// The armed recording's hook: a breakpoint at the entry of each function that creates a thread
+// state (the library names them), by name, so that lldb resolves it in whatever module defines
+// one when it loads (at start, or at a dlopen); named so that it is found again in every target
+// (one made in lldb's dummy target is copied into each new target). lldb-14 cannot break in
+// ld.so, where _dl_debug_state would say each module load.
+constexpr const char* kArmedHook = "pytstates_record_armed";  // no "-": lldb refuses it in a name
 
 std::vector<std::unique_ptr<size_t>> batons;  // each probe's index, alive while their breakpoints are
 
@@ -315,6 +326,99 @@ bool onExit(void*, lldb::SBProcess& process, lldb::SBThread&, lldb::SBBreakpoint
     return false;
 }
 
+// A breakpoint per planned probe, and the _exit hook.
+void setProbes(lldb::SBTarget target, const std::string& probesJson, int frames) {
+    batons.clear();
+    recorder.active = true;
+    recorder.target = target;
+    recorder.frames = frames;
+    auto probes = nlohmann::json::parse(probesJson);
+    for (size_t i = 0; i < probes.size(); ++i) {
+        batons.push_back(std::make_unique<size_t>(i));
+        lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].at("address").get<uint64_t>());
+        bp.SetCallback(onProbe, batons.back().get());
+        recorder.breakpoints.push_back(bp.GetID());
+    }
+    recorder.probes = probes.size();
+    lldb::SBBreakpoint exitHook = target.BreakpointCreateByName("_exit");
+    exitHook.SetCallback(onExit, nullptr);
+    recorder.breakpoints.push_back(exitHook.GetID());
+}
+
+// What the armed hook says, outside any command: on lldb's own output.
+void say(lldb::SBDebugger debugger, const std::string& text) {
+    lldb::SBFile out = debugger.GetOutputFile();
+    if (!out.IsValid()) return;
+    size_t written = 0;
+    out.Write(reinterpret_cast<const uint8_t*>(text.data()), text.size(), &written);
+    out.Flush();
+}
+
+// Armed: CPython is about to make a thread state (its first, when the recording was armed before
+// it was loaded): the breakpoints are set as `on` sets them, before that one is returned, and the
+// hook is disabled.
+bool onArmedHook(void*, lldb::SBProcess& process, lldb::SBThread&, lldb::SBBreakpointLocation& location) {
+    if (!recorder.armed) return false;
+    lldb::SBTarget target = process.GetTarget();
+    try {
+        LldbTarget pyTarget(target, process, true, false);
+        auto argv = pointersTo(*recorder.armed);
+        Owned text, probesJson, error;
+        int frames = 4;
+        int status = pytstates_record_on(argv.data(), argv.size(), &pyTarget.input, &text.text, &probesJson.text, &frames, &error.text);
+        if (status == 1) return false;  // a module that defines the name but is no CPython
+        recorder.armed.reset();
+        location.GetBreakpoint().SetEnabled(false);
+        if (status != 0) {
+            say(target.GetDebugger(), "py-tstates-record: " + error.str() + "\n");
+            return false;
+        }
+        setProbes(target, probesJson.str(), frames);
+        say(target.GetDebugger(), text.str());
+    } catch (const std::exception& e) {
+        recorder.armed.reset();
+        say(target.GetDebugger(), std::string("py-tstates-record: ") + e.what() + "\n");
+    } catch (...) {
+        recorder.armed.reset();
+    }
+    return false;
+}
+
+// Arms: the hook breakpoint in target (lldb's dummy target when none is selected). Through the
+// command line for its -K false: lldb 19 may misplace a breakpoint after a prologue (see the
+// docs), and the SB API sets none without skipping it.
+void arm(lldb::SBDebugger debugger, lldb::SBTarget target, const std::vector<std::string>& args) {
+    std::string command = std::string("breakpoint set -K false -N ") + kArmedHook + (target.IsValid() ? "" : " -D");
+    std::string names = pytstates_record_hooks();
+    for (size_t start = 0; start < names.size();) {
+        size_t end = names.find(' ', start);
+        if (end == std::string::npos) end = names.size();
+        if (end > start) command += " -n " + names.substr(start, end - start);
+        start = end + 1;
+    }
+    lldb::SBCommandReturnObject ignored;
+    debugger.GetCommandInterpreter().HandleCommand(command.c_str(), ignored);
+    lldb::SBTarget where = target.IsValid() ? target : debugger.GetDummyTarget();
+    lldb::SBBreakpointList hooks(where);
+    if (where.FindBreakpointsByName(kArmedHook, hooks))
+        for (size_t i = 0; i < hooks.GetSize(); ++i) hooks.GetBreakpointAtIndex(i).SetCallback(onArmedHook, nullptr);
+    recorder.armed = args;
+}
+
+// Disarms, and removes the armed hooks wherever they were copied (the dummy target's go into each
+// new target; one that did its work stays, disabled, until now).
+void disarm(lldb::SBDebugger debugger) {
+    recorder.armed.reset();
+    auto drop = [](lldb::SBTarget t) {
+        if (!t.IsValid()) return;
+        lldb::SBBreakpointList hooks(t);
+        if (!t.FindBreakpointsByName(kArmedHook, hooks)) return;
+        for (size_t i = 0; i < hooks.GetSize(); ++i) t.BreakpointDelete(hooks.GetBreakpointAtIndex(i).GetID());
+    };
+    drop(debugger.GetDummyTarget());
+    for (uint32_t i = 0; i < debugger.GetNumTargets(); ++i) drop(debugger.GetTargetAtIndex(i));
+}
+
 class RecordCommand : public GuardedCommand {
 public:
     RecordCommand() : GuardedCommand("py-tstates-record") {}
@@ -324,50 +428,62 @@ private:
         if (recorder.target.IsValid())
             for (auto id : recorder.breakpoints) recorder.target.BreakpointDelete(id);
         recorder.breakpoints.clear();
+        recorder.probes = 0;
     }
 
     bool execute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
         std::vector<std::string> args;
         for (char** a = arguments; a && *a; ++a) args.emplace_back(*a);
-        if (args.empty() || (args[0] != "on" && args[0] != "off" && args[0] != "show" && args[0] != "save"))
+        if (args.empty()) {
+            Owned status;
+            status.text = pytstates_record_status(recorder.armed ? 1 : 0, recorder.probes);
+            result.Printf("%s", status.str().c_str());
+            result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+            return true;
+        }
+        if (args[0] != "on" && args[0] != "off" && args[0] != "show" && args[0] != "save")
             return fail(result, "expected on, off, show [N] or save FILE");
         std::string what = args[0];
         args.erase(args.begin());
         lldb::SBTarget target = debugger.GetSelectedTarget();
         lldb::SBProcess process = target.IsValid() ? target.GetProcess() : lldb::SBProcess();
         std::string plugin = process.IsValid() && process.GetPluginName() ? process.GetPluginName() : "";
-        bool live = process.IsValid() && process.GetNumThreads() > 0 && plugin.find("core") == std::string::npos &&
-                    process.GetState() != lldb::eStateExited;
+        bool core = process.IsValid() && plugin.find("core") != std::string::npos;
+        bool live = process.IsValid() && process.GetNumThreads() > 0 && !core && process.GetState() != lldb::eStateExited;
         if (what == "on") {
-            if (!live) return fail(result, "no running process: recording needs the program running under lldb (breakpoint set -n main -K false, run)");
+            if (core) return fail(result, "no running process: a core cannot be recorded (run the program under lldb: py-tstates-record on, run)");
             removeBreakpoints();
-            LldbTarget pyTarget(target, process, true);
+            disarm(debugger);
             auto argv = pointersTo(args);
             Owned text, probesJson, error;
             int frames = 4;
-            if (pytstates_record_on(argv.data(), argv.size(), &pyTarget.input, &text.text, &probesJson.text, &frames, &error.text) != 0)
-                return fail(result, error.str());
-            batons.clear();
-            recorder.active = true;
-            recorder.target = target;
-            recorder.frames = frames;
-            auto probes = nlohmann::json::parse(probesJson.str());
-            for (size_t i = 0; i < probes.size(); ++i) {
-                batons.push_back(std::make_unique<size_t>(i));
-                lldb::SBBreakpoint bp = target.BreakpointCreateByAddress(probes[i].at("address").get<uint64_t>());
-                bp.SetCallback(onProbe, batons.back().get());
-                recorder.breakpoints.push_back(bp.GetID());
+            int status;
+            if (live) {
+                LldbTarget pyTarget(target, process, true);
+                status = pytstates_record_on(argv.data(), argv.size(), &pyTarget.input, &text.text, &probesJson.text, &frames, &error.text);
+            } else {  // no process yet: the options checked, the recording armed for the next run
+                status = pytstates_record_on(argv.data(), argv.size(), nullptr, &text.text, &probesJson.text, &frames, &error.text);
             }
-            lldb::SBBreakpoint exitHook = target.BreakpointCreateByName("_exit");
-            exitHook.SetCallback(onExit, nullptr);
-            recorder.breakpoints.push_back(exitHook.GetID());
+            if (status == 2) return fail(result, error.str());
+            if (status == 1) {
+                arm(debugger, target, args);
+            } else {
+                setProbes(target, probesJson.str(), frames);
+            }
             result.Printf("%s", text.str().c_str());
+            result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+            return true;
+        }
+        if (what == "off" && recorder.armed) {
+            disarm(debugger);
+            result.Printf("recording disarmed\n");
             result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
             return true;
         }
         if (!recorder.active) return fail(result, "nothing recorded: py-tstates-record on first");
         if (what == "off") {
             removeBreakpoints();
+            disarm(debugger);
             uint64_t stats[4];
             pytstates_record_stats(stats);
             result.Printf("recording stopped: %llu breakpoint hits, %llu events recorded, %llu kept, %llu dropped\n",

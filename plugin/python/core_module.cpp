@@ -3,7 +3,9 @@
 // Python a debugger embeds (one build per CPython minor). The same functions, with the same
 // arguments, as _ctypes_core.py drives through ctypes where no build matches (pytstates/core.py):
 //   run(command, args, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs)
-//   record_on(args, read_memory, threads, auxv, executable, pid, local, sysroot, debug_dirs)
+//   record_on(args, read_memory, threads, auxv, executable, pid, local, sysroot, debug_dirs): status 1
+//     (armed) when read_memory is None (no process yet) or the process holds no CPython yet
+//   record_status(armed, breakpoints), record_hooks()
 //   record_output(what, argument, read_memory, threads, auxv, executable, pid, live, local, sysroot, debug_dirs)
 //   record_name(read_memory, auxv, executable, pid, local, sysroot, debug_dirs)
 // threads: (lwp, thread_pointer, registers[, syscall]); read_memory(address, length) -> bytes or
@@ -136,11 +138,14 @@ std::tuple<int, std::string, std::string, std::vector<ProbeRow>, int> recordOn(c
                                                                                const std::string& executable, int pid, bool local,
                                                                                const std::string& sysroot,
                                                                                const std::vector<std::string>& debugDirs) {
+    // read_memory None: no process yet (the recording is armed, status 1).
+    bool none = readMemory.is_none();
     Target t(std::move(readMemory), threads, auxv, executable, pid, true, local, {}, sysroot, std::nullopt, debugDirs);
     Arguments a(args);
     Owned text, probes, error;
     int frames = 0;
-    int status = pytstates_record_on(a.pointers.data(), a.pointers.size(), &t.target, &text.text, &probes.text, &frames, &error.text);
+    int status = pytstates_record_on(a.pointers.data(), a.pointers.size(), none ? nullptr : &t.target, &text.text, &probes.text, &frames,
+                                     &error.text);
     std::vector<ProbeRow> rows;
     if (status == 0) {
         py::object parsed = py::module_::import("json").attr("loads")(probes.str());
@@ -223,6 +228,12 @@ bool recordHitFrom(size_t probe, py::object readRegister, py::object readMemory,
     return pytstates_record_hit_from(probe, lwp, &readers) != 0;
 }
 
+std::string recordStatus(bool armed, size_t breakpoints) {
+    Owned text;
+    text.text = pytstates_record_status(armed, breakpoints);
+    return text.str();
+}
+
 std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> recordStats() {
     uint64_t out[4];
     pytstates_record_stats(out);
@@ -288,6 +299,9 @@ PYBIND11_MODULE(_pytstates_core, m) {
     m.def("record_hit", &recordHit, "One breakpoint hit");
     m.def("record_output", &recordOutput, "show [N] | save FILE");
     m.def("record_stats", &recordStats);
+    m.def("record_status", &recordStatus, "What a bare py-tstates-record says: armed, on (breakpoints) or off");
+    m.def("record_hooks", [] { return std::string(pytstates_record_hooks()); },
+          "The functions an armed recording waits at (by name), space-separated");
     m.def("record_name", &recordName);
     m.def("record_help", &recordHelp);
     m.def("register_names", &registerNames, "The registers of a machine (x86_64, aarch64) in DWARF order");

@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -175,6 +176,14 @@ FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t 
     }
     cs->free(insn, 1);
     cs->close(&handle);
+    return out;
+}
+
+std::vector<std::string> lifecycleCreators() {
+    std::vector<std::string> out;
+    for (const Spec& spec : kSpecs)
+        if (spec.event == LifecycleEvent::Created && std::find(out.begin(), out.end(), spec.function) == out.end())
+            out.push_back(spec.function);
     return out;
 }
 

@@ -39,6 +39,11 @@ struct ProbePlan {
 // Every CPython copy loaded in the target (a module defining _PyRuntime with a known version).
 ProbePlan planLifecycleProbes(const Target& target);
 
+// The functions that create a thread state, of every version: each CPython makes its first one
+// through one of them, so a debugger that cannot see modules load waits at their entries (by
+// name, pending until a module defines one) to plan there, before that first one is returned.
+std::vector<std::string> lifecycleCreators();
+
 // The exits of a function's code: its return instructions (x86_64: ret; aarch64: ret) and the
 // targets of its direct jumps out of it (tail calls), as offsets from its start.
 struct FunctionExits {

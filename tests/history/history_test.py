@@ -7,6 +7,7 @@ each one), and the seed's crash told with who created, cached and deleted its st
 import argparse
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -33,10 +34,10 @@ def between(text, tag):
     return out[tag]
 
 
-def session(argv, interrupt_at_ready):
+def session(argv, interrupt_at_ready, env=None):
     """Runs a debugger; the program's FACTS (and, when asked, a SIGINT to the program at READY so
     that the debugger stops it and runs the commands that follow). Returns (facts, output)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     out, facts = [], None
     deadline = time.monotonic() + TIMEOUT
     buf = b""
@@ -252,6 +253,12 @@ def migrate(args, debugger):
 
 def coroutine(args, debugger):
     facts, _, log, _ = recorded_run(args, debugger, [os.path.join(args.scenarios, "scenario_coroutine_host")])
+    coroutine_events(facts, log)
+
+
+def coroutine_events(facts, log):
+    """What scenario_coroutine_host says it did, in the history: its coroutines' thread states made
+    and switched to on the worker, the finished one deleted there, the worker's own deleted."""
     w, n = facts["worker_lwp"], facts["switches"]
     for name in ("suspended", "finished"):
         t = facts[name]
@@ -278,6 +285,166 @@ def subinterpreters(args, debugger):
         expect(len(made) == 1 and any(f["function"] == "Py_NewInterpreter" for f in made[0]["frames"]),
                "the sub-interpreter's thread state made in Py_NewInterpreter on LWP %d" % sub["lwp"], made)
         expect(events_of(log, sub["main_tstate"], "used", sub["lwp"]), "the main thread state used on its thread", log["events"])
+
+
+# --- armed before run ---------------------------------------------------------------------------
+# `py-tstates-record on` typed before `run`, as one types `break`: it arms; `off` disarms; once the
+# program has loaded CPython (linked: at start; dlopen'ed: at that dlopen) the breakpoints are set
+# and the history holds what the program says it did, from CPython's first thread state on.
+# Front ends: gdb with the pybind11 module (pytstates.gdb), gdb through ctypes
+# (share/pytstates/gdb/pytstates.py, PYTSTATES_CORE=ctypes), lldb's C++ plugin, lldb's Python front
+# end (share/pytstates/lldb/pytstates.py; an lldb whose Python works).
+
+ARMED = "recording armed for the next run: its breakpoints are set once the program has loaded CPython"
+STARTED = "recording thread-state events through "
+
+BEFORE_RUN = [("status-none", "py-tstates-record"), ("arm", "py-tstates-record on --frames 8"), ("disarm", "py-tstates-record off"),
+              ("status-off", "py-tstates-record"), ("rearm", "py-tstates-record on --frames 8"), ("status-armed", "py-tstates-record")]
+
+
+def armed_session(args, front, program):
+    """One run with the recording armed before it: {tag: output} of each command (BEFORE_RUN,
+    run, then at the stop at READY: status-on, check --json, the debugger's threads), the
+    program's facts and the saved history."""
+    work = tempfile.mkdtemp(prefix="pytstates-history-")
+    saved = os.path.join(work, "history.json")
+    after = [("status-on", "py-tstates-record"), ("check", "py-tstates-check --json"),
+             ("threads", "info threads" if front.startswith("gdb") else "thread list"), ("save", "py-tstates-record save " + saved)]
+    steps = BEFORE_RUN + [("run", "run")] + after
+    env = None
+    try:
+        if front.startswith("gdb"):
+            script = args.gdb_script if front == "gdb" else args.gdb_python_entry
+            cmds = ["set pagination off", "set confirm off"]
+            if front == "gdb-ctypes":
+                env = scenario.offline_env()
+                env["PYTSTATES_CORE"] = "ctypes"
+                cmds += debugger_batch.marked("binding", "python import pytstates.core as c; print('binding=' + c.core.binding)")
+            for tag, command in steps:
+                cmds += debugger_batch.marked(tag, command)
+            argv = ["gdb", "-q", "-batch", "-nx", "-ex", "source " + script]
+            for c in cmds + ["kill"]:
+                argv += ["-ex", c]
+            argv += ["--args"] + program
+        else:
+            loader = "plugin load " + args.plugin if front == "lldb" else "command script import " + args.lldb_python_entry
+            argv = [scenario.LLDB]
+            for c in [loader] + [command for _, command in steps] + ["kill", "quit"]:
+                argv += ["-o", c]
+            argv += ["--"] + program
+        facts, out = session(argv, interrupt_at_ready=True, env=env)
+        # (lldb-14's own broken script interpreter prints tracebacks of its own: NOISE)
+        expect(not any("Traceback" in l for l in out.splitlines() if not debugger_batch.NOISE.match(l)), "no Python traceback:\n" + out[-3000:])
+        if front.startswith("gdb"):
+            outputs = {tag: debugger_batch.between(out, tag) for tag, _ in steps}
+            if front == "gdb-ctypes":
+                expect("binding=ctypes" in debugger_batch.between(out, "binding"), "gdb drives the library through ctypes:\n" + out[-2000:])
+        else:
+            outputs = dict(zip([tag for tag, _ in steps], in_order(out, [command for _, command in steps])))
+        expect(os.path.exists(saved), "the history was saved:\n" + out[-3000:])
+        return facts, outputs, load(saved), out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def in_order(text, commands):
+    """lldb: the output of each command in turn (a command may come twice: not a dict by command)."""
+    got, current = [], None
+    for line in text.splitlines():
+        if debugger_batch.NOISE.match(line):
+            continue
+        if line.startswith("(lldb) "):
+            command = line[len("(lldb) "):]
+            if len(got) < len(commands) and command == commands[len(got)]:
+                got.append([])
+                current = got[-1]
+                continue
+            current = None
+        elif current is not None:
+            current.append(line)
+    expect(len(got) == len(commands), "lldb ran %d of the %d commands:\n%s" % (len(got), len(commands), text[-4000:]))
+    return ["\n".join(lines) for lines in got]
+
+
+def check_armed_lines(front, outputs):
+    """The lines the commands print before run and once the program runs."""
+    def line(tag):
+        return outputs[tag].strip()
+    expect(line("status-none") == "recording off: nothing recorded", "%s: before `on`: %r" % (front, line("status-none")))
+    expect(line("arm") == ARMED and line("rearm") == ARMED, "%s: `on` before run arms, in one line: %r" % (front, line("arm")))
+    expect(line("disarm") == "recording disarmed", "%s: `off` disarms: %r" % (front, line("disarm")))
+    expect(line("status-off") == "recording off: nothing recorded", "%s: disarmed: %r" % (front, line("status-off")))
+    expect(line("status-armed") == "recording armed (waiting for the program to start and load CPython)",
+           "%s: armed: %r" % (front, line("status-armed")))
+    started = [l for l in outputs["run"].splitlines() if l.startswith(STARTED)]
+    expect(len(started) == 1, "%s: the breakpoints set once, when the program loaded CPython:\n%s" % (front, outputs["run"][-3000:]))
+    expect(line("status-on").startswith("recording on: ") and " breakpoints, " in line("status-on"),
+           "%s: recording: %r" % (front, line("status-on")))
+    for tag in ("arm", "status-armed"):
+        print("%s before run: %s" % (front, line(tag)))
+    print("%s at start: %s" % (front, started[0][:160] + ("..." if len(started[0]) > 160 else "")))
+    print("%s at the stop: %s" % (front, line("status-on")))
+
+
+def debugger_lwps(front, text):
+    """The LWPs the debugger itself lists (gdb's `info threads`: "LWP N"; lldb's `thread list`: tid = N)."""
+    pattern = r"\(LWP (\d+)\)" if front.startswith("gdb") else r"tid = (\d+)"
+    return {int(n) for n in re.findall(pattern, text)}
+
+
+def first_tstate_made_at_start(front, log, main_lwp):
+    """CPython's first thread state, made in Py_Initialize* on the main thread: the recording was
+    in place before the program made any."""
+    first = min(log["events"], key=lambda e: e["seq"])
+    expect(first["event"] == "created" and first["lwp"] == main_lwp and
+           any(f["function"].startswith("Py_Initialize") or f["function"] == "main" for f in first["frames"]),
+           "%s: the first event is the main thread's first thread state, made in Py_Initialize" % front, first)
+    return first
+
+
+def report_tstates(report):
+    return {(t.get("lwp"), t.get("address")) for r in report["runtimes"] for i in r["interpreters"] for t in i["tstates"]}
+
+
+def armed(args, front):
+    # libpython linked: its breakpoints set at start.
+    facts, outputs, log, _ = armed_session(args, front, [os.path.join(args.scenarios, "scenario_coroutine_host")])
+    check_armed_lines(front, outputs)
+    coroutine_events(facts, log)
+    first_tstate_made_at_start(front, log, facts["pid"])
+    expect(facts["worker_lwp"] in debugger_lwps(front, outputs["threads"]), "%s lists the worker LWP %d" % (front, facts["worker_lwp"]),
+           outputs["threads"])
+    print("%s: coroutine host: %d events kept; the worker's coroutine thread states made and switched to %d times each, on LWP %d" % (
+        front, len(log["events"]), facts["switches"], facts["worker_lwp"]))
+    # libpython dlopen'ed by the program after it started: its breakpoints set at that dlopen.
+    program = [os.path.join(args.scenarios, "scenario_dlopen_tls_host"), linked_libpython(args)]
+    facts, outputs, log, _ = armed_session(args, front, program)
+    check_armed_lines(front, outputs)
+    expect(any(w.startswith(program[1] + " ") for w in log["watched"]), "%s: the dlopen'ed %s is watched" % (front, program[1]), log["watched"])
+    first = first_tstate_made_at_start(front, log, facts["main_lwp"])
+    expect(first["tstate"] == facts["main_tstate"], "%s: the main thread state the program names" % front, (first, facts))
+    holder, h = facts["holder_lwp"], facts["holder_tstate"]
+    made = events_of(log, h, "created", holder)
+    expect(len(made) == 1 and any(f["function"] == "holder" for f in made[0]["frames"]),
+           "%s: the holder's thread state made by holder() on LWP %d" % (front, holder), log["events"])
+    expect(events_of(log, h, "used", holder), "%s: and put to use there" % front, log["events"])
+    # gdb's (lldb's) own reading at the stop: the holder's thread, and its thread state as
+    # py-tstates-check reads it from the process.
+    expect({facts["main_lwp"], holder} <= debugger_lwps(front, outputs["threads"]), "%s lists the main and holder LWPs" % front,
+           outputs["threads"])
+    expect((holder, h) in report_tstates(as_json(outputs["check"])), "%s: py-tstates-check reads the holder's thread state" % front,
+           report_tstates(as_json(outputs["check"])))
+    print("%s: dlopen host: %d events; main %s made on LWP %d in Py_Initialize, holder %s made and used on LWP %d" % (
+        front, len(log["events"]), facts["main_tstate"], facts["main_lwp"], h, holder))
+
+
+def linked_libpython(args):
+    """The libpython the scenarios link (ldd of one of them): the one the dlopen host loads."""
+    out = subprocess.run(["ldd", os.path.join(args.scenarios, "scenario_coroutine_host")], stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    paths = [l.split("=>")[1].split("(")[0].strip() for l in out.splitlines() if "libpython" in l and "=>" in l]
+    expect(paths and os.path.exists(paths[0]), "the scenarios' libpython, from ldd:\n" + out)
+    return os.path.realpath(paths[0])
 
 
 # --- every CPython version ----------------------------------------------------------------------
@@ -408,14 +575,15 @@ def stripped(args, name, debugger="gdb"):
 # --- bad input ----------------------------------------------------------------------------------
 
 def errors(args):
-    _, out = debugger_batch.gdb(args.gdb_script, [], ["py-tstates-record on", "py-tstates-record show", "py-tstates-record bogus"],
-                                timeout=60)
-    expect("no running process" in out and "nothing recorded" in out and "expected on, off" in out and "Traceback" not in out,
-           "gdb: one line each\n" + out)
+    # No program at all: `on` arms (for a program loaded later), a bad option is refused as after run.
+    _, out = debugger_batch.gdb(args.gdb_script, [], ["py-tstates-record on", "py-tstates-record show", "py-tstates-record bogus",
+                                                      "py-tstates-record on --frames 0"], timeout=60)
+    expect(ARMED in out and "nothing recorded" in out and "expected on, off" in out and
+           "py-tstates-record: --frames needs a number" in out and "Traceback" not in out, "gdb: one line each\n" + out)
     out = ""
-    for command in ("py-tstates-record on", "py-tstates-record show"):  # lldb stops at a command's error
+    for command in ("py-tstates-record on", "py-tstates-record show", "py-tstates-record on --frames 0"):  # lldb stops at an error
         out += "\n".join(debugger_batch.lldb(args.plugin, [], [command], timeout=60)[1]) + "\n"
-    expect("no running process" in out and "nothing recorded" in out, "lldb: one line each\n" + out)
+    expect(ARMED in out and "nothing recorded" in out and "py-tstates-record: --frames needs a number" in out, "lldb: one line each\n" + out)
     work = tempfile.mkdtemp(prefix="pytstates-history-")
     try:
         bad = os.path.join(work, "bad.json")
@@ -434,14 +602,17 @@ def errors(args):
         exe = os.path.join(args.scenarios, "scenario_seed_host")
         none = os.path.join(work, "none.json")
         out = on_core_gdb(args, exe, core, ["py-tstates-check --history " + none, "py-tstates --history " + bad,
-                                            "py-tstates-check --history " + bad])
+                                            "py-tstates-check --history " + bad, "py-tstates-record on"])
+        on_core = "py-tstates-record: no running process: a core cannot be recorded"
         expect("py-tstates-check: cannot read the history file " + none in out and
                "py-tstates: --history is check's: tstates gives none" in out and
-               "not a history saved by py-tstates-record" in out and "Traceback" not in out, "gdb: one line each\n" + out)
+               "not a history saved by py-tstates-record" in out and on_core in out and "Traceback" not in out,
+               "gdb: one line each\n" + out)
         out = ""
-        for command in ("py-tstates-check --history " + none, "pybind-internals --history " + bad):  # lldb -b stops at an error
+        for command in ("py-tstates-check --history " + none, "pybind-internals --history " + bad,  # lldb -b stops at an error
+                        "py-tstates-record on"):
             out += on_core_lldb(args, exe, core, [command])
-        expect("cannot read the history file " + none in out and "--history is check's: internals gives none" in out,
+        expect("cannot read the history file " + none in out and "--history is check's: internals gives none" in out and on_core in out,
                "lldb: one line each\n" + out)
         # A history of another process: told, not joined.
         other = os.path.join(work, "other.json")
@@ -464,9 +635,12 @@ def main():
     p.add_argument("--source-dir", required=True)
     p.add_argument("--python314-dir", default="", help="where scripts/debian-python unpacks 3.14")
     p.add_argument("--python315-dir", default="", help="where scripts/debian-python unpacks 3.15")
+    p.add_argument("--gdb-python-entry", default="", help="share/pytstates/gdb/pytstates.py (gdb-ctypes.armed)")
+    p.add_argument("--lldb-python-entry", default="", help="share/pytstates/lldb/pytstates.py (lldb-python.armed)")
     p.add_argument("case")
     args = p.parse_args()
-    for name in ("pytstates", "gdb_script", "plugin", "scenarios", "source_dir", "python314_dir", "python315_dir"):
+    for name in ("pytstates", "gdb_script", "plugin", "scenarios", "source_dir", "python314_dir", "python315_dir", "gdb_python_entry",
+                 "lldb_python_entry"):
         if getattr(args, name):
             setattr(args, name, os.path.abspath(getattr(args, name)))
     cases = {"gdb.seed-crash": lambda: seed_crash(args, "gdb"), "lldb.seed-crash": lambda: seed_crash(args, "lldb"),
@@ -474,6 +648,8 @@ def main():
              "gdb.coroutine": lambda: coroutine(args, "gdb"), "lldb.coroutine": lambda: coroutine(args, "lldb"),
              "gdb.subinterpreters": lambda: subinterpreters(args, "gdb"), "lldb.subinterpreters": lambda: subinterpreters(args, "lldb"),
              "errors": lambda: errors(args)}
+    for front in ("gdb", "gdb-ctypes", "lldb", "lldb-python"):
+        cases[front + ".armed"] = (lambda f: lambda: armed(args, f))(front)
     if args.case.startswith("stripped-"):
         stripped(args, args.case[len("stripped-"):])
     elif args.case.startswith("version-"):

@@ -75,6 +75,9 @@ _lib.pytstates_record_stats.restype = None
 _lib.pytstates_record_name.argtypes = [ctypes.POINTER(_Target)]
 _lib.pytstates_record_name.restype = None
 _lib.pytstates_record_help.restype = ctypes.c_void_p
+_lib.pytstates_record_status.argtypes = [ctypes.c_int32, ctypes.c_size_t]
+_lib.pytstates_record_status.restype = ctypes.c_void_p
+_lib.pytstates_record_hooks.restype = ctypes.c_char_p
 _lib.pytstates_free.argtypes = [ctypes.c_void_p]
 _lib.pytstates_free.restype = None
 
@@ -178,13 +181,15 @@ def help(command):  # noqa: A001 (the pybind11 module's name)
 
 
 def record_on(args, read_memory, threads, auxv, executable, pid, local, sysroot, debug_dirs, machine=""):
-    """Plans the lifecycle breakpoints: (status, text, error, probes, frames)."""
-    built = _TargetBuilder(read_memory, threads, auxv, executable, pid, True, local, {}, sysroot, None, debug_dirs)
+    """Plans the lifecycle breakpoints: (status, text, error, probes, frames); status 1 (armed) when
+    read_memory is None (no process yet) or the process holds no CPython yet."""
+    built = None if read_memory is None else _TargetBuilder(read_memory, threads, auxv, executable, pid, True, local, {}, sysroot, None,
+                                                             debug_dirs)
     argv, argc = _strings(args)
     text, probes, error = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
     frames = ctypes.c_int(0)
-    status = _lib.pytstates_record_on(argv, argc, ctypes.byref(built.target), ctypes.byref(text), ctypes.byref(probes), ctypes.byref(frames),
-                                      ctypes.byref(error))
+    target = None if built is None else ctypes.byref(built.target)  # None: no process yet (armed, status 1)
+    status = _lib.pytstates_record_on(argv, argc, target, ctypes.byref(text), ctypes.byref(probes), ctypes.byref(frames), ctypes.byref(error))
     rows = []
     probes_text = _text(probes.value)
     if status == 0 and probes_text:
@@ -238,6 +243,14 @@ def record_stats():
     out = (ctypes.c_uint64 * 4)()
     _lib.pytstates_record_stats(out)
     return tuple(out)
+
+
+def record_status(armed, breakpoints):
+    return _text(_lib.pytstates_record_status(1 if armed else 0, breakpoints))
+
+
+def record_hooks():
+    return (_lib.pytstates_record_hooks() or b"").decode()
 
 
 def record_name(read_memory, auxv, executable, pid, local, sysroot, debug_dirs, machine=""):

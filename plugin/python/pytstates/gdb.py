@@ -266,13 +266,18 @@ class _ExitHook(gdb.Breakpoint):
 
 
 class _RecordCommand(gdb.Command):
-    """py-tstates-record on|off|show [N]|save FILE"""
+    """py-tstates-record [on|off|show [N]|save FILE]"""
 
     def __init__(self):
         if _core is not None:
             self.__doc__ = _core.record_help()
         super().__init__("py-tstates-record", gdb.COMMAND_RUNNING)
         self._probes = []
+        self._probe_count = 0
+        # The options of an `on` typed before the program ran (or before it loaded CPython): the
+        # breakpoints are planned and set from the first new objfile that finds CPython loaded.
+        self._armed = None
+        gdb.events.new_objfile.connect(self._on_new_objfile)
 
     def invoke(self, argument, from_tty):
         try:
@@ -288,27 +293,36 @@ class _RecordCommand(gdb.Command):
     def _invoke(self, args):
         if _core is None:
             self._fail(_IMPORT_ERROR)
-        if not args or args[0] not in ("on", "off", "show", "save"):
+        if not args:
+            gdb.write(_core.record_status(self._armed is not None, self._probe_count))
+            return
+        if args[0] not in ("on", "off", "show", "save"):
             self._fail("expected on, off, show [N] or save FILE")
         what, rest = args[0], args[1:]
         inferior = gdb.selected_inferior()
         if what == "on":
-            if inferior is None or not inferior.threads() or not _is_live(inferior):
-                self._fail("no running process: recording needs the program running under gdb (break main, run)")
+            if inferior is not None and inferior.threads() and not _is_live(inferior):
+                self._fail("no running process: a core cannot be recorded (run the program under gdb: py-tstates-record on, run)")
             self._remove()
-            threads, auxv, executable, pid, _, local, sysroot, debug_dirs, machine = _target_args(inferior)
-            status, text, error, probes, _frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot,
-                                                                   debug_dirs, machine)
-            if status != 0:
+            self._armed = None
+            if inferior is None or not inferior.threads():  # no process yet: armed for the next run
+                status, text, error, _, _ = _core.record_on(rest, None, [], {}, "", 0, False, "", [], "")
+            else:
+                threads, auxv, executable, pid, _, local, sysroot, debug_dirs, machine = _target_args(inferior)
+                status, text, error, probes, _frames = _core.record_on(rest, _read_memory, threads, auxv, executable, pid, local, sysroot,
+                                                                       debug_dirs, machine)
+            if status == 1:  # armed: no process, or no CPython in it yet
+                self._armed = list(rest)
+            elif status != 0:
                 self._fail(error)
-            for index, probe in enumerate(probes):
-                self._probes.append(_Probe(probe[0], index))
-            try:
-                self._probes.append(_ExitHook())
-            except gdb.error:  # no _exit yet: the frames are named at show, save or check instead
-                pass
+            else:
+                self._set(probes)
             gdb.write(text)
         elif what == "off":
+            if self._armed is not None:
+                self._armed = None
+                gdb.write("recording disarmed\n")
+                return
             self._remove()
             hits, recorded, kept, dropped = _core.record_stats()
             gdb.write("recording stopped: %d breakpoint hits, %d events recorded, %d kept, %d dropped\n" % (hits, recorded, kept, dropped))
@@ -331,11 +345,48 @@ class _RecordCommand(gdb.Command):
                 self._fail(error)
             gdb.write(text)
 
+    def _set(self, probes):
+        for index, probe in enumerate(probes):
+            self._probes.append(_Probe(probe[0], index))
+        self._probe_count = len(probes)
+        try:
+            self._probes.append(_ExitHook())
+        except gdb.error:  # no _exit yet: the frames are named at show, save or check instead
+            pass
+
+    def _on_new_objfile(self, event):
+        """Armed: each module the process loads (the executable and its libraries at start, a
+        dlopen later) may bring CPython; once it has, the breakpoints are set as `on` sets them.
+        No thread is switched to here (gdb is in the middle of a stop): the plan needs none."""
+        if self._armed is None:
+            return
+        try:
+            if getattr(event.new_objfile, "owner", None) is not None:
+                return  # a separate debug file: the module it describes was seen already
+            inferior = gdb.selected_inferior()
+            if inferior is None or not inferior.pid or not _is_live(inferior):
+                return  # `file`, a core: no process to plan in
+            executable = inferior.progspace.filename if inferior.progspace else ""
+            status, text, error, probes, _frames = _core.record_on(self._armed, _read_memory, [], _auxv(), executable or "", int(inferior.pid),
+                                                                   _is_local(inferior), _sysroot(), _debug_dirs(), _machine())
+            if status == 1:
+                return  # no CPython yet: the next module may bring it
+            self._armed = None
+            if status != 0:
+                gdb.write("py-tstates-record: %s\n" % error)
+                return
+            self._set(probes)
+            gdb.write(text)
+        except Exception as e:  # never a traceback in the middle of gdb's stop
+            self._armed = None
+            gdb.write("py-tstates-record: %s\n" % e)
+
     def _remove(self):
         for probe in self._probes:
             if probe.is_valid():
                 probe.delete()
         self._probes = []
+        self._probe_count = 0
 
 
 _PyTstatesCommand("py-tstates", "tstates")

@@ -12,6 +12,7 @@ command's result, never a traceback. Python >= 3.6 syntax only.
 """
 import os
 import struct
+import sys
 
 import lldb
 
@@ -276,11 +277,16 @@ def py_tstates_check(debugger, command, exe_ctx, result, internal_dict):
 
 # py-tstates-record: one breakpoint per probe the library plans; each hit reads the probe's
 # registers, a key and a few return addresses, hands them to the library and lets the program on.
-_recorder = {"breakpoints": [], "target": None, "probes": [], "frames": 4}
+# armed: the options of an `on` typed before the program ran (or before it loaded CPython); a
+# hook breakpoint (_ARMED_HOOK) at the entries of the functions that create a thread state, by
+# name (lldb resolves it in whatever module defines one when it loads), plans and sets the
+# breakpoints before CPython's first thread state is returned.
+_recorder = {"breakpoints": [], "target": None, "probes": [], "frames": 4, "armed": None}
+_ARMED_HOOK = "pytstates_record_armed"  # no "-": lldb refuses it in a breakpoint name
 # The module lldb imported (share/pytstates/lldb/pytstates.py): lldb finds commands and breakpoint
 # callbacks by a name in its session ("pytstates.probe_hit"), which this package's is not.
 _entry = {"module": __name__}
-ENTRY_POINTS = ("py_tstates", "pybind_internals", "py_tstates_check", "py_tstates_record", "probe_hit", "exit_hit")
+ENTRY_POINTS = ("py_tstates", "pybind_internals", "py_tstates_check", "py_tstates_record", "probe_hit", "exit_hit", "armed_hit")
 
 
 def _pcs(thread):
@@ -338,42 +344,129 @@ def _remove_breakpoints():
         for number in _recorder["breakpoints"]:
             target.BreakpointDelete(number)
     _recorder["breakpoints"] = []
+    _recorder["probes"] = []
+
+
+def _set_probes(target, probes, frames):
+    _recorder["target"] = target
+    _recorder["probes"] = probes
+    _recorder["frames"] = frames
+    module = _entry["module"]
+    for index, probe in enumerate(probes):
+        breakpoint = target.BreakpointCreateByAddress(probe[0])
+        extra = lldb.SBStructuredData()
+        extra.SetFromJSON('{"index": %d}' % index)
+        breakpoint.SetScriptCallbackFunction(module + ".probe_hit", extra)
+        breakpoint.SetAutoContinue(True)
+        _recorder["breakpoints"].append(breakpoint.GetID())
+    exit_hook = target.BreakpointCreateByName("_exit")
+    exit_hook.SetScriptCallbackFunction(module + ".exit_hit")
+    exit_hook.SetAutoContinue(True)
+    _recorder["breakpoints"].append(exit_hook.GetID())
+
+
+def _say(debugger, text):
+    """What the armed hook says, outside any command: on lldb's own output."""
+    try:
+        out = debugger.GetOutputFile()
+        out.Write(text.encode())
+        out.Flush()
+    except Exception:
+        sys.stdout.write(text)
+
+
+def armed_hit(frame, bp_loc, extra_args, internal_dict):
+    """The armed hook: CPython is about to make a thread state; once it is among the modules, the
+    breakpoints are set as `on` sets them (before that one is returned) and the hook is disabled."""
+    if _recorder["armed"] is None:
+        return False
+    process = frame.GetThread().GetProcess()
+    target = process.GetTarget()
+    try:
+        local = _is_local(target, True)
+        status, text, error, probes, frames = _core.record_on(_recorder["armed"], _reader(target, process), [],
+                                                              _auxv(target, process, True, local), _executable(target),
+                                                              process.GetProcessID(), local, "", _debug_dirs(target.GetDebugger()))
+        if status == 1:
+            return False  # a module that defines the name but is no CPython
+        _recorder["armed"] = None
+        bp_loc.GetBreakpoint().SetEnabled(False)
+        if status != 0:
+            _say(target.GetDebugger(), "py-tstates-record: %s\n" % error)
+            return False
+        _set_probes(target, probes, frames)
+        _say(target.GetDebugger(), text)
+    except Exception as e:  # never a traceback in the middle of lldb's stop
+        _recorder["armed"] = None
+        _say(target.GetDebugger(), "py-tstates-record: %s\n" % e)
+    return False
+
+
+def _arm(debugger, target, args):
+    """The hook in target (lldb's dummy target when none is selected: copied into each new one).
+    Through the command line for its -K false: lldb 19 may misplace a breakpoint after a prologue."""
+    names = " ".join("-n " + name for name in _core.record_hooks().split())
+    ignored = lldb.SBCommandReturnObject()  # ("no locations (pending)": not for the user)
+    debugger.GetCommandInterpreter().HandleCommand("breakpoint set -K false -N %s%s %s" % (_ARMED_HOOK, "" if target.IsValid() else " -D", names),
+                                                   ignored)
+    where = target if target.IsValid() else debugger.GetDummyTarget()
+    hooks = lldb.SBBreakpointList(where)
+    if where.FindBreakpointsByName(_ARMED_HOOK, hooks):
+        for i in range(hooks.GetSize()):
+            hook = hooks.GetBreakpointAtIndex(i)
+            hook.SetScriptCallbackFunction(_entry["module"] + ".armed_hit")
+            hook.SetAutoContinue(True)
+    _recorder["armed"] = list(args)
+
+
+def _disarm(debugger):
+    """Disarms, and removes the hooks wherever they were copied."""
+    _recorder["armed"] = None
+    targets = [debugger.GetDummyTarget()] + [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
+    for target in targets:
+        if not target.IsValid():
+            continue
+        hooks = lldb.SBBreakpointList(target)
+        if target.FindBreakpointsByName(_ARMED_HOOK, hooks):
+            for number in [hooks.GetBreakpointAtIndex(i).GetID() for i in range(hooks.GetSize())]:
+                target.BreakpointDelete(number)
 
 
 def _record(debugger, args, exe_ctx):
-    if not args or args[0] not in ("on", "off", "show", "save"):
+    if not args:
+        return _core.record_status(_recorder["armed"] is not None, len(_recorder["probes"]))
+    if args[0] not in ("on", "off", "show", "save"):
         raise _Failure("expected on, off, show [N] or save FILE")
     what, rest = args[0], args[1:]
     target, process = _selected(debugger, exe_ctx)
+    core = process.IsValid() and "core" in (process.GetPluginName() or "").lower()
     live = process.IsValid() and process.GetNumThreads() > 0 and _is_live(process)
     local = _is_local(target, live)
     if what == "on":
-        if not live:
-            raise _Failure("no running process: recording needs the program running under lldb (breakpoint set -n main, run)")
+        if core:
+            raise _Failure("no running process: a core cannot be recorded (run the program under lldb: py-tstates-record on, run)")
         _remove_breakpoints()
-        threads, _numbers, _crash = _threads(target, process, True, local)
-        status, text, error, probes, frames = _core.record_on(rest, _reader(target, process), threads, _auxv(target, process, True, local),
-                                                              _executable(target), process.GetProcessID(), local, "", _debug_dirs(debugger))
-        if status != 0:
+        _disarm(debugger)
+        if live:
+            threads, _numbers, _crash = _threads(target, process, True, local)
+            status, text, error, probes, frames = _core.record_on(rest, _reader(target, process), threads,
+                                                                  _auxv(target, process, True, local), _executable(target),
+                                                                  process.GetProcessID(), local, "", _debug_dirs(debugger))
+        else:  # no process yet: the options checked, the recording armed for the next run
+            status, text, error, probes, frames = _core.record_on(rest, None, [], {}, "", 0, False, "", [])
+        if status == 1:
+            _arm(debugger, target, rest)
+        elif status != 0:
             raise _Failure(error)
-        _recorder["target"] = target
-        _recorder["probes"] = probes
-        _recorder["frames"] = frames
-        module = _entry["module"]
-        for index, probe in enumerate(probes):
-            breakpoint = target.BreakpointCreateByAddress(probe[0])
-            extra = lldb.SBStructuredData()
-            extra.SetFromJSON('{"index": %d}' % index)
-            breakpoint.SetScriptCallbackFunction(module + ".probe_hit", extra)
-            breakpoint.SetAutoContinue(True)
-            _recorder["breakpoints"].append(breakpoint.GetID())
-        exit_hook = target.BreakpointCreateByName("_exit")
-        exit_hook.SetScriptCallbackFunction(module + ".exit_hit")
-        exit_hook.SetAutoContinue(True)
-        _recorder["breakpoints"].append(exit_hook.GetID())
+        else:
+            _set_probes(target, probes, frames)
         return text
     if what == "off":
+        if _recorder["armed"] is not None:
+            _disarm(debugger)
+            return "recording disarmed\n"
         _remove_breakpoints()
+        _disarm(debugger)
         hits, recorded, kept, dropped = _core.record_stats()
         return "recording stopped: %d breakpoint hits, %d events recorded, %d kept, %d dropped\n" % (hits, recorded, kept, dropped)
     if what == "save" and len(rest) != 1:
