@@ -172,7 +172,8 @@ def started_by_gdb(args):
 def locals_core(args):
     """py-tstates --locals on a core of the suite's python3 (objects_program.py): the program's own
     account of waiter's locals, the CLI's JSON for the same core, and CPython's own py-locals in
-    the same gdb (python3.X-dbg's libpython gdb script)."""
+    the same gdb (python3.X-dbg's libpython gdb script) or, where that cannot read the frame, gdb's
+    Python API through CPython's DWARF on the same core (locals_facts.gdb_waiter_locals)."""
     python = scenario.PYTHON
     facts, core = scenario.take_core([python, locals_facts.PROGRAM], "gcore")
     try:
@@ -180,12 +181,13 @@ def locals_core(args):
                      marked("text", "py-tstates --locals") + ["py-up", "py-up"] + marked("pylocals", "py-locals"))
         ours = json_contract.loads(between(out, "json"), "py-tstates --locals --json")
         problems = locals_facts.json_problems(ours, facts) + locals_facts.text_problems(between(out, "text"), facts)
-        said = locals_facts.gdb_py_locals(between(out, "pylocals"))
-        problems += locals_facts.gdb_problems(ours, said)
+        said, reading, text = locals_facts.gdb_waiter_locals(core, python, between(out, "pylocals"))
+        gdb_said = locals_facts.gdb_problems(ours, said, reading)
+        problems += gdb_said + (["what gdb printed: " + text[-1500:]] if gdb_said else [])
         status, cli, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json", "--locals"])
         expect(locals_facts.all_frames(ours) == locals_facts.all_frames(cli), "gdb and the CLI report the same frames and locals", ours)
         expect(not problems, "py-tstates --locals: " + "; ".join(problems))
-        print("waiter's %d locals as the program gives them; %d of py-locals' agree" % (len(facts["waiter_locals"]), len(said)))
+        print("waiter's %d locals as the program gives them; %s gave %d, its literals agree" % (len(facts["waiter_locals"]), reading, len(said)))
     finally:
         scenario.cleanup(core)
 

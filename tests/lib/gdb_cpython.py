@@ -20,37 +20,45 @@ def pointer(value):
     return int(value.cast(gdb.lookup_type("unsigned long")))
 
 
-def code_name(frame):
-    """A frame's co_name through f_executable: a PyObject* (3.13) or a tagged _PyStackRef
-    (3.14+); the name is a compact ASCII str."""
-    executable = frame["f_executable"]
-    fields = [f.name for f in executable.type.strip_typedefs().fields()] if executable.type.strip_typedefs().code == gdb.TYPE_CODE_STRUCT else []
-    raw = int(executable["bits"]) & ~3 if "bits" in fields else pointer(executable)
-    code = gdb.Value(raw).cast(gdb.lookup_type("PyCodeObject").pointer())
-    name = code["co_name"].cast(gdb.lookup_type("PyASCIIObject").pointer())
-    length = int(name["length"])
-    data = int(name.cast(gdb.lookup_type("unsigned long"))) + gdb.lookup_type("PyASCIIObject").sizeof
-    return bytes(gdb.selected_inferior().read_memory(data, length)).decode()
+def code_object(frame):
+    """A frame's PyCodeObject*: f_code before 3.13; f_executable after, a PyObject* (3.13) or a
+    tagged _PyStackRef (3.14+)."""
+    try:
+        return frame["f_code"]
+    except gdb.error:
+        pass
+    return gdb.Value(object_address(frame["f_executable"])).cast(gdb.lookup_type("PyCodeObject").pointer())
 
 
-def innermost_code(ts):
+def object_address(ref):
+    """The object a PyObject* or a _PyStackRef (3.14+: a union of tagged bits) points to."""
+    kind = ref.type.strip_typedefs()
+    if kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION) and "bits" in [f.name for f in kind.fields()]:
+        return int(ref["bits"]) & ~3
+    return pointer(ref)
+
+
+def python_frames(ts):
+    """A thread state's Python frames (_PyInterpreterFrame*), innermost first."""
     try:
         frame = ts["current_frame"]
     except gdb.error:
         frame = ts["cframe"]["current_frame"]
-    # Frames owned by C (entry frames, 3.12+) are not Python's: the innermost Python one.
-    while pointer(frame) and int(frame["owner"]) >= 3:
+    while pointer(frame):
+        # Frames owned by C (entry frames, 3.12+) are not Python's.
+        if int(frame["owner"]) < 3:
+            yield frame
         frame = frame["previous"]
-    if not pointer(frame):
-        return None
-    try:
-        code = frame["f_code"]
-    except gdb.error:
-        return code_name(frame)
-    return ascii_name(code)
+
+
+def innermost_code(ts):
+    for frame in python_frames(ts):
+        return ascii_name(code_object(frame))
+    return None
 
 
 def ascii_name(code):
+    """A code object's co_name: a compact ASCII str."""
     name = code["co_name"].cast(gdb.lookup_type("PyASCIIObject").pointer())
     length = int(name["length"])
     data = int(name.cast(gdb.lookup_type("unsigned long"))) + gdb.lookup_type("PyASCIIObject").sizeof
@@ -92,4 +100,5 @@ def main():
     keys()
 
 
-main()
+if __name__ == "__main__":  # sourced by gdb; imported by gdb_frame_locals.py for its walk
+    main()

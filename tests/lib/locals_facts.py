@@ -79,12 +79,14 @@ def gdb_py_locals(gdb_output):
     return values
 
 
-def gdb_problems(report, py_locals):
-    """gdb's py-locals (CPython's own libpython gdb script) against the report, for the values both
-    give as literals (gdb shows floats as <float at remote ...>: not compared). [] when they agree;
-    a gdb that shows no locals is a problem too."""
+def gdb_problems(report, py_locals, reading="gdb's py-locals"):
+    """gdb's locals of waiter (py-locals, CPython's libpython gdb script, or where that cannot
+    read the frame, gdb_frame_locals.py's reading through CPython's DWARF: `reading` names which)
+    against the report, for the values both give as literals (py-locals shows floats as
+    <float at remote ...>: not compared). [] when they agree; a gdb that shows no locals is a
+    problem too."""
     if not py_locals:
-        return ["gdb's py-locals printed nothing for waiter"]
+        return ["%s printed nothing for waiter" % reading]
     frame = waiter_frame(report) or {"locals": []}
     mine = {l["name"]: l["value"] for l in frame["locals"]}
     problems, compared = [], 0
@@ -93,20 +95,47 @@ def gdb_problems(report, py_locals):
             continue
         compared += 1
         if mine[name] != value:
-            problems.append("gdb's py-locals says %s = %s, pytstates %s" % (name, value, mine[name]))
+            problems.append("%s says %s = %s, pytstates %s" % (reading, name, value, mine[name]))
     if compared < 4:
-        problems.append("only %d of gdb's py-locals compared: %r" % (compared, py_locals))
+        problems.append("only %d of %s compared: %r" % (compared, reading, py_locals))
     return problems
+
+
+GDB = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+FRAME_LOCALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gdb_frame_locals.py")
+# What libpython.py says where it cannot read the frames (Debian 13's python3.13: the `frame` of
+# _PyEval_EvalFrameDefault has no location its DWARF gives).
+UNREADABLE = ("unable to read python frame information", "Unable to find an older python frame",
+              "Unable to read information on python frame", "Unable to locate python frame")
 
 
 def gdb_py_locals_output(core, executable):
     """What gdb prints for py-locals of waiter, the Python frame above snooze (Debian's python3.X:
     its libpython gdb script is auto-loaded from python3.X-dbg)."""
-    out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex", "add-auto-load-safe-path /usr",
-                          "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals", executable, core],
+    out = subprocess.run(GDB + ["-iex", "add-auto-load-safe-path /usr", "-ex", "py-up", "-ex", "py-up", "-ex", "py-locals",
+                                executable, core], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    return out.stdout.decode(errors="replace")
+
+
+def gdb_dwarf_locals_output(core, executable):
+    """What gdb prints for waiter's locals read by gdb_frame_locals.py through CPython's DWARF
+    (no libpython.py: -nx, auto-loading off)."""
+    out = subprocess.run(GDB + ["-iex", "set auto-load python-scripts off", "-ex", "source " + FRAME_LOCALS,
+                                "-ex", "py-dwarf-locals waiter", executable, core],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     return out.stdout.decode(errors="replace")
 
 
-def gdb_py_locals_of_core(core, executable):
-    return gdb_py_locals(gdb_py_locals_output(core, executable))
+def gdb_waiter_locals(core, executable, py_locals_output=None):
+    """gdb's account of waiter's locals: (name -> value, which reading gave them, all gdb printed).
+    py-locals first (its output given, or gdb run for it); where it shows no locals for waiter,
+    gdb_frame_locals.py in gdb on the same core, with what py-locals said instead."""
+    said_text = gdb_py_locals_output(core, executable) if py_locals_output is None else py_locals_output
+    said = gdb_py_locals(said_text)
+    if said:
+        return said, "gdb's py-locals (libpython.py)", said_text
+    why = [l.strip() for l in said_text.splitlines() if any(u in l for u in UNREADABLE)]
+    text = gdb_dwarf_locals_output(core, executable)
+    reading = "gdb's Python API through CPython's DWARF (gdb_frame_locals.py; py-locals printed no locals for waiter%s)" % (
+        ": " + " / ".join(dict.fromkeys(why)) if why else "")
+    return gdb_py_locals(text), reading, said_text + text

@@ -5,8 +5,9 @@
 Usage: locals_test.py --pytstates BIN [--python314-dir D] [--python315-dir D] KIND INTERPRETER
   KIND: core (gcore), live (--pid); INTERPRETER as objects_test.py's.
 Truth: the program's own account of waiter's locals (repr() of each value, type and id() of the
-others) and, for debian cores, gdb's py-locals. Exit 0 when all agree, 1 otherwise, 77 (not a
-pass) when the interpreter is missing.
+others) and, for debian cores, gdb's py-locals (or, where that cannot read the frame, gdb's
+Python API through CPython's DWARF: locals_facts.gdb_waiter_locals). Exit 0 when all agree, 1
+otherwise, 77 (not a pass) when the interpreter is missing.
 """
 import argparse
 import json
@@ -86,9 +87,10 @@ def check(args, argv, env, work):
         problems += ["%s text: %s" % (command, p) for p in locals_facts.text_problems(outputs[command, "text"], facts)]
     compared = ""
     if args.interpreter == "debian" and args.kind == "core":
-        said = locals_facts.gdb_py_locals_of_core(target[1], scenario.PYTHON)
-        problems += locals_facts.gdb_problems(json_contract.loads(outputs["tstates", "json"]), said)
-        compared = ", gdb's py-locals: %d locals" % len(said)
+        said, reading, text = locals_facts.gdb_waiter_locals(target[1], scenario.PYTHON)
+        gdb_said = locals_facts.gdb_problems(json_contract.loads(outputs["tstates", "json"]), said, reading)
+        problems += gdb_said + (["what gdb printed: " + text[-1500:]] if gdb_said else [])
+        compared = ", %s: %d locals" % (reading, len(said))
     print("%s %s: waiter's %d locals checked in tstates and check, JSON and text (4 runs in %.1f s)%s" % (
         args.interpreter, args.kind, len(facts["waiter_locals"]), took, compared))
     for p in problems:

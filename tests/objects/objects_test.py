@@ -5,8 +5,9 @@
 Usage: objects_test.py --probe OBJECT_PROBE [--python314-dir D] [--python315-dir D] [--no-dwarf] INTERPRETER
   --no-dwarf: the layout from _Py_DebugOffsets and the built-in tables only (as without debug packages).
   INTERPRETER: debian (the suite's python3, also checked against gdb's py-locals from
-  python3.X-dbg's libpython gdb script), a pyenv version (3.8.18 ... 3.13.0, under `pyenv root`),
-  3.14 or 3.15 (Debian unstable's, scripts/debian-python), 3.13t (free-threaded,
+  python3.X-dbg's libpython gdb script, or where that cannot read the frame, against gdb's
+  Python API through CPython's DWARF: locals_facts.gdb_waiter_locals), a pyenv version
+  (3.8.18 ... 3.13.0, under `pyenv root`), 3.14 or 3.15 (Debian unstable's, scripts/debian-python), 3.13t (free-threaded,
   scripts/python-freethreaded).
 
 Truth: what the program printed about its own objects (id(), repr()) and, for debian, gdb. Every
@@ -71,12 +72,6 @@ def interpreter(name, args):
     if not os.path.exists(python):
         raise Missing("pyenv's CPython %s is missing: no %s" % (name, python))
     return [python], env
-
-
-def py_locals_from_gdb(core):
-    """gdb's py-locals of waiter (name -> value) and all gdb printed."""
-    said = locals_facts.gdb_py_locals_output(core, scenario.PYTHON)
-    return locals_facts.gdb_py_locals(said), said
 
 
 def main():
@@ -172,14 +167,15 @@ def check(args, argv, env, work):
                    frame.get("exception_table_size"))
         expect("waiter's globals (id(globals()))", "%#x" % facts["globals"], frame["globals"])
         if args.interpreter == "debian" and not args.no_dwarf:
-            said, text = py_locals_from_gdb(core)
+            said, reading, text = locals_facts.gdb_waiter_locals(core, scenario.PYTHON)
             if not said:
-                bad.append("gdb's py-locals printed no locals: " + text[-800:])
-            for name, value in said.items():
-                if name in mine and not mine[name].startswith("<") and not value.startswith("<"):
-                    expect("gdb py-locals %s" % name, value, mine[name])
-            print("gdb py-locals: %d locals, %d compared as scalars" % (
-                len(said), sum(1 for n, v in said.items() if n in mine and not mine[n].startswith("<") and not v.startswith("<"))))
+                bad.append("%s printed no locals: %s" % (reading, text[-800:]))
+            compared = [n for n, v in said.items() if n in mine and not mine[n].startswith("<") and not v.startswith("<")]
+            for name in compared:
+                expect("%s %s" % (reading, name), said[name], mine[name])
+            if said and len(compared) < 4:
+                bad.append("only %d of %s compared: %r" % (len(compared), reading, said))
+            print("%s: %d locals, %d compared as scalars" % (reading, len(said), len(compared)))
     print("%d facts checked in %.1f s" % (checked, time.monotonic() - started))
     for b in bad:
         print("DIFFERS: " + b)
