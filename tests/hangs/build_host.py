@@ -28,7 +28,10 @@ def main():
         [python, "-c", "import sysconfig as s; print(s.get_paths()['include']); print(s.get_config_var('LIBDIR')); "
                        "print(s.get_config_var('LDLIBRARY'))"],
         stdout=subprocess.PIPE, text=True, check=True).stdout.split()
-    command = ["c++", "-std=c++17", "-O2", "-g", "-UNDEBUG", "-pthread", "-Wall", "-Wextra", "-isystem", args.pybind11,
+    # The compiler's own directory is searched already: -isystem /usr/include (Debian 13's pybind11
+    # lives there) reorders it before libstdc++'s and breaks its #include_next <stdlib.h> (GCC 14).
+    pybind11 = [] if os.path.realpath(args.pybind11) == "/usr/include" else ["-isystem", args.pybind11]
+    command = ["c++", "-std=c++17", "-O2", "-g", "-UNDEBUG", "-pthread", "-Wall", "-Wextra"] + pybind11 + [
                "-isystem", include, args.source, "-o", args.output, os.path.join(libdir, library), "-ldl",
                "-Wl,-rpath," + libdir]
     print(" ".join(command), flush=True)
