@@ -8,11 +8,18 @@
           thread state) and of a Python process with threads, and `check --json --pid` on that
           process live, equal the build tree's own pytstates' output on the same targets (the
           live stop's duration left out), with every thread state there.
+  modules its lib/pytstates/python/pytstates/ holds one _pytstates_core per CPython 3.8..3.14;
+          each imports in its own Python outside any debugger (pyenv's, else /usr/bin's, 3.14
+          from Debian unstable: scripts/debian-python) and its `check --json` on a core of the
+          seed scenario equals the build tree's CLI's (as tests/frontends' python-modules does for
+          the build tree); a module with no such Python here is named as not run, and no pyenv at
+          all is exit 77.
 The archive is the one scripts/portable made (PYTSTATES_PORTABLE_ARCHIVE, or the newest
 pytstates-*-linux.tar.gz in --archive-dir); without one the test exits 77, which ctest reports as
 skipped (not passed): run scripts/portable first (.ci/run does), then `ctest -L portable`."""
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -23,11 +30,17 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import json_contract  # noqa: E402
 import scenario  # noqa: E402
+import pyenv  # noqa: E402
 from findings_cases import expect  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "frontends"))
+import frontends_test  # noqa: E402  (its CHILD, run in each Python; core_target.py beside it)
 
 SKIP = 77
 GLIBC_BOUND = (2, 31)
+# The CPythons whose gdb loads a pybind11 module from the archive (older ones: ctypes).
+MODULE_TAGS = ["38", "39", "310", "311", "312", "313", "314"]
 GLIBC_SONAMES = re.compile(r"^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[-a-z0-9_]*)\.so(\.[0-9.]+)?$")
 
 
@@ -144,12 +157,76 @@ def check(top, built, scenarios):
         expect(scenario.still_answers(proc), "the process answers after both attaches")
 
 
+def module_python(tag, python314_dir):
+    """How to run the CPython of an ABI tag (38, 313t): (argv, environment, what), or None. pyenv's,
+    else the system's, else for 3.14 Debian unstable's (scripts/debian-python's tree, run through
+    its own ld.so: it needs its glibc)."""
+    m = re.match(r"^3(\d+)(t?)$", tag)
+    version = "3." + m.group(1)
+    env = scenario.offline_env()
+    found = pyenv.python(version) if not m.group(2) else None
+    if found:
+        return [found[1]], env, "pyenv's " + found[0]
+    exe = "/usr/bin/python%s%s" % (version, m.group(2))
+    if os.access(exe, os.X_OK):
+        return [exe], env, exe
+    root = os.path.join(python314_dir, "root")
+    if tag == "314" and os.path.isfile(os.path.join(root, ".complete")):
+        env["PYTHONHOME"] = os.path.join(root, "usr")
+        return ([os.path.join(root, "lib64", "ld-linux-x86-64.so.2"), "--library-path", os.path.join(root, "lib", "x86_64-linux-gnu"),
+                 os.path.join(root, "usr", "bin", "python3.14")], env, "Debian unstable's python3.14")
+    return None
+
+
+def modules(top, built, scenarios, python314_dir):
+    package = os.path.join(top, "lib", "pytstates", "python")
+    found = sorted(glob.glob(os.path.join(package, "pytstates", "_pytstates_core.cpython-*.so")))
+    tags = sorted((re.search(r"cpython-(\d+t?)-", f).group(1) for f in found), key=lambda t: (int(t.rstrip("t")), t))
+    print("modules: " + " ".join(os.path.basename(f) for f in found))
+    expect(tags == MODULE_TAGS, "one module per CPython 3.8..3.14", tags)
+    if pyenv.root() is None:
+        print("NOT RUN: pyenv is not installed here (its CPythons import the modules)")
+        sys.exit(pyenv.NOT_RUN)
+    seed = os.path.join(scenarios, "scenario_seed_host")
+    expect(os.access(seed, os.X_OK), "the seed scenario is built: " + seed)
+    _facts, core = scenario.take_core([seed, "svr2", "pause"], "gcore")
+    ran, not_run = [], []
+    try:
+        status, cli, err = scenario.run_pytstates(built, ["check", "--core", core, "--json"])
+        expect(status == 1 and isinstance(cli, dict), "the build tree's CLI finds the seed's error", err)
+        for tag in tags:
+            how = module_python(tag, python314_dir)
+            if how is None:
+                not_run.append(tag)
+                print("cpython-%s: NOT RUN, no CPython 3.%s here" % (tag, tag[1:]))
+                continue
+            argv, env, what = how
+            out = subprocess.run(argv + ["-c", frontends_test.CHILD, package, os.path.join(HERE, "..", "frontends"), core],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, universal_newlines=True, timeout=120)
+            expect(out.returncode == 0, "%s ran" % what, out.stderr[-2000:])
+            got = json.loads(out.stdout)
+            expect(got.get("binding") == "pybind11", "%s loads the archive's module" % what, got.get("error"))
+            expect(got["built_for"].startswith("3.%s." % tag[1:]), "%s: the module for its own CPython" % what, got["built_for"])
+            expect(got["status"] == status, "%s: check exits %d as the CLI does" % (what, status), got["error"])
+            ours = json_contract.loads(got["output"], "cpython-%s's check --json" % tag)
+            diff = frontends_test.differences(frontends_test.comparable(ours), frontends_test.comparable(cli))
+            expect(not diff, "%s: the archive's module gives the CLI's check" % what, diff[:10])
+            ran.append(tag)
+            print("cpython-%s in %s (%s): pybind11, check == the build tree's CLI (status %d, %d threads, %d findings)" % (
+                tag, what, got["built_for"], got["status"], len(ours["threads"]), len(ours["findings"])))
+    finally:
+        scenario.cleanup(core)
+    expect(ran, "at least one module ran", not_run)
+    print("%d of %d modules ran; not run here: %s" % (len(ran), len(tags), " ".join(not_run) or "none"))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["bounds", "check"])
+    ap.add_argument("what", choices=["bounds", "check", "modules"])
     ap.add_argument("--archive-dir", required=True)
     ap.add_argument("--pytstates", required=True, help="the build tree's pytstates")
     ap.add_argument("--scenarios", required=True, help="the build tree's findings scenarios")
+    ap.add_argument("--python314-dir", default="", help="scripts/debian-python's 3.14 (modules)")
     args = ap.parse_args()
     args.pytstates, args.scenarios = os.path.abspath(args.pytstates), os.path.abspath(args.scenarios)
     archive = find_archive(args.archive_dir)
@@ -162,6 +239,8 @@ def main():
         top = unpack(archive, work)
         if args.what == "bounds":
             bounds(top)
+        elif args.what == "modules":
+            modules(top, args.pytstates, args.scenarios, os.path.abspath(args.python314_dir))
         else:
             check(top, args.pytstates, args.scenarios)
     finally:
