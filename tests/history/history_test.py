@@ -425,8 +425,18 @@ def armed(args, front):
     expect(first["tstate"] == facts["main_tstate"], "%s: the main thread state the program names" % front, (first, facts))
     holder, h = facts["holder_lwp"], facts["holder_tstate"]
     made = events_of(log, h, "created", holder)
-    expect(len(made) == 1 and any(f["function"] == "holder" for f in made[0]["frames"]),
-           "%s: the holder's thread state made by holder() on LWP %d" % (front, holder), log["events"])
+    inline = [c for c in log["cannot"] if "PyGILState_Ensure creates thread states inline" in c]
+    if inline:
+        # The build made PyGILState_Ensure create it inline (Debian 13's 3.13): the recording says
+        # so, records no creation, and its first event of it is the caching, in holder().
+        first = [e for e in log["events"] if e["tstate"] == h][:1]
+        expect(not made and first and first[0]["event"] == "cached" and first[0]["lwp"] == holder and
+               any(f["function"] == "holder" for f in first[0]["frames"]),
+               "%s: PyGILState_Ensure's inline creation (%s): the holder's first event is its caching by holder() on LWP %d"
+               % (front, inline[0], holder), log["events"])
+    else:
+        expect(len(made) == 1 and any(f["function"] == "holder" for f in made[0]["frames"]),
+               "%s: the holder's thread state made by holder() on LWP %d" % (front, holder), log["events"])
     expect(events_of(log, h, "used", holder), "%s: and put to use there" % front, log["events"])
     # gdb's (lldb's) own reading at the stop: the holder's thread, and its thread state as
     # py-tstates-check reads it from the process.
