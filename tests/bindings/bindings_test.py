@@ -26,6 +26,7 @@ import tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "lib"))
 sys.path.insert(0, os.path.join(here, "..", "findings"))
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 from bad_input import patch  # noqa: E402
 from findings_cases import expect, findings  # noqa: E402
@@ -320,6 +321,11 @@ def main():
     p.add_argument("mode", choices=sorted(CHECKS))
     p.add_argument("kind", choices=["gcore", "kernel", "live"])
     args = p.parse_args()
+    if args.python and not os.path.exists(args.python):
+        # Debian 12's python3.11 (a Debian 13 machine has none) or pyenv's 3.12.1 / 3.13.0: the
+        # modules for it were not built either (tests/scenarios/bindings said so at configure time).
+        pyenv.not_run("%s (%s) is not installed here; its binding modules were not built" % (
+            args.python, "Debian 12's python3.11" if args.python == "/usr/bin/python3.11" else "pyenv's CPython"))
     workdir = tempfile.mkdtemp(prefix="pytstates-bindings-")
     prefix, env = [args.python], None
     if args.interpreter:

@@ -23,6 +23,7 @@ import tempfile
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -30,7 +31,8 @@ SOURCE = os.path.join(TOP, "tests", "scenarios", "findings", "jit_holder_host.c"
 
 
 def build_for_pyenv(version, workdir):
-    prefix = os.path.expanduser("~/.pyenv/versions/" + version)
+    """Built against pyenv's `version` (3.8.18); NOT RUN (exit 77) when pyenv has no such version here."""
+    prefix = pyenv.require_prefix(version)
     minor = ".".join(version.split(".")[:2])
     config = os.path.join(prefix, "bin", "python%s-config" % minor)
     expect(os.path.exists(config), "pyenv's CPython %s is not installed (%s missing)" % (version, config))

@@ -27,6 +27,7 @@ import time
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import gdb_oracle  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 import sid_python  # noqa: E402
 from debugger_batch import core_json  # noqa: E402
@@ -62,13 +63,9 @@ def compile_host(workdir, name, cflags, libs, source=SOURCE):
     return exe
 
 
-def pyenv_prefix(version):
-    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE).stdout.decode().strip()
-    return os.path.join(root, "versions", version)
-
-
 def build_for_pyenv(version, workdir, source=SOURCE):
-    prefix = pyenv_prefix(version)
+    """Built against pyenv's `version` (3.12.1); NOT RUN (exit 77) when pyenv has no such version here."""
+    prefix = pyenv.require_prefix(version)
     minor = ".".join(version.split(".")[:2])
     config = os.path.join(prefix, "bin", "python%s-config" % minor)
     expect(os.path.exists(config), "pyenv's CPython %s is not installed (%s missing)" % (version, config))

@@ -41,6 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import core_json  # noqa: E402
 
@@ -50,9 +51,8 @@ PYENV = {"3.8": "3.8.18", "3.9": "3.9.18", "3.10": "3.10.13", "3.12": "3.12.1", 
 
 
 def pyenv_python(minor):
-    root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE,
-                                                          universal_newlines=True).stdout.strip()
-    return os.path.join(root or os.path.expanduser("~/.pyenv"), "versions", PYENV[minor], "bin", "python" + minor)
+    """pyenv's CPython PYENV[minor]; NOT RUN (exit 77) when pyenv has no such version here."""
+    return os.path.join(pyenv.require_prefix(PYENV[minor]), "bin", "python" + minor)
 
 
 def build_greenlet(python, work, debug, version=None):
@@ -221,7 +221,7 @@ def main():
     else:
         python = pyenv_python("3.12" if args.greenlet == "unknown" else args.greenlet)
         if not os.path.exists(python):
-            raise SystemExit("no %s on this machine (pyenv)" % python)
+            raise SystemExit("pyenv's %s has no %s" % (PYENV["3.12" if args.greenlet == "unknown" else args.greenlet], python))
         debug = args.greenlet != "unknown" and not args.no_dwarf
         env["PYTHONPATH"] = build_greenlet(python, args.work, debug, "3.9.9" if args.greenlet == "unknown" else None)
         layout = "dwarf" if debug else "table"

@@ -11,6 +11,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import gdb_oracle  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 
 SETTLE = 1.5  # READY comes just before the last blocking call (ctypes' B sleeps 1 s first)
@@ -30,17 +31,15 @@ def python_for(version):
                              stdout=subprocess.PIPE, text=True)
         expect(out.returncode == 0, "no free-threaded CPython " + version)
         return os.path.join(out.stdout.strip(), "bin", "python" + version)
-    root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip() or os.path.expanduser("~/.pyenv")
-    for name in sorted(os.listdir(os.path.join(root, "versions"))):
-        if name.startswith(version + "."):
-            return os.path.join(root, "versions", name, "bin", "python" + version)
-    raise AssertionError("no pyenv CPython " + version)
+    return pyenv.require(version)[1]  # pyenv's X.Y, else NOT RUN (exit 77)
 
 
 def host_for(args):
     """scenario_hang_host embeds the suite's Python; scenario_hang_host_X.Y another (pyenv's, 3.13t)."""
     if args.python in (None, scenario.PYTHON_VERSION):
         return os.path.join(args.scenarios, "scenario_hang_host")
+    if not args.python.endswith("t"):  # pyenv's X.Y: NOT RUN (exit 77) where pyenv has it not
+        pyenv.require(args.python)
     exe = os.path.join(args.scenarios, "scenario_hang_host_" + args.python)
     expect(os.path.exists(exe), "%s was not built (no CPython %s or no pybind11 2.13 headers at configure time)" % (exe, args.python))
     return exe

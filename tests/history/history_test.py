@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import debugger_batch  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 from debugger_batch import BEGIN, as_json, sections  # noqa: E402
 from findings_cases import expect  # noqa: E402
@@ -493,8 +494,7 @@ class Interpreter:
             self.python = os.path.join(prefix, "bin", "python3.13t")
             self.module = os.path.realpath(os.path.join(prefix, "lib", "libpython3.13t.so.1.0"))
         else:
-            root = os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, text=True).stdout.strip()
-            prefix = os.path.join(root, "versions", name)
+            prefix = pyenv.require_prefix(name)  # NOT RUN (exit 77) where pyenv has not this release
             self.series, self.exact = ".".join(name.split(".")[:2]), True
             self.python = os.path.join(prefix, "bin", "python3")
             self.module = os.path.join(prefix, "lib", "libpython%s.so.1.0" % self.series)

@@ -23,17 +23,12 @@ def expect(cond, what, report=None):
 
 
 def pyenv_libpython(version):
-    """The pyenv build's libpython of a version such as 3.12.1; fails naming it when missing."""
-    import subprocess
-    root = os.environ.get("PYENV_ROOT")
-    if not root:
-        try:
-            root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
-        except (OSError, subprocess.CalledProcessError):
-            root = os.path.expanduser("~/.pyenv")
+    """The pyenv build's libpython of a version such as 3.12.1: NOT RUN (exit 77) when pyenv has no
+    such version here; a failure naming the file when the version is there without it."""
+    import pyenv
     minor = ".".join(version.split(".")[:2])
-    path = os.path.join(root, "versions", version, "lib", "libpython%s.so.1.0" % minor)
-    expect(os.path.exists(path), "pyenv's CPython %s is missing on this machine (%s)" % (version, path))
+    path = os.path.join(pyenv.require_prefix(version), "lib", "libpython%s.so.1.0" % minor)
+    expect(os.path.exists(path), "pyenv's CPython %s has no shared libpython (%s)" % (version, path))
     return path
 
 

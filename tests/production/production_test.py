@@ -41,6 +41,7 @@ import urllib.request
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "lib"))
 import json_contract  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -87,19 +88,16 @@ def seed_copy(args, workdir):
 
 
 def pyenv_libpython():
-    """pyenv's build of the suite's Python X.Y (3.11.7 beside Debian 12's 3.11, 3.13.0 beside 13's)."""
-    try:
-        root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE).stdout.decode().strip()
-    except FileNotFoundError:
-        root = ""
-    root = root or os.path.expanduser("~/.pyenv")
-    versions = sorted(v for v in (os.listdir(os.path.join(root, "versions")) if os.path.isdir(os.path.join(root, "versions")) else [])
-                      if re.match(r"^%s\.\d+$" % re.escape(scenario.PYTHON_VERSION), v))
-    expect(versions, "no pyenv CPython %s.x under %s (the test replaces libpython with another build of it)" % (scenario.PYTHON_VERSION, root))
-    return os.path.join(root, "versions", versions[-1], "lib", scenario.LIBPYTHON)
+    """pyenv's build of the suite's Python X.Y (3.11.7 beside Debian 12's 3.11, 3.13.0 beside 13's);
+    NOT RUN (exit 77) where pyenv has no X.Y."""
+    name, _ = pyenv.require(scenario.PYTHON_VERSION)
+    lib = os.path.join(pyenv.prefix(name), "lib", scenario.LIBPYTHON)
+    expect(os.path.exists(lib), "pyenv's CPython %s has no %s (the test replaces libpython with another build of it)" % (name, lib))
+    return lib
 
 
 def replaced(args):
+    other_build = pyenv_libpython()  # before anything runs: not run here without it
     workdir = tempfile.mkdtemp(prefix="pytstates-replaced-")
     try:
         argv, env = seed_copy(args, workdir)
@@ -110,7 +108,7 @@ def replaced(args):
             # by another build (pyenv's) under the same name.
             os.unlink(argv[0])
             lib = os.path.join(workdir, scenario.LIBPYTHON)
-            shutil.copy2(pyenv_libpython(), lib + ".new")
+            shutil.copy2(other_build, lib + ".new")
             os.rename(lib + ".new", lib)
             expect(build_id(lib) != files_by_module(before)[lib]["build_id"], "the file at libpython's path is another build now")
             status2, after, err = scenario.run_pytstates(args.pytstates, target)

@@ -27,7 +27,8 @@ Modes:
   strip-s  the same with `strip -s` (no .symtab either: 3.12+ must find _Py_tss_tstate from code)
 
 Every difference is reported (field, expected, got), not only the first; exit status 1 when any.
-A version missing from the machine is a failure that names it.
+A pyenv release missing from the machine is not run (exit 77, the reason said); one that is there
+without its interpreter, libpython or DWARF is a failure that names it.
 """
 import argparse
 import json
@@ -43,6 +44,7 @@ TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import gdb_oracle  # noqa: E402
 import native_check  # noqa: E402
+import pyenv  # noqa: E402
 import scenario  # noqa: E402
 
 SCRIPT = os.path.join(TOP, "tests", "scenarios", "versions", "threads_gil.py")
@@ -57,17 +59,6 @@ class Missing(Exception):
 
 class Unavailable(Exception):
     """The interpreter under test cannot be had from anything reachable (exit 77: skipped)."""
-
-
-def pyenv_root():
-    root = os.environ.get("PYENV_ROOT")
-    if root:
-        return root
-    try:
-        return subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              check=True).stdout.decode().strip()
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise Missing("pyenv is not installed (no $PYENV_ROOT, `pyenv root` failed: %s)" % e)
 
 
 def build_id(path):
@@ -112,13 +103,12 @@ class Target:
 
     def pyenv(self, version, workdir):
         series = ".".join(version.split(".")[:2])
-        prefix = os.path.join(pyenv_root(), "versions", version)
+        prefix = pyenv.require_prefix(version)  # NOT RUN (exit 77) where pyenv has not this release
         python = os.path.join(prefix, "bin", "python" + series)
         libpython = os.path.join(prefix, "lib", "libpython%s.so.1.0" % series)
         for path in (python, libpython):
             if not os.path.exists(path):
-                raise Missing("pyenv's CPython %s is missing on this machine: no %s (pyenv install %s)"
-                              % (version, path, version))
+                raise Missing("pyenv's CPython %s is installed without %s" % (version, path))
         self.series, self.version = series, version
         self.argv = [python]
         self.module = os.path.realpath(libpython)
