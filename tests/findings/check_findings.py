@@ -20,7 +20,8 @@ def main():
     p.add_argument("--kind", default="gcore", choices=["gcore", "kernel", "crash"])
     p.add_argument("case")
     args = p.parse_args()
-    facts, core = scenario.take_core(findings_cases.argv(args.scenarios, args.case, args.kind == "crash"), args.kind)
+    facts, core = scenario.take_core(findings_cases.argv(args.scenarios, args.case, args.kind == "crash"), args.kind,
+                                     after_ready=findings_cases.after_ready(args.case, args.kind))
     try:
         reports = {}
 

@@ -54,14 +54,25 @@ def argv(scenarios, case, crash=False):
     return [os.path.join(scenarios, "scenario_%s_host" % case)]
 
 
+def after_ready(case, kind):
+    """take_core's hook for a case: the seed-held crash keeps what the program says until it dies
+    (its stderr goes to the same pipe) as facts["said"], where CPython writes a fatal error."""
+    if case == "seed-held" and kind == "crash":
+        def keep(proc, facts):
+            facts["said"] = proc.communicate(timeout=120)[0].decode(errors="replace")
+        return keep
+    return None
+
+
 def with_internals(run):
     """Installs the `internals` runner the checks use."""
     global check_internals
     check_internals = run
 
 
-def check_seed(mode, facts, check, kind):
-    """check(args) runs pytstates check on the target with extra args; returns (status, output)."""
+def check_seed(mode, facts, check, kind, signal=11, top_function="take_gil"):
+    """check(args) runs pytstates check on the target with extra args; returns (status, output).
+    signal, top_function: how a crash dies, and where (check_crash)."""
     status, r = check(["--json"])
     ids = {rec["id"]: rec for rec in r["internals"]}
     expect(set(ids) == {facts["host_id"], facts["module_id"]}, "two internals records, by ID", r)
@@ -90,7 +101,7 @@ def check_seed(mode, facts, check, kind):
     expect(status == 1 and "stale-tstate" in text and facts["deleted_tstate"] in text
            and "LWP %d" % facts["worker_lwp"] in text, "text output names the pointer and the LWP\n" + text)
     if kind == "crash":
-        check_crash(r, text, facts["worker_lwp"], 11, "take_gil", facts["deleted_tstate"], {"stale-tstate"}, "tstate")
+        check_crash(r, text, facts["worker_lwp"], signal, top_function, facts["deleted_tstate"], {"stale-tstate"}, "tstate")
     else:
         expect(r["target"]["crash"] is None, "no crash section for a process that did not crash", r)
 
@@ -98,24 +109,50 @@ def check_seed(mode, facts, check, kind):
 def check_seed_held(facts, check, kind):
     """The seed's crash with the GIL held by another state of the crashing thread: file 2's own
     state (held_tstate) holds the GIL when the module's acquire takes the stale one. The crashed
-    thread waits for nothing: the text opens with CRASH, and no deadlock runs through it."""
-    check_seed("svr2", facts, check, "crash")
-    status, r = check(["--json"])
+    thread waits for nothing: the text opens with CRASH, and no deadlock runs through it.
+
+    How it dies depends on CPython: up to 3.12 PyEval_AcquireThread enters take_gil with the stale
+    state first and faults reading its freed memory (SIGSEGV); 3.13's calls _PyThreadState_Attach,
+    which checks first that the thread has no current state and, since this thread has file 2's,
+    aborts with "Fatal Python error: _PyThreadState_Attach: non-NULL old thread state" (SIGABRT)
+    before any wait. The program's own stderr (facts["said"]) must agree."""
     lwp, held = facts["worker_lwp"], facts["held_tstate"]
+    fatal = [line.strip() for line in facts.get("said", "").splitlines() if line.startswith("Fatal Python error: ")]
+    aborts = tuple(int(x) for x in scenario.PYTHON_VERSION.split(".")) >= (3, 13)
+    expect(fatal == (["Fatal Python error: _PyThreadState_Attach: non-NULL old thread state"] if aborts else []),
+           "the program's CPython %s %s: it printed %r" % (scenario.PYTHON_VERSION, "aborts in _PyThreadState_Attach"
+                                                           if aborts else "faults in take_gil", facts.get("said", "")[-2000:]))
+    check_seed("svr2", facts, check, "crash", *((6, "_PyThreadState_Attach") if aborts else (11, "take_gil")))
+    status, r = check(["--json"])
     interp = r["runtimes"][0]["interpreters"][0]
     expect(interp["gil_holder"] == held and held in all_tstates(r) and all_tstates(r)[held]["lwp"] == lwp,
            "the GIL is held by file 2's own state %s, on the crashing thread" % held, r)
     through = [f for f in findings(r, "deadlock") if any(step["lwp"] == lwp for step in f.get("cycle", []))]
     expect(not through, "no deadlock through the crashed thread LWP %d: %s" % (lwp, [f["message"] for f in through]), r)
-    entering = r["target"]["crash"].get("entering") or {}
-    expect(entering.get("kind") == "gil" and entering.get("held_by") == lwp,
-           "the crash says what the thread was entering: the GIL, which it holds itself: %s" % entering, r)
+    crash = r["target"]["crash"]
+    entering = crash.get("entering") or {}
+    if aborts:
+        # The "old thread state" of the fatal error: file 2's, the thread's current one; the
+        # thread aborted before take_gil, so it was entering no wait.
+        rows = [row for row in r["threads"] if row["lwp"] == lwp]
+        expect(rows and rows[0]["current_tstate"] == held, "LWP %d's current thread state is file 2's %s" % (lwp, held), r)
+        expect(not entering, "an abort before take_gil enters no wait: %s" % entering, r)
+        expect(crash.get("sender_pid") == facts["pid"] and crash.get("fatal_error") == fatal[0]
+               and (crash.get("abort") or {}).get("kind") == "fatal-error",
+               "SIGABRT sent by the process itself, with the fatal error it printed, read from the core", r)
+    else:
+        expect(entering.get("kind") == "gil" and entering.get("held_by") == lwp,
+               "the crash says what the thread was entering: the GIL, which it holds itself: %s" % entering, r)
     status, text = check([])
     sections = [line for line in text.split("\n")[1:] if line and not line.startswith(" ")]
     expect(sections and sections[0].startswith("CRASH  LWP %d" % lwp), "the text opens with CRASH:\n" + text[:3000])
     said = " ".join(text.split("\n\n")[1].split())
-    expect("it was entering take_gil" in said and "while this thread holds the GIL with %s" % held in said and
-           "had it not taken SIGSEGV, it would have waited for itself" in said, "CRASH tells the wait it was entering:\n" + text[:3000])
+    if aborts:
+        expect(fatal[0] in said and "it was entering" not in said, "CRASH shows the fatal error and no wait:\n" + text[:3000])
+    else:
+        expect("it was entering take_gil" in said and "while this thread holds the GIL with %s" % held in said and
+               "had it not taken SIGSEGV, it would have waited for itself" in said, "CRASH tells the wait it was entering:\n" + text[:3000])
+    print("CRASH of LWP %d: %s%s" % (lwp, crash["signal_name"], ", " + crash["fatal_error"] if crash.get("fatal_error") else ""))
 
 
 def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
@@ -128,9 +165,15 @@ def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
     # _PyThreadState_MustExit and the like; Debian 13's 3.13 inlines tstate_delete_common into
     # _PyThreadState_DeleteCurrent).
     frames = crash["frames"]
-    physical = next((i for i, f in enumerate(frames) if not f.get("inlined")), None)
-    expect(physical is not None and top_function in [f["function"] for f in frames[:physical + 1]],
-           "the crash's innermost function is %s" % top_function, r)
+    names = [f["function"] for f in frames]
+    if signal == 6:
+        # CPython's fatal error: abort() under _Py_FatalErrorFunc, called by the function that failed.
+        expect("_Py_FatalErrorFunc" in names and names[names.index("_Py_FatalErrorFunc") + 1:][:1] == [top_function],
+               "the fatal error comes from %s: %s" % (top_function, names[:12]), r)
+    else:
+        physical = next((i for i, f in enumerate(frames) if not f.get("inlined")), None)
+        expect(physical is not None and top_function in names[:physical + 1],
+               "the crash's innermost function is %s" % top_function, r)
     explained = [r["findings"][i] for i in crash["explained_by"]]
     expect({f["code"] for f in explained} == codes and all(f["tstate"] == pointer for f in explained),
            "the crash is explained by %s on %s" % (sorted(codes), pointer), r)
