@@ -3,6 +3,7 @@
 scenario printed about itself. Used for cores (tests/findings) and live processes (tests/live)."""
 import json
 import os
+import threading
 
 import scenario
 
@@ -59,7 +60,14 @@ def after_ready(case, kind):
     (its stderr goes to the same pipe) as facts["said"], where CPython writes a fatal error."""
     if case == "seed-held" and kind == "crash":
         def keep(proc, facts):
-            facts["said"] = proc.communicate(timeout=120)[0].decode(errors="replace")
+            # Through the buffered reader read_facts used: what it already holds (the fatal error
+            # can come with READY) is not on the pipe any more, and communicate() reads the pipe.
+            watchdog = threading.Timer(120, proc.kill)
+            watchdog.start()
+            try:
+                facts["said"] = proc.stdout.read().decode(errors="replace")
+            finally:
+                watchdog.cancel()
         return keep
     return None
 
