@@ -160,21 +160,25 @@ def uwsgi(args, single):
 
 
 # ------------------------------------------------------------------------------ Apache mod_wsgi
-def warm_up(port, rounds=4, threads=6):
-    """Mixed traffic: `threads` concurrent requests to each mount in turn, held long enough that
-    every request thread serves one, until each thread has served every application group.
-    Returns {native id: interpreters it served}."""
+def warm_up(port, threads=6):
+    """Mixed traffic: `threads` concurrent requests to each mount in turn, each answered only once
+    all of them are in the application at once (?do=hold&n=: a barrier), so on `threads` distinct
+    request threads: Apache's `threads` (httpd.conf.in) have then each served every application
+    group, whichever thread Apache gave each request. Returns {native id: interpreters it served}."""
     seen = {}
-    for _ in range(rounds):
-        for mount in ("alpha", "beta", "gamma"):
-            reqs = Requests(port)
-            for _ in range(threads):
-                reqs.send("/%s/?do=hold&s=0.3" % mount)
-            for status, body in reqs.wait():
-                expect(status == 200, "warm-up request to /%s: %s %s" % (mount, status, body))
-                seen.setdefault(body["native_id"], set()).add(body["interp"])
-        if len(seen) >= threads and all(len(v) == 3 for v in seen.values()):
-            break
+    for mount in ("alpha", "beta", "gamma"):
+        reqs = Requests(port)
+        for _ in range(threads):
+            reqs.send("/%s/?do=hold&n=%d&s=60" % (mount, threads))
+        results = reqs.wait(90)
+        expect(len(results) == threads and all(status == 200 for status, _ in results),
+               "warm-up: %d requests to /%s held at once: %s" % (threads, mount, results))
+        lwps = {body["native_id"] for _, body in results}
+        expect(len(lwps) == threads, "warm-up: the %d requests to /%s held at once ran on %d threads" % (threads, mount, len(lwps)))
+        for _, body in results:
+            seen.setdefault(body["native_id"], set()).add(body["interp"])
+    expect(len(seen) == threads and all(len(v) == 3 for v in seen.values()),
+           "warm-up: %d request threads, each served the three application groups: %s" % (threads, seen))
     return seen
 
 
@@ -229,9 +233,9 @@ def mod_wsgi_first_state(args, threads=6):
         with start_apache(work, port, "daemon") as proc:
             creator = servers.wait_answering(port, "/beta/?do=hello", proc, os.path.join(work, "error.log"))["native_id"]
             reqs = Requests(port)
-            for _ in range(threads):
-                reqs.send("/beta/?do=hold&s=0.5")
-            first = {body["native_id"] for status, body in reqs.wait() if status == 200}
+            for _ in range(threads):  # all held at once: on every daemon thread, whichever Apache picks
+                reqs.send("/beta/?do=hold&n=%d&s=60" % threads)
+            first = {body["native_id"] for status, body in reqs.wait(90) if status == 200}
             print("%s: /beta served first on threads %s ('beta' created on %d)" % (name, sorted(first), creator))
             expect(len(first) == threads, "%s: every daemon thread served /beta first (%s)" % (name, sorted(first)))
             plan, busy_plan = ["alpha", "gamma", "alpha"], ["alpha"]
