@@ -160,22 +160,21 @@ def uwsgi(args, single):
 
 
 # ------------------------------------------------------------------------------ Apache mod_wsgi
-def warm_up(port, rounds=4, threads=6):
-    """Mixed traffic: `threads` concurrent requests to each mount in turn, held long enough that
-    every request thread serves one, until each thread has served every application group.
-    Returns {native id: interpreters it served}."""
-    seen = {}
-    for _ in range(rounds):
-        for mount in ("alpha", "beta", "gamma"):
-            reqs = Requests(port)
-            for _ in range(threads):
-                reqs.send("/%s/?do=hold&s=0.3" % mount)
-            for status, body in reqs.wait():
-                expect(status == 200, "warm-up request to /%s: %s %s" % (mount, status, body))
-                seen.setdefault(body["native_id"], set()).add(body["interp"])
-        if len(seen) >= threads and all(len(v) == 3 for v in seen.values()):
-            break
-    return seen
+def hold_on_every_thread(port, mount, seen, threads=6):
+    """`threads` concurrent requests to mount, each answered only once all of them are in the
+    application at once (?do=hold&n=: a barrier in the mount's interpreter), so on `threads`
+    distinct request threads: Apache's `threads` (httpd.conf.in) have then each served mount,
+    whichever thread Apache gave each request. Adds to seen {native id: interpreters it served}."""
+    reqs = Requests(port)
+    for _ in range(threads):
+        reqs.send("/%s/?do=hold&n=%d&s=60" % (mount, threads))
+    results = reqs.wait(90)
+    expect(len(results) == threads and all(status == 200 for status, _ in results),
+           "%d requests to /%s held at once (503: fewer met in one interpreter): %s" % (threads, mount, results))
+    lwps = {body["native_id"] for _, body in results}
+    expect(len(lwps) == threads, "the %d requests to /%s held at once ran on %d threads" % (threads, mount, len(lwps)))
+    for _, body in results:
+        seen.setdefault(body["native_id"], set()).add(body["interp"])
 
 
 def start_apache(work, port, mode):
@@ -198,13 +197,23 @@ def mod_wsgi(args, mode):
         log = os.path.join(work, "error.log")
         name = "mod_wsgi-" + mode
         with start_apache(work, port, mode) as proc:
+            # Every request thread's first request is to /alpha (%{GLOBAL}): on a thread whose first
+            # was to /beta or /gamma, mod_wsgi runs /alpha in that sub-interpreter for good
+            # (mod_wsgi_first_state), and which thread serves the first requests is Apache's choice
+            # (Debian 13's Apache spreads three successive ones over three threads).
+            servers.wait_answering(port, "/alpha/?do=hello", proc, log)
+            seen = {}
+            hold_on_every_thread(port, "alpha", seen)
             for mount in ("alpha", "beta", "gamma"):
                 hello = servers.wait_answering(port, "/%s/?do=hello" % mount, proc, log)
                 print("mod_wsgi %s /%s: interpreter %d in process %d" % (mode, mount, hello["interp"], hello["pid"]))
                 expect(hello["pid"] != proc.pid, "requests run in a child, not in Apache's parent")
-            seen = warm_up(port)
+            for mount in ("beta", "gamma"):
+                hold_on_every_thread(port, mount, seen)
             print("%s warm-up: interpreters each request thread served: %s" % (
                 name, {lwp: sorted(v) for lwp, v in sorted(seen.items())}))
+            expect(len(seen) == 6 and all(v == {0, 1, 2} for v in seen.values()),
+                   "%s warm-up: each of the 6 request threads served the three interpreters (%s)" % (name, seen))
             reqs, facts = park(port, state, PLAN, BUSY)
             busy = next(f for f in facts if f["function"].startswith("spin"))
             # the case that raised a false tls-mismatch: a thread holding the GIL in a
@@ -229,9 +238,9 @@ def mod_wsgi_first_state(args, threads=6):
         with start_apache(work, port, "daemon") as proc:
             creator = servers.wait_answering(port, "/beta/?do=hello", proc, os.path.join(work, "error.log"))["native_id"]
             reqs = Requests(port)
-            for _ in range(threads):
-                reqs.send("/beta/?do=hold&s=0.5")
-            first = {body["native_id"] for status, body in reqs.wait() if status == 200}
+            for _ in range(threads):  # all held at once: on every daemon thread, whichever Apache picks
+                reqs.send("/beta/?do=hold&n=%d&s=60" % threads)
+            first = {body["native_id"] for status, body in reqs.wait(90) if status == 200}
             print("%s: /beta served first on threads %s ('beta' created on %d)" % (name, sorted(first), creator))
             expect(len(first) == threads, "%s: every daemon thread served /beta first (%s)" % (name, sorted(first)))
             plan, busy_plan = ["alpha", "gamma", "alpha"], ["alpha"]

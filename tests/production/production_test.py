@@ -171,12 +171,19 @@ def namespace(args):
             pid = int(subprocess.run(["pgrep", "-P", str(init)], stdout=subprocess.PIPE).stdout.split()[0])
             expect(not os.path.exists(os.path.join(root, "usr", "bin", "python3.14")) and not os.path.exists("/usr/bin/python3.14"),
                    "no path the process maps exists here")
+            # The kernel names a root in another mount namespace from that namespace's root mount, not
+            # from ours: in a chroot (scripts/debian-root) the chroot's directory comes first, as it
+            # does for the namespace's init (the shell, not chrooted), /CHROOT; outside one, /.
+            # pytstates names the process's root as the kernel does (its maps are named so too).
+            seen_root = os.path.join(os.readlink("/proc/%d/root" % init), root.lstrip("/"))
             status, report, err = scenario.run_pytstates(args.pytstates, ["check", "--json", "--pid", str(pid)])
             expect(status == 0, "pytstates --pid on the namespaced process: exit %d: %s" % (status, err))
             t = report["target"]
-            expect(t["namespace_pids"] == [pid, facts["pid"]] and facts["pid"] != pid and t["root"] == root
+            expect(t["namespace_pids"] == [pid, facts["pid"]] and facts["pid"] != pid and t["root"] == seen_root
                    and t["executable"] == "/usr/bin/python3.14",
-                   "pid %d is %d in its namespace, its root is %s, its executable /usr/bin/python3.14" % (pid, facts["pid"], root), report)
+                   "pid %d is %d in its namespace, its root is %s, its executable /usr/bin/python3.14 (namespace_pids %s, "
+                   "root %s, executable %s)" % (pid, facts["pid"], seen_root, t["namespace_pids"], t.get("root"), t["executable"]),
+                   report)
             expect(all(f["via"] in ("map_files", "root") for f in t["files"] if f["file"]),
                    "every file read through /proc/PID/map_files or /proc/PID/root", report)
             tstates = {ts["address"]: ts for rt in report["runtimes"] for i in rt["interpreters"] for ts in i["tstates"]}
