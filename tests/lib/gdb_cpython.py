@@ -79,23 +79,34 @@ def keys():
     print("GDB-KEYS " + json.dumps(out))
 
 
-def main():
-    runtime = gdb.parse_and_eval("&_PyRuntime")
-    out = []
-    interp = runtime["interpreters"]["head"]
+def interpreters():
+    """Every interpreter of _PyRuntime, first to last."""
+    interp = gdb.parse_and_eval("&_PyRuntime")["interpreters"]["head"]
     while pointer(interp):
+        yield interp
+        interp = interp["next"]
+
+
+def thread_states(interp):
+    """Every thread state of an interpreter."""
+    ts = interp["threads"]["head"]
+    while pointer(ts):
+        yield ts
+        ts = ts["next"]
+
+
+def main():
+    out = []
+    for interp in interpreters():
         tstates = []
-        ts = interp["threads"]["head"]
-        while pointer(ts):
+        for ts in thread_states(interp):
             try:
                 state = int(ts["state"])
             except gdb.error:
                 state = None
             tstates.append({"address": hex(pointer(ts)), "native_thread_id": int(ts["native_thread_id"]),
                             "thread_id": hex(int(ts["thread_id"])), "state": state, "top": innermost_code(ts)})
-            ts = ts["next"]
         out.append({"address": hex(pointer(interp)), "id": int(interp["id"]), "tstates": tstates})
-        interp = interp["next"]
     print("GDB-CPYTHON " + json.dumps(out))
     keys()
 

@@ -18,7 +18,7 @@ import sys
 import gdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gdb_cpython import code_object, object_address, pointer, python_frames  # noqa: E402
+from gdb_cpython import code_object, interpreters, object_address, pointer, python_frames, thread_states  # noqa: E402
 
 CO_FAST_HIDDEN, CO_FAST_CELL, CO_FAST_FREE = 0x10, 0x40, 0x80  # co_localspluskinds' bits
 MAX_DIGITS = 64  # past this an int is shown by its type (no local here is that long)
@@ -123,18 +123,14 @@ def frame_locals(frame):
 
 def find(function):
     """(thread state, frame, callee's name or None) of the first Python frame of `function`."""
-    interp = gdb.parse_and_eval("&_PyRuntime")["interpreters"]["head"]
-    while pointer(interp):
-        ts = interp["threads"]["head"]
-        while pointer(ts):
+    for interp in interpreters():
+        for ts in thread_states(interp):
             callee = None
             for frame in python_frames(ts):
                 name = str_value(pointer(code_object(frame)["co_name"]))
                 if name == function:
                     return ts, frame, callee
                 callee = name
-            ts = ts["next"]
-        interp = interp["next"]
     return None, None, None
 
 

@@ -17,7 +17,7 @@ import sys
 import gdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gdb_cpython import code_object, pointer, python_frames  # noqa: E402
+from gdb_cpython import code_object, interpreters, pointer, python_frames, thread_states  # noqa: E402
 from gdb_frame_locals import read, str_value, typed  # noqa: E402
 
 
@@ -85,14 +85,10 @@ def frame_line(frame, code):
 
 
 def thread_state_of(lwp):
-    interp = gdb.parse_and_eval("&_PyRuntime")["interpreters"]["head"]
-    while pointer(interp):
-        ts = interp["threads"]["head"]
-        while pointer(ts):
+    for interp in interpreters():
+        for ts in thread_states(interp):
             if int(ts["native_thread_id"]) == lwp:
                 return ts
-            ts = ts["next"]
-        interp = interp["next"]
     return None
 
 
