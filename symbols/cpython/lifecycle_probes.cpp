@@ -173,10 +173,6 @@ FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t 
             insn->detail->arm64.operands[0].type == ARM64_OP_IMM)
             target = insn->detail->arm64.operands[0].imm;
         if (target && (*target < 0 || static_cast<uint64_t>(*target) >= size)) out.tailCalls.push_back(*target);
-        if (!arm && insn->id == X86_INS_CALL && insn->detail->x86.op_count == 1 && insn->detail->x86.operands[0].type == X86_OP_IMM)
-            out.calls.push_back(insn->detail->x86.operands[0].imm);
-        if (arm && insn->id == ARM64_INS_BL && insn->detail->arm64.op_count == 1 && insn->detail->arm64.operands[0].type == ARM64_OP_IMM)
-            out.calls.push_back(insn->detail->arm64.operands[0].imm);
     }
     cs->free(insn, 1);
     cs->close(&handle);
@@ -284,28 +280,6 @@ ProbePlan planLifecycleProbes(const Target& target) {
                 plan.probes.push_back(probe);
             }
         }
-        // PyGILState_Ensure makes a thread state for a thread that has none. Where the build
-        // inlines the creation into it (Debian 13's 3.13: _PyThreadState_NewBound and
-        // new_threadstate inside it, only PyMem_RawCalloc called), no creation function's
-        // return sees that thread state: say so rather than record it as made elsewhere.
-        if (noCapstone.empty())
-            if (auto ensure = functionSymbol(module, "PyGILState_Ensure"); ensure && ensure->second.size && module.elf) {
-                std::vector<unsigned char> code(ensure->second.size);
-                if (module.elf->readVaddr(ensure->second.value, code.data(), code.size()) == code.size()) {
-                    uint64_t entry = module.bias + ensure->second.value;
-                    bool callsCreator = false;
-                    auto exits = functionExits(arch, code.data(), code.size());
-                    for (const auto* list : {&exits.calls, &exits.tailCalls})
-                        for (int64_t offset : *list) {
-                            uint64_t callee = entry + static_cast<uint64_t>(offset);
-                            if (creators.count(callee) || creatorNames.count(pltTarget(*module.elf, arch, callee - module.bias)))
-                                callsCreator = true;
-                        }
-                    if (!callsCreator)
-                        plan.cannot.push_back(name + ": PyGILState_Ensure creates thread states inline (it calls no creation "
-                                              "function): those are not recorded as created; their first event is their caching");
-                }
-            }
     }
     for (const auto& why : found.rejected) plan.cannot.push_back(why);
     return plan;

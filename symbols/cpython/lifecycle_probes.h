@@ -49,7 +49,6 @@ std::vector<std::string> lifecycleCreators();
 struct FunctionExits {
     std::vector<uint64_t> returns;
     std::vector<int64_t> tailCalls;
-    std::vector<int64_t> calls;  // direct calls' targets, as offsets from the code's start
 };
 FunctionExits functionExits(const Arch& arch, const unsigned char* code, size_t size);
 inline std::vector<uint64_t> returnInstructions(const Arch& arch, const unsigned char* code, size_t size) {

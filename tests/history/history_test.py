@@ -426,15 +426,15 @@ def armed(args, front):
     expect(first["tstate"] == facts["main_tstate"], "%s: the main thread state the program names" % front, (first, facts))
     holder, h = facts["holder_lwp"], facts["holder_tstate"]
     made = events_of(log, h, "created", holder)
-    inline = [c for c in log["cannot"] if "PyGILState_Ensure creates thread states inline" in c]
-    if inline:
-        # The build made PyGILState_Ensure create it inline (Debian 13's 3.13): the recording says
-        # so, records no creation, and its first event of it is the caching, in holder().
+    if not ensure_calls_creator(program[1]):
+        # The build creates it inside PyGILState_Ensure, which gdb's disassembly shows calling no
+        # creation function (pyenv's and Debian's 3.13): no breakpoint sees the creation, and the
+        # recording's first event of it is the caching, in holder().
         first = [e for e in log["events"] if e["tstate"] == h][:1]
         expect(not made and first and first[0]["event"] == "cached" and first[0]["lwp"] == holder and
                any(f["function"] == "holder" for f in first[0]["frames"]),
-               "%s: PyGILState_Ensure's inline creation (%s): the holder's first event is its caching by holder() on LWP %d"
-               % (front, inline[0], holder), log["events"])
+               "%s: PyGILState_Ensure creates inline: the holder's first event is its caching by holder() on LWP %d"
+               % (front, holder), log["events"])
     else:
         expect(len(made) == 1 and any(f["function"] == "holder" for f in made[0]["frames"]),
                "%s: the holder's thread state made by holder() on LWP %d" % (front, holder), log["events"])
@@ -522,6 +522,18 @@ class Interpreter:
     def close(self):
         if self.sid is not None:
             self.sid.close()
+
+
+CREATORS = ("PyThreadState_New", "_PyThreadState_New", "_PyThreadState_Prealloc", "_PyThreadState_NewBound", "new_threadstate")
+
+
+def ensure_calls_creator(module):
+    """Whether gdb's disassembly of the module's PyGILState_Ensure calls (or tail-calls) a thread
+    state's creation function."""
+    out = subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-ex", "disassemble PyGILState_Ensure", module],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120).stdout
+    expect("End of assembler dump" in out, "gdb disassembles PyGILState_Ensure in %s" % module, out[-2000:])
+    return re.search(r"\b(?:call|jmp)\s.*<(?:%s)(?:\.[a-z0-9.]+)?(?:@plt)?(?:\+\d+)?>" % "|".join(CREATORS), out) is not None
 
 
 def version(args, name, debugger="gdb"):
