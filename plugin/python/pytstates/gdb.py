@@ -277,6 +277,7 @@ class _RecordCommand(gdb.Command):
         # The options of an `on` typed before the program ran (or before it loaded CPython): the
         # breakpoints are planned and set from the first new objfile that finds CPython loaded.
         self._armed = None
+        self._armed_pid = 0  # the process whose first module was planned in (see _may_hold_cpython)
         gdb.events.new_objfile.connect(self._on_new_objfile)
 
     def invoke(self, argument, from_tty):
@@ -366,6 +367,8 @@ class _RecordCommand(gdb.Command):
             inferior = gdb.selected_inferior()
             if inferior is None or not inferior.pid or not _is_live(inferior):
                 return  # `file`, a core: no process to plan in
+            if not self._may_hold_cpython(inferior):
+                return
             executable = inferior.progspace.filename if inferior.progspace else ""
             status, text, error, probes, _frames = _core.record_on(self._armed, _read_memory, [], _auxv(), executable or "", int(inferior.pid),
                                                                    _is_local(inferior), _sysroot(), _debug_dirs(), _machine())
@@ -380,6 +383,20 @@ class _RecordCommand(gdb.Command):
         except Exception as e:  # never a traceback in the middle of gdb's stop
             self._armed = None
             gdb.write("py-tstates-record: %s\n" % e)
+
+    def _may_hold_cpython(self, inferior):
+        """Planning reads every module of the process: doing it for each of the hundreds of
+        libraries a host may load before libpython (torch) costs their square. It is done for the
+        run's first module (the executable may be CPython, static and stripped), then only once
+        gdb's symbols, minimal ones included, know _PyRuntime."""
+        if self._armed_pid != inferior.pid:
+            self._armed_pid = inferior.pid
+            return True
+        try:
+            gdb.parse_and_eval("&_PyRuntime")
+            return True
+        except gdb.error:
+            return False
 
     def _remove(self):
         for probe in self._probes:
