@@ -130,6 +130,23 @@ std::string enteringWords(const Report& report, const CrashReport& c) {
     return words + ": " + unless + waitWouldWords(b.kind, b.object, b.call) + heldByWords(b.kind, b.heldBy);
 }
 
+// 3.13+'s _PyThreadState_Attach aborts when the thread already has a current thread state: which
+// one that was, read from the thread's own TLS, is what the reader needs next.
+std::string oldThreadStateWords(const Report& report, const CrashReport& c) {
+    static const std::string kOldState = "non-NULL old thread state";
+    const std::string& e = c.fatalError;
+    if (e.size() < kOldState.size() || e.compare(e.size() - kOldState.size(), kOldState.size(), kOldState) != 0) return {};
+    for (const auto& t : report.threads) {
+        if (t.lwp != c.signal.lwp || !t.currentStatus.empty() || !t.currentTstate) continue;
+        bool holdsGil = false;
+        for (const auto& rt : report.runtimes)
+            for (const auto& interp : rt.interpreters) holdsGil = holdsGil || interp.gilHolder == t.currentTstate;
+        return "the old thread state is this thread's current one, " + hexAddress(t.currentTstate) +
+               (holdsGil ? " (it holds the GIL)" : "") + ": the thread was made to attach another while it had it";
+    }
+    return {};
+}
+
 void renderCrash(std::ostringstream& out, const Report& report, const RenderOptions& options) {
     const CrashReport& c = *report.crash;
     const CrashSignal& s = c.signal;
@@ -153,6 +170,8 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
         out << wrapText(shown(line), options.width, "  ");
     }
     if (!c.fatalError.empty()) out << wrapText(shown(c.fatalError), options.width, "  ");
+    std::string oldState = oldThreadStateWords(report, c);
+    if (!oldState.empty()) out << wrapText(oldState, options.width, "  ");
     if (!c.explanation.empty()) out << wrapText(shown(c.explanation), options.width, "  ");
     if (c.entering) out << wrapText(shown(enteringWords(report, c)), options.width, "  ");
     renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown, options.width);

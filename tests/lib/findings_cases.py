@@ -157,6 +157,8 @@ def check_seed_held(facts, check, kind):
     said = " ".join(text.split("\n\n")[1].split())
     if aborts:
         expect(fatal[0] in said and "it was entering" not in said, "CRASH shows the fatal error and no wait:\n" + text[:3000])
+        expect("the old thread state is this thread's current one, %s (it holds the GIL)" % held in said,
+               "CRASH names the fatal error's old thread state, file 2's %s:\n%s" % (held, text[:3000]))
     else:
         expect("it was entering take_gil" in said and "while this thread holds the GIL with %s" % held in said and
                "had it not taken SIGSEGV, it would have waited for itself" in said, "CRASH tells the wait it was entering:\n" + text[:3000])
