@@ -14,13 +14,24 @@
           seed scenario equals the build tree's CLI's (as tests/frontends' python-modules does for
           the build tree); a module with no such Python here is named as not run, and no pyenv at
           all is exit 77.
+  aarch64 the aarch64 archive (scripts/portable --arch arm64, cross-built): readelf's NEEDED of
+          bin/pytstates and every shared object (nothing outside glibc and the archive's own
+          libraries) and its highest GLIBC_ version needed (<= 2.31, nothing of libstdc++ or
+          libgcc_s), printed; then, under qemu-aarch64-static in Debian 12's arm64 tree
+          (tests/lib/arm64.py: no capstone, no elfutils there), its `tstates --json` and
+          `check --json` (with and without DWARF) on a real arm64 core of python3.11 with threads
+          equal this build tree's CLI's reading of the same core byte for byte, and the tree's
+          arm64 python3.11 imports the archive's package (its 3.11 module, and ctypes).
 The archive is the one scripts/portable made (PYTSTATES_PORTABLE_ARCHIVE, or the newest
-pytstates-*-linux.tar.gz in --archive-dir); without one the test exits 77, which ctest reports as
-skipped (not passed): run scripts/portable first (.ci/run does), then `ctest -L portable`."""
+pytstates-*-<this machine's arch>-linux.tar.gz in --archive-dir; for aarch64 the newest
+pytstates-*-aarch64-linux.tar.gz there, or PYTSTATES_PORTABLE_AARCH64_ARCHIVE); without one the
+test exits 77, which ctest reports as skipped (not passed): run scripts/portable first (.ci/run
+does), then `ctest -L portable`."""
 import argparse
 import glob
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -44,12 +55,16 @@ MODULE_TAGS = ["38", "39", "310", "311", "312", "313", "314"]
 GLIBC_SONAMES = re.compile(r"^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[-a-z0-9_]*)\.so(\.[0-9.]+)?$")
 
 
-def find_archive(archive_dir):
-    named = os.environ.get("PYTSTATES_PORTABLE_ARCHIVE")
+def find_archive(archive_dir, machine=None):
+    """The archive for `machine` (uname -m; default this machine's): the other architecture's
+    archive lies in the same directory."""
+    variable = "PYTSTATES_PORTABLE_ARCHIVE" if machine is None else "PYTSTATES_PORTABLE_%s_ARCHIVE" % machine.upper()
+    named = os.environ.get(variable)
     if named:
-        expect(os.path.isfile(named), "PYTSTATES_PORTABLE_ARCHIVE names no file: " + named)
+        expect(os.path.isfile(named), "%s names no file: %s" % (variable, named))
         return named
-    found = sorted(glob.glob(os.path.join(archive_dir, "pytstates-*-linux.tar.gz")), key=os.path.getmtime)
+    found = sorted(glob.glob(os.path.join(archive_dir, "pytstates-*-%s-linux.tar.gz" % (machine or platform.machine()))),
+                   key=os.path.getmtime)
     return found[-1] if found else None
 
 
@@ -220,18 +235,97 @@ def modules(top, built, scenarios, python314_dir):
     print("%d of %d modules ran; not run here: %s" % (len(ran), len(tags), " ".join(not_run) or "none"))
 
 
+def readelf(obj, *options):
+    return output(["readelf", "-W"] + list(options) + [obj])
+
+
+def aarch64(top, built):
+    """The cross-built archive's bounds, read with readelf (objdump here knows x86 only), then the
+    archive's CLI under qemu on a real arm64 core against the build tree's CLI."""
+    import arm64  # noqa: E402 (tests/lib)
+    exe = os.path.join(top, "bin", "pytstates")
+    objects = [exe] + sorted(p for p in glob.glob(os.path.join(top, "lib", "pytstates", "**", "*.so*"), recursive=True)
+                             if os.path.isfile(p))
+    own = {os.path.basename(p) for p in objects[1:]}
+    highest = (0, 0)
+    for obj in objects:
+        rel = os.path.relpath(obj, top)
+        machine = re.search(r"^\s*Machine:\s*(.*)$", readelf(obj, "-h"), re.M).group(1).strip()
+        expect(machine == "AArch64", "%s is an aarch64 ELF file" % rel, machine)
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", readelf(obj, "-d"))
+        outside = [n for n in needed if not GLIBC_SONAMES.match(n) and n not in own]
+        expect(not outside, "%s needs only glibc and the archive's own libraries" % rel, needed)
+        # The versions it needs: .gnu.version_r's names (GLIBC_2.17 is aarch64's first).
+        versions = set(re.findall(r"Name: ((?:GLIBC|GLIBCXX|CXXABI|GCC)_[0-9.]+)", readelf(obj, "-V")))
+        glibc = [version_tuple(v) for v in versions if v.startswith("GLIBC_")]
+        top_version = max(glibc, default=(0, 0))
+        expect(top_version <= GLIBC_BOUND, "%s needs no symbol version above GLIBC_2.31" % rel, sorted(versions))
+        others = sorted(v for v in versions if not v.startswith("GLIBC_"))
+        expect(not others, "%s needs nothing of libstdc++ or libgcc_s" % rel, others)
+        highest = max(highest, top_version)
+        print("%s: NEEDED %s; highest GLIBC_%s" % (rel, " ".join(needed), ".".join(map(str, top_version))))
+    print("highest symbol version of the aarch64 archive: GLIBC_%s" % ".".join(map(str, highest)))
+    try:
+        tree, qemu = arm64.root()
+    except arm64.Arm64Error as e:
+        expect(False, "the arm64 tree (scripts/arm64-root) to run the archive in cannot be had: %s" % e)
+    guest = [qemu, "-L", tree, exe]
+    version = output(guest + ["--version"]).strip()
+    expect(version.startswith("pytstates "), "bin/pytstates --version under qemu says its name", version)
+    print("qemu-aarch64-static bin/pytstates --version: " + version)
+    workdir = tempfile.mkdtemp(prefix="pytstates-portable-aarch64-")
+    try:
+        threads = os.path.join(HERE, "..", "scenarios", "arm64", "threads.py")
+        facts, core = arm64.take_core([arm64.python(tree), os.path.abspath(threads)], workdir=workdir)
+        for args in (["tstates", "--json"], ["check", "--json"], ["check", "--json", "--no-dwarf"]):
+            argv = args + ["--core", core, "--sysroot", tree]
+            mine = subprocess.run([built] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=scenario.offline_env())
+            theirs = subprocess.run(guest + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=scenario.offline_env())
+            label = " ".join(args)
+            expect(mine.returncode in (0, 1), "the build tree's %s exits 0 or 1" % label, mine.stderr.decode(errors="replace")[-2000:])
+            report = json_contract.loads(mine.stdout.decode(), "the build tree's " + label)
+            expect(report["target"]["arch"] == "aarch64", "the build tree reads an aarch64 core", report["target"])
+            expect(theirs.returncode == mine.returncode, "the archive's %s exits %d as the build tree's does" % (label, mine.returncode),
+                   theirs.stderr.decode(errors="replace")[-2000:])
+            if theirs.stdout != mine.stdout:
+                other = json.loads(theirs.stdout.decode())
+                diff = [k for k in sorted(set(report) | set(other)) if report.get(k) != other.get(k)]
+                expect(False, "the archive's %s under qemu equals the build tree's (differing keys: %s)" % (label, diff),
+                       {"build": {k: report.get(k) for k in diff}, "aarch64": {k: other.get(k) for k in diff}})
+            tstates = sum(len(i["tstates"]) for r in report["runtimes"] for i in r["interpreters"])
+            expect(tstates == len(facts["threads"]), "%s: every thread state of the core (%d)" % (label, len(facts["threads"])), tstates)
+            print("%s on an arm64 qemu core of python3.11: status %d, %d thread states, %d findings, layout %s: "
+                  "the same %d bytes as the build tree's" % (label, mine.returncode, tstates, len(report.get("findings", [])),
+                                                              report["runtimes"][0].get("layout"), len(mine.stdout)))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    # The front ends' package in the tree's arm64 python3.11: its 3.11 module, and ctypes.
+    package = os.path.join(top, "lib", "pytstates", "python")
+    probe = ("import json, sys; sys.path.insert(0, sys.argv[1]); from pytstates.core import core, error; "
+             "print(json.dumps({'binding': getattr(core, 'binding', None), 'built_for': getattr(core, 'built_for', None), 'error': error}))")
+    for binding in ("pybind11", "ctypes"):
+        env = arm64.guest_env(scenario.offline_env())
+        env["PYTSTATES_CORE"] = binding
+        got = json.loads(subprocess.run([qemu, "-L", tree, arm64.python(tree), "-c", probe, package], stdout=subprocess.PIPE,
+                                        env=env, timeout=120).stdout.decode())
+        expect(got["binding"] == binding and str(got["built_for"]).startswith("3.11."),
+               "the tree's arm64 python3.11 loads the archive's package through %s" % binding, got)
+        print("arm64 python3.11 under qemu: pytstates.core through %s (built for %s)" % (binding, got["built_for"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["bounds", "check", "modules"])
+    ap.add_argument("what", choices=["bounds", "check", "modules", "aarch64"])
     ap.add_argument("--archive-dir", required=True)
     ap.add_argument("--pytstates", required=True, help="the build tree's pytstates")
     ap.add_argument("--scenarios", required=True, help="the build tree's findings scenarios")
     ap.add_argument("--python314-dir", default="", help="scripts/debian-python's 3.14 (modules)")
     args = ap.parse_args()
     args.pytstates, args.scenarios = os.path.abspath(args.pytstates), os.path.abspath(args.scenarios)
-    archive = find_archive(args.archive_dir)
+    archive = find_archive(args.archive_dir, "aarch64" if args.what == "aarch64" else None)
     if not archive:
-        print("no portable archive in %s: run scripts/portable first (skipped, not passed)" % args.archive_dir)
+        print("no %sportable archive in %s: run scripts/portable%s first (skipped, not passed)" % (
+            "aarch64 " if args.what == "aarch64" else "", args.archive_dir, " --arch arm64" if args.what == "aarch64" else ""))
         return SKIP
     print("archive: %s (%.1f MiB)" % (archive, os.path.getsize(archive) / 2**20))
     work = tempfile.mkdtemp(prefix="pytstates-portable-")
@@ -239,6 +333,8 @@ def main():
         top = unpack(archive, work)
         if args.what == "bounds":
             bounds(top)
+        elif args.what == "aarch64":
+            aarch64(top, args.pytstates)
         elif args.what == "modules":
             modules(top, args.pytstates, args.scenarios, os.path.abspath(args.python314_dir))
         else:
