@@ -158,7 +158,9 @@ def seed_case(args, tree, mode):
         check_against_gdb(report, walk, slots)
         if mode == "dwarf":
             out = arm64.gdb_multiarch(tree, os.path.join(bindir, "scenario_seed_host"), core,
-                                      ["thread 1", "frame 0", "info frame", "p tstate"], [bindir])
+                                      # the crashing thread by its LWP: qemu 10's cores list it in creation order, not first
+                                      ["python [t.switch() for t in gdb.selected_inferior().threads() if t.ptid[1] == %d]" % crash["lwp"],
+                                       "frame 0", "info frame", "p tstate"], [bindir])
             m = re.search(r"^\$1 = \(PyThreadState \*\) (0x[0-9a-f]+)", out, re.M)
             expect(m is not None and m.group(1) == crash["frames"][0]["parameters"]["tstate"] == facts["deleted_tstate"],
                    "take_gil's tstate as gdb-multiarch prints it: %s" % (m.group(1) if m else out[-2000:]), report)
