@@ -181,13 +181,21 @@ std::optional<CrashSignal> CoreFile::crashSignal() const {
     if (threads_.empty()) return std::nullopt;
     // The kernel dumps from the thread that took the fatal signal and writes it first; gdb's
     // gcore writes the thread it stopped with a signal first. A gcore of a running process has
-    // pr_cursig 0 (and NT_SIGINFO of gdb's SIGSTOP): no crash.
-    const auto& si = siginfo_.front();
-    int sig = threads_.front().signal;
+    // pr_cursig 0 (and NT_SIGINFO of gdb's SIGSTOP): no crash. qemu 10's guest cores list the
+    // threads in creation order, each with its own pr_cursig: the crashing one need not be first.
+    size_t at = 0;
+    if (!signalDumpsCore(threads_.front().signal) && !(siginfo_.front() && signalDumpsCore(siginfo_.front()->signo)))
+        for (size_t i = 1; i < threads_.size(); ++i)
+            if (signalDumpsCore(threads_[i].signal)) {
+                at = i;
+                break;
+            }
+    const auto& si = siginfo_[at];
+    int sig = threads_[at].signal;
     if (!signalDumpsCore(sig) && si && signalDumpsCore(si->signo)) sig = si->signo;
     if (!signalDumpsCore(sig)) return std::nullopt;
     CrashSignal c;
-    c.lwp = threads_.front().lwp;
+    c.lwp = threads_[at].lwp;
     c.signal = sig;
     if (si && si->signo == sig) {
         c.haveSiginfo = true;

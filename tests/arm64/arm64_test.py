@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""arm64 cores analysed on this x86_64 machine: real aarch64 programs of Debian 12's arm64 tree
-run under qemu-aarch64-static (tests/lib/arm64.py), their guest cores read with --sysroot ROOT,
-held against what each program said about itself and against gdb-multiarch on the same core
-(threads by their pthread_t, thread states walked through python3.11-dbg's DWARF, pthread key
-slots in glibc's struct pthread through libc6-dbg's DWARF, the crash frame's arguments).
+"""arm64 cores analysed on this x86_64 machine: real aarch64 programs of the arm64 tree of this
+machine's Debian release (Debian 12: python3.11; Debian 13: python3.13) run under
+qemu-aarch64-static (tests/lib/arm64.py), their guest cores read with --sysroot ROOT, held against
+what each program said about itself and against gdb-multiarch on the same core (threads by their
+pthread_t, thread states walked through pythonX.Y-dbg's DWARF, pthread key slots in glibc's struct
+pthread through libc6-dbg's DWARF and the host's libthread_db, the crash frame's arguments).
 
-  threads DWARF|NODWARF   python3.11 with threads in Event.wait and sleep
+  threads DWARF|NODWARF   pythonX.Y with threads in Event.wait and sleep
   seed DWARF|NODWARF      the seed's crash cross-compiled for arm64 (two pybind11 ABIs, the stale
                           key value take_gil crashes on)
   notes                   the threads core with NT_ARM_TLS (tpidr_el0 per thread, the kernel's
@@ -121,7 +122,7 @@ def build_seed(tree, outdir):
     common = ["aarch64-linux-gnu-g++", "-std=c++17", "-g", "-O1", "-w", "-idirafter", "/usr/include", "-I" + FINDINGS] + compile_
     host = common + ["-fabi-version=2", "-no-pie", "-o", os.path.join(outdir, "scenario_seed_host"),
                      os.path.join(FINDINGS, "seed_host.cpp")] + link + ["-lpthread"]
-    module = common + ["-shared", "-fPIC", "-fvisibility=hidden", "-o", os.path.join(outdir, "seed_module" + arm64.EXTENSION_SUFFIX),
+    module = common + ["-shared", "-fPIC", "-fvisibility=hidden", "-o", os.path.join(outdir, "seed_module" + arm64.extension_suffix(tree)),
                        os.path.join(FINDINGS, "seed_module.cpp")]
     procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for c in (host, module)]
     for p in procs:
@@ -157,7 +158,9 @@ def seed_case(args, tree, mode):
         check_against_gdb(report, walk, slots)
         if mode == "dwarf":
             out = arm64.gdb_multiarch(tree, os.path.join(bindir, "scenario_seed_host"), core,
-                                      ["thread 1", "frame 0", "info frame", "p tstate"], [bindir])
+                                      # the crashing thread by its LWP: qemu 10's cores list it in creation order, not first
+                                      ["python [t.switch() for t in gdb.selected_inferior().threads() if t.ptid[1] == %d]" % crash["lwp"],
+                                       "frame 0", "info frame", "p tstate"], [bindir])
             m = re.search(r"^\$1 = \(PyThreadState \*\) (0x[0-9a-f]+)", out, re.M)
             expect(m is not None and m.group(1) == crash["frames"][0]["parameters"]["tstate"] == facts["deleted_tstate"],
                    "take_gil's tstate as gdb-multiarch prints it: %s" % (m.group(1) if m else out[-2000:]), report)

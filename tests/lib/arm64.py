@@ -1,19 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Real arm64 (aarch64) cores of programs run under qemu user-mode emulation on this x86_64 machine.
 
-root() builds (once) the arm64 Debian 12 tree with CPython 3.11 and qemu-aarch64-static
-(scripts/arm64-root) and returns (root, qemu). take_core() runs a guest program under qemu to its
-pause point, the way scenario.take_core() does for native ones: the program prints one line
-`FACTS {json}` with what it knows about itself, then `READY`, then waits for a line "abort" on its
-stdin and calls abort() (a program that aborts by itself after READY is fine too). qemu then writes
+root() builds (once) the arm64 tree of this machine's Debian release (Debian 12: CPython 3.11;
+Debian 13: 3.13) and qemu-aarch64-static (scripts/arm64-root, which says why this machine's
+release) and returns (root, qemu); version(tree) is the tree's "3.11" or "3.13". take_core() runs
+a guest program under qemu to its pause point, the way scenario.take_core() does for native ones:
+the program prints one line `FACTS {json}` with what it knows about itself, then `READY`, then
+waits for a line "abort" on its stdin and calls abort() (a program that aborts by itself after READY is fine too). qemu then writes
 the guest's core, qemu_<program>_<time>_<pid>.core, in the working directory. take_core() returns
 (facts, core_path); the caller removes the directory it lives in (scenario.cleanup(core_path)).
 
-What qemu's cores are (qemu 7.2, bookworm), against the kernel's:
+What qemu's cores are (qemu 7.2 of Debian 12; 10.0 of Debian 13), against the kernel's:
   - notes: NT_PRSTATUS per thread (x0-x30, sp, pc, pstate), one NT_PRPSINFO, NT_AUXV; no NT_FILE,
     NT_SIGINFO, NT_FPREGSET, NT_ARM_TLS: the thread pointer tpidr_el0 is not in the core (glibc
-    puts struct pthread just below it: pthread_self() == tpidr_el0 - 1856 on bookworm's glibc,
-    its _thread_db_sizeof_pthread);
+    puts struct pthread just below it: pthread_self() == tpidr_el0 - sizeof(struct pthread),
+    glibc's _thread_db_sizeof_pthread: 1856 on Debian 12's);
   - read-only file-backed mappings are not dumped at all, not even the ELF header page the kernel
     keeps: their contents come from the files (of the root) through the link map;
   - the guest's addresses are the same from run to run (0x55_0000_0000 and up, no ASLR).
@@ -40,7 +41,6 @@ import scenario  # noqa: E402 (tests/lib, beside this file)
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECT = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.path.join(PROJECT, "scripts", "arm64-root")
-PYTHON = "python3.11"
 TRIPLET = "aarch64-linux-gnu"
 READY_TIMEOUT = 120  # an emulated interpreter starts in about a second; give slow machines room
 DEATH_TIMEOUT = 120
@@ -73,9 +73,27 @@ def root(directory=None):
     return tree, qemu
 
 
+def version(tree=None):
+    """The tree's CPython version, "3.11" (Debian 12) or "3.13" (Debian 13): the second word of
+    ROOT/.suite, which scripts/arm64-root writes ("SUITE X.Y")."""
+    with open(os.path.join(tree or root()[0], ".suite")) as f:
+        return f.read().split()[1]
+
+
+def python_name(tree=None):
+    """The interpreter's name: python3.11, python3.13."""
+    return "python" + version(tree)
+
+
 def python(tree=None):
     """The arm64 interpreter's path (inside the root)."""
-    return os.path.join(tree or root()[0], "usr", "bin", PYTHON)
+    tree = tree or root()[0]
+    return os.path.join(tree, "usr", "bin", python_name(tree))
+
+
+def extension_suffix(tree=None):
+    """An extension module's file name suffix for the tree's CPython: .cpython-311-aarch64-linux-gnu.so."""
+    return ".cpython-%s-%s.so" % (version(tree).replace(".", ""), TRIPLET)
 
 
 def guest_env(env=None):
@@ -157,24 +175,24 @@ def take_core(argv, workdir=None, env=None, settle=0.5, expect_signal=signal.SIG
 
 def gdb_script(tree):
     """CPython's gdb script (py-bt, py-list, py-locals, ...) in the root, or None. Debian ships one
-    file for python3.11, python3.11d and both libpythons, for gdb's auto-loading, which does not
+    file for pythonX.Y, pythonX.Yd and both libpythons, for gdb's auto-loading, which does not
     find it through a sysroot (it would look for /usr/share/gdb/auto-load/ROOT/usr/bin/...)."""
-    script = os.path.join(tree, "usr", "share", "gdb", "auto-load", "usr", "bin", PYTHON + "-gdb.py")
+    script = os.path.join(tree, "usr", "share", "gdb", "auto-load", "usr", "bin", python_name(tree) + "-gdb.py")
     return script if os.path.exists(script) else None
 
 
 def gdb_multiarch(tree, exe, core, commands, solib_dirs=(), timeout=300):
     """gdb-multiarch's stdout for commands (a list) on exe and core, in batch mode, with
-    `set sysroot ROOT`, the root's DWARF (usr/lib/debug: python3.11's and glibc's) and CPython's gdb
+    `set sysroot ROOT`, the root's DWARF (usr/lib/debug: pythonX.Y's and glibc's) and CPython's gdb
     script loaded, for exe in the root or not (a program embedding the root's libpython).
     The cores hold no tpidr_el0: `p $tpidr` is void; gdb names threads by their pthread_t anyway,
     through libthread_db walking glibc's thread list in memory (the host's libthread_db serves an
-    arm64 target). solib_dirs: directories of shared objects outside the root (a cross-compiled
+    arm64 target of its own glibc version only: hence a tree of this machine's release). solib_dirs: directories of shared objects outside the root (a cross-compiled
     extension module: with a sysroot, gdb looks for DIR/m.so as ROOT/DIR/m.so only).
     A program outside the root must be linked -no-pie: qemu does not dump the first page of
     read-only file mappings (the kernel does), so the program headers at AT_PHDR are not in the
     core and gdb cannot relocate a PIE (no link map, no shared libraries, no threads' pthread_t).
-    Debian's python3.11 and python3.11d are not PIE. Raises Arm64Error when gdb-multiarch is not
+    Debian's pythonX.Y and pythonX.Yd are not PIE. Raises Arm64Error when gdb-multiarch is not
     installed."""
     gdb = shutil.which("gdb-multiarch")
     if gdb is None:
@@ -199,19 +217,18 @@ def gdb_multiarch(tree, exe, core, commands, solib_dirs=(), timeout=300):
 def compile_flags(tree=None):
     """Flags for aarch64-linux-gnu-g++ against the root's CPython: (compile, link_embed).
     compile: the root's Python headers; <pyconfig.h> is Debian's wrapper, which includes
-    <aarch64-linux-gnu/python3.11/pyconfig.h> (hence ROOT/usr/include). Debian's cross compiler
+    <aarch64-linux-gnu/pythonX.Y/pyconfig.h> (hence ROOT/usr/include). Debian's cross compiler
     searches its own /usr/aarch64-linux-gnu/include first and the host's /usr/include last, where
     only the architecture-independent pybind11 headers (package pybind11-dev) are taken from.
-    link_embed: for a program embedding Python, the root's libpython3.11.so and -rpath-link for its
+    link_embed: for a program embedding Python, the root's libpythonX.Y.so and -rpath-link for its
     dependencies (libz, libexpat, ...); add -no-pie for gdb_multiarch's sake (see there). An
     extension module is `-shared -fPIC` with compile only,
-    named NAME.cpython-311-aarch64-linux-gnu.so."""
+    named NAME + extension_suffix(tree)."""
     tree = tree or root()[0]
     inc = os.path.join(tree, "usr", "include")
     lib = os.path.join(tree, "usr", "lib", TRIPLET)
-    compile_ = ["-I" + inc, "-I" + os.path.join(inc, PYTHON)]
-    link_embed = ["-L" + lib, "-l" + PYTHON, "-Wl,-rpath-link," + lib]
+    name = python_name(tree)
+    compile_ = ["-I" + inc, "-I" + os.path.join(inc, name)]
+    link_embed = ["-L" + lib, "-l" + name, "-Wl,-rpath-link," + lib]
     return compile_, link_embed
 
-
-EXTENSION_SUFFIX = ".cpython-311-aarch64-linux-gnu.so"

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""An arm64 python3.11 under qemu (tests/lib/arm64.py): two workers in threading.Event.wait()
+"""An arm64 python3 (3.11, 3.13) under qemu (tests/lib/arm64.py): two workers in threading.Event.wait()
 and time.sleep(), the main thread reading stdin. Prints FACTS (every thread's LWP, pthread_t,
 PyThreadState_Get() and PyGILState_GetThisThreadState(), and the function it blocks in) and
 READY, then aborts on the line "abort", so that qemu writes the guest's core. With the argument
