@@ -171,7 +171,7 @@ def seed_case(args, tree, mode):
                                       # the crashing thread by its LWP: qemu 10's cores list it in creation order, not first
                                       ["python [t.switch() for t in gdb.selected_inferior().threads() if t.ptid[1] == %d]" % crash["lwp"],
                                        "bt 8"], [bindir])
-            m = re.search(r"^#(\d+) .*\btake_gil \(tstate=(0x[0-9a-f]+)", out, re.M)
+            m = re.search(r"^#(\d+) .*\btake_gil \(tstate=(?:tstate@entry=)?(0x[0-9a-f]+)", out, re.M)
             ours = next((f for f in crash["frames"] if f["function"] == "take_gil"), None)
             expect(m is not None and ours is not None and m.group(2) == ours["parameters"]["tstate"] == facts["deleted_tstate"],
                    "take_gil's tstate as gdb-multiarch prints it: %s" % (m.group(0) if m else out[-2000:]), report)
