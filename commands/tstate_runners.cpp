@@ -92,13 +92,17 @@ struct Claim {
 };
 
 // The thread whose stack holds the state's running structures: its cframe (3.10-3.12) or one of
-// its interpreter frames (3.12+: the entry frame is a local of the eval loop).
+// its entry frames (3.12+: the entry frame is a local of the eval loop). Only those: the other
+// frames live in the state's data stack chunks, mmap'ed memory that can lie inside a range (the
+// main thread's runs up to its struct pthread; under qemu the chunks were mapped in between, and
+// every state was put on the main thread).
 std::optional<Claim> structuralClaim(const FrameReader& frames, uint64_t tstate, const std::vector<StackRange>& ranges) {
     if (uint64_t cframe = frames.runningCframe(tstate))
         if (const auto* r = rangeHolding(ranges, cframe)) return Claim{r->lwp, "cframe", cframe - r->low, 1};
     if (!frames.entryFramesOnStack()) return std::nullopt;
     std::optional<Claim> found;
     frames.chain(tstate, [&](uint64_t frame) {
+        if (!frames.ownedByCStackOrInterpreter(frame)) return true;
         if (const auto* r = rangeHolding(ranges, frame)) found = Claim{r->lwp, "entry_frame", frame - r->low, 2};
         return !found;
     });

@@ -94,6 +94,11 @@ uint64_t FrameReader::runningCframe(uint64_t tstate) const {
 
 bool FrameReader::entryFramesOnStack() const { return layout_.minor >= 12 && layout_.framePrevious != kAbsent; }
 
+bool FrameReader::ownedByCStackOrInterpreter(uint64_t frame) const {
+    if (layout_.frameOwner == kAbsent || layout_.minor < 12) return false;
+    return memory_.readValue<uint8_t>(frame + layout_.frameOwner).value_or(0) >= kFirstShimOwner;
+}
+
 bool FrameReader::isCodeObject(uint64_t code) {
     auto type = memory_.readPointer(code + layout_.objectType);
     if (!type || !*type) return false;

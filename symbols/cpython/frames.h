@@ -83,6 +83,10 @@ public:
     // 3.12+: the entry frame of each eval-loop call is a local of that call, on the stack of the
     // thread that runs the state.
     bool entryFramesOnStack() const;
+    // 3.12+: the frame is owned by a C stack (an entry frame) or by the interpreter, not one of a
+    // thread's data stack chunks, which are heap memory (mmap) and may lie anywhere, even between
+    // another thread's stack pointer and its struct pthread (qemu's guests).
+    bool ownedByCStackOrInterpreter(uint64_t frame) const;
 
     // What a frame holds (a PyFrameObject <= 3.10, an interpreter frame 3.11+: those `read`
     // and `readFrom` walk, PyFrame::address).

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Built-in layouts for CPython release builds on x86_64, measured on the pyenv builds
 // 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0 and Debian's 3.14.10 and 3.15.2 (shared/research,
-// and the DWARF of python3.1X-dbg), on a free-threaded 3.13.15, and on Debian 12's arm64 3.11.
+// and the DWARF of python3.1X-dbg), on a free-threaded 3.13.15, and on Debian 12's arm64 3.11
+// and Debian 13's arm64 3.13.5.
 // Used when neither DWARF nor _Py_DebugOffsets is available; DWARF is checked against them.
 #include "symbols/cpython/layout.h"
 
@@ -281,13 +282,20 @@ bool freeThreadedTable(int minor, CPythonLayout* l) {
     return true;
 }
 
-// aarch64: measured on Debian 12's arm64 python3.11 (python3.11-dbg's DWARF). The GIL's mutex and
-// condition variables in _PyRuntime are pthread types, 48 bytes on aarch64 against 40 on x86_64:
-// what follows them moves. Other versions have no table there.
-bool aarch64Table(int minor, CPythonLayout* l) {
-    if (minor != 11 || !gilTable(minor, -1, l)) return false;
-    l->runtimeTstateCurrent = 592;
-    l->runtimeAutoTssKey = 608;
+// aarch64: measured on Debian 12's arm64 python3.11 and Debian 13's arm64 python3.13.5 (their
+// -dbg packages' DWARF, every field of the x86_64 rows). The GIL's mutex and condition variables
+// are pthread types, pthread_mutex_t 48 bytes on aarch64 against 40 on x86_64: what follows them
+// moves. 3.11 keeps the GIL in _PyRuntime (tstate_current and autoTSSkey move by 16); 3.13 keeps
+// it in PyInterpreterState._gil at 7752, so of the fields read only PyInterpreterState.dict moves
+// (8448 -> 8464). Other versions have no table there.
+bool aarch64Table(int minor, int micro, CPythonLayout* l) {
+    if ((minor != 11 && minor != 13) || !gilTable(minor, micro, l)) return false;
+    if (minor == 11) {
+        l->runtimeTstateCurrent = 592;
+        l->runtimeAutoTssKey = 608;
+    } else {
+        l->interpDict = 8464;
+    }
     return true;
 }
 
@@ -348,7 +356,7 @@ bool tableLayout(int minor, bool freeThreaded, Machine machine, CPythonLayout* l
     l->minor = minor;
     l->freeThreaded = freeThreaded;
     l->source = "table";
-    bool known = machine == Machine::AArch64 ? !freeThreaded && aarch64Table(minor, l)
+    bool known = machine == Machine::AArch64 ? !freeThreaded && aarch64Table(minor, micro, l)
                                              : freeThreaded ? freeThreadedTable(minor, l) : gilTable(minor, micro, l);
     if (!known) return false;
     contentsTable(minor, freeThreaded ? 16 : 0, l);

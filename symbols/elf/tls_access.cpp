@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/elf/tls_access.h"
 
+#include <elf.h>
+
 #include <cstring>
 
 #include "symbols/elf/elf_file.h"
+#include "symbols/elf/tls_access_aarch64.h"
 
 namespace pytstates {
 
@@ -29,6 +32,7 @@ bool match(const uint8_t* code, size_t n, size_t at, std::initializer_list<uint8
 
 std::optional<TlsLocation> decodeTlsAccess(const Memory& memory, const LoadedModule& module, uint64_t functionVaddr) {
     if (!module.elf) return std::nullopt;
+    if (module.elf->machine() == EM_AARCH64) return decodeTlsAccessAarch64(memory, module, functionVaddr);
     uint8_t code[kWindow];
     size_t n = module.elf->readVaddr(functionVaddr, code, sizeof code);
     for (size_t i = 0; i < n; ++i) {

@@ -19,7 +19,7 @@ bool isLibc(const std::string& path) {
 
 LockLayout glibcLockLayout(const Target& target, bool useDwarf) {
     LockLayout layout;
-    layout.source = std::string("table (glibc 2.25 and later on ") + target.arch().name + ", as in 2.36 and 2.41 on x86_64)";
+    layout.source = std::string("table (glibc 2.25 and later on ") + target.arch().name + ", as in 2.36 and 2.41 on x86_64 and aarch64)";
     if (!useDwarf) return layout;
     for (const auto& mod : target.modules()) {
         if (!isLibc(mod.path) || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;

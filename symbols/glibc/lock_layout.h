@@ -4,7 +4,8 @@
 // __data.__cur_writer (the writer's TID; readers are not recorded). From libc's DWARF (libc6-dbg)
 // when at hand, else from the layout glibc has kept since 2.25 on x86_64 and aarch64 (the
 // defaults below; on x86_64 equal to the DWARF of Debian 12's 2.36 and Debian 13's 2.41-12+deb13u5,
-// held by tests/unit/glibc_layout_check).
+// held by tests/unit/glibc_layout_check; on aarch64 to the same releases' arm64 libc6-dbg, held
+// by glibc.lock_layout.arm64 on this machine's release).
 #pragma once
 
 #include <cstdint>

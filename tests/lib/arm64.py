@@ -14,7 +14,7 @@ What qemu's cores are (qemu 7.2 of Debian 12; 10.0 of Debian 13), against the ke
   - notes: NT_PRSTATUS per thread (x0-x30, sp, pc, pstate), one NT_PRPSINFO, NT_AUXV; no NT_FILE,
     NT_SIGINFO, NT_FPREGSET, NT_ARM_TLS: the thread pointer tpidr_el0 is not in the core (glibc
     puts struct pthread just below it: pthread_self() == tpidr_el0 - sizeof(struct pthread),
-    glibc's _thread_db_sizeof_pthread: 1856 on Debian 12's);
+    glibc's _thread_db_sizeof_pthread: 1856 on Debian 12's 2.36, 1824 on Debian 13's 2.41);
   - read-only file-backed mappings are not dumped at all, not even the ELF header page the kernel
     keeps: their contents come from the files (of the root) through the link map;
   - the guest's addresses are the same from run to run (0x55_0000_0000 and up, no ASLR).
