@@ -321,11 +321,12 @@ def stopper_caught_running(args, facts, report, attempt):
 
 
 def wait_asleep(pid, facts, timeout=30):
-    """SETTLE, then until every waiter the program named sleeps in the kernel: on a loaded machine
-    a thread that just gave up the GIL can still be on its way to take_gil after SETTLE."""
+    """SETTLE, then until every waiter (or sleeper) the program named sleeps in the kernel: on a
+    loaded machine a thread that just gave up the GIL can still be on its way to take_gil after
+    SETTLE, and a joining thread on its way to pthread_join (hangs.host.join failed so once)."""
     time.sleep(SETTLE)
     deadline = time.monotonic() + timeout
-    for lwp in facts.get("waiters", []):
+    for lwp in facts.get("waiters", []) + facts.get("sleepers", []):
         while time.monotonic() < deadline:
             try:
                 with open("/proc/%d/task/%d/stat" % (pid, lwp)) as f:

@@ -149,7 +149,9 @@ void joinHoldingGil() {
         return nullptr;
     }, &started);
     while (!started) std::this_thread::yield();
-    ready(", \"worker\": " + std::to_string(lwpA) + ", \"worker_pthread\": \"" + hex(reinterpret_cast<void*>(w)) + "\"");
+    // "sleepers": the test waits until both sleep in the kernel (pthread_join here, take_gil there)
+    ready(", \"worker\": " + std::to_string(lwpA) + ", \"worker_pthread\": \"" + hex(reinterpret_cast<void*>(w)) +
+          "\", \"sleepers\": [" + std::to_string(getpid()) + ", " + std::to_string(lwpA) + "]");
     pthread_join(w, nullptr);
 }
 
