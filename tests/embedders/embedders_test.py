@@ -314,7 +314,8 @@ def load(args, attaches=30, clients=4):
                     where = "attach %d under load" % (i + 1)
                     agree.running(report, where)
                     agree.no_error(report, where)
-                    expect(status == 0, where + ": exit status %d" % status)
+                    expect(status == 0, where + ": exit status %d, findings %s" %
+                           (status, [(f.get("code"), f.get("message")) for f in report.get("findings", [])]))
                     stops.append(report["target"]["stopped_ms"])
             finally:
                 done.set()
