@@ -142,7 +142,7 @@ std::string oldThreadStateWords(const Report& report, const CrashReport& c) {
         for (const auto& rt : report.runtimes)
             for (const auto& interp : rt.interpreters) holdsGil = holdsGil || interp.gilHolder == t.currentTstate;
         return "the old thread state is this thread's current one, " + hexAddress(t.currentTstate) +
-               (holdsGil ? " (it holds the GIL)" : "") + ": the thread was made to attach another while it had it";
+               (holdsGil ? " (it holds the GIL)" : "") + ": _PyThreadState_Attach was called for another while the thread had it";
     }
     return {};
 }
