@@ -5,11 +5,11 @@
 #include <exception>
 #include <stdexcept>
 
-#include "commands/finding_codes.h"
+#include "commands/analysis/finding_codes.h"
 #include "commands/history/history_words.h"
-#include "commands/report.h"
-#include "commands/summary.h"
-#include "commands/text_encoding.h"
+#include "commands/analysis/report.h"
+#include "commands/render/summary.h"
+#include "commands/render/text_encoding.h"
 #include "commands/version.h"
 
 namespace pytstates {

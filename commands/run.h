@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "commands/history/history_log.h"
-#include "commands/render.h"
+#include "commands/render/render.h"
 #include "symbols/target.h"
 
 namespace pytstates {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "commands/finding_words.h"
+#include "commands/render/finding_words.h"
 
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "commands/history/history_log.h"
-#include "commands/report.h"
+#include "commands/analysis/report.h"
 
 namespace pytstates {
 

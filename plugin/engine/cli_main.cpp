@@ -17,10 +17,10 @@
 #include <stdexcept>
 
 #include "plugin/engine/pytstates.h"
-#include "commands/json_writer.h"
-#include "commands/render.h"
+#include "commands/render/json_writer.h"
+#include "commands/render/render.h"
 #include "commands/run.h"
-#include "commands/text_encoding.h"
+#include "commands/render/text_encoding.h"
 #include "commands/version.h"
 #include "plugin/cli/terminal.h"
 #include "symbols/core/core_target.h"

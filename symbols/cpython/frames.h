@@ -29,7 +29,7 @@ struct PyFrame {
     // <= 3.9 f_lasti, 3.10 f_lasti * 2 (the last instruction started); 3.11, 3.12 prev_instr
     // (the last instruction started); 3.13+ instr_ptr (the instruction running or to run next).
     int instructionOffset = -1;
-    // --locals: the frame's arguments and locals as shown (filled by commands/frame_locals).
+    // --locals: the frame's arguments and locals as shown (filled by commands/analysis/frame_locals).
     struct Local {
         std::string name, kind;  // kind: "arg", "local", "cell", "free"
         std::string type;        // the value's type name ("" unreadable)

@@ -2,7 +2,7 @@
 // A Python stack that is not a thread's own: an asyncio task (the coroutines it awaits) or a
 // greenlet. One model (its object, owner, state, frames, what it waits on) that each reader
 // extends with its owner's own facts (AsyncioTask, GreenletInfo derive from it), read by one walker
-// (symbols/cpython/stack_walker) and rendered by one renderer (commands/render_stacks).
+// (symbols/cpython/stack_walker) and rendered by one renderer (commands/render/render_stacks).
 // Here, neutral to both readers, rather than in commands/: the readers produce it directly, so there
 // is no third type that commands/ would copy both into.
 #pragma once

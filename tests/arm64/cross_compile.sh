@@ -11,6 +11,6 @@ generated=${1:?usage: cross_compile.sh GENERATED_INCLUDE_DIR}
 cxx=aarch64-linux-gnu-g++
 command -v $cxx >/dev/null || { echo "FAIL: $cxx is not installed (g++-aarch64-linux-gnu)"; exit 1; }
 cd "$top"
-files=$(ls symbols/*.cpp symbols/*/*.cpp commands/*.cpp plugin/cli/*.cpp)
+files=$(ls symbols/*.cpp symbols/*/*.cpp commands/*.cpp commands/*/*.cpp plugin/cli/*.cpp)
 printf '%s\n' $files | xargs -P "$(nproc)" -I{} $cxx -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I. -I"$generated" -idirafter /usr/include {}
 echo "PASS: $(echo "$files" | wc -w) files compile for aarch64"

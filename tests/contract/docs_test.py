@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """The README stays a five-minute read and the docs stay whole: README.md has at most 260 lines;
-every finding code of commands/finding_codes.cpp is in the README's findings table with its
+every finding code of commands/analysis/finding_codes.cpp is in the README's findings table with its
 severity and has its own section in docs/findings.md (and neither tells a code that does not
 exist); every relative link of README.md and docs/*.md names a file that exists and, where it
 names an anchor in a Markdown file, a heading of that file (GitHub's slugs)."""
@@ -20,10 +20,10 @@ def fail(message):
 
 
 def finding_codes():
-    text = (SOURCE / "commands/finding_codes.cpp").read_text()
+    text = (SOURCE / "commands/analysis/finding_codes.cpp").read_text()
     codes = dict(re.findall(r'\{C::\w+, "([a-z0-9-]+)", S::(Error|Warning|Info)\b', text))
     if len(codes) < 10:  # the table holds 16 today: a parse that finds few is a broken parse
-        sys.exit(f"commands/finding_codes.cpp: only {len(codes)} codes parsed; has its table's shape changed?")
+        sys.exit(f"commands/analysis/finding_codes.cpp: only {len(codes)} codes parsed; has its table's shape changed?")
     return {name: severity.lower() for name, severity in codes.items()}
 
 
@@ -94,7 +94,7 @@ for name, severity in codes.items():
     elif rows[name] != severity:
         fail(f"README.md's findings table gives {name} as {rows[name]}, the code says {severity}")
 for name in rows.keys() - codes.keys():
-    fail(f"README.md's findings table tells {name}, which commands/finding_codes.cpp does not have")
+    fail(f"README.md's findings table tells {name}, which commands/analysis/finding_codes.cpp does not have")
 
 findings_md = SOURCE / "docs/findings.md"
 sections = {}
@@ -108,7 +108,7 @@ for name, severity in codes.items():
     elif sections[name] != severity:
         fail(f"docs/findings.md gives {name} as {sections[name]}, the code says {severity}")
 for name in sections.keys() - codes.keys():
-    fail(f"docs/findings.md tells {name}, which commands/finding_codes.cpp does not have")
+    fail(f"docs/findings.md tells {name}, which commands/analysis/finding_codes.cpp does not have")
 
 docs = sorted((SOURCE / "docs").glob("*.md"))
 links = sum(check_links(path) for path in [readme] + docs)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """docs/report.schema.json against the code that writes the JSON: the schema is a valid draft
-2020-12 schema, and every key commands/render*.cpp writes (w.field, w.key, fieldOrNull,
+2020-12 schema, and every key commands/render/render*.cpp writes (w.field, w.key, fieldOrNull,
 addressOrNull, stringOrNull) is a property the schema names, so a field added without its schema
 fails here even before a test's report shows it (each report is validated where a test reads it:
 tests/lib/json_contract.py)."""
@@ -43,7 +43,7 @@ for path in sorted(glob.glob(os.path.join(root, "commands", "render*.cpp"))):
                 written.setdefault(key, "%s:%d" % (os.path.relpath(path, root), n))
 missing = {k: where for k, where in written.items() if k not in named}
 if len(written) < 100:
-    sys.exit("only %d keys found in commands/render*.cpp: the pattern no longer matches the writer" % len(written))
+    sys.exit("only %d keys found in commands/render/render*.cpp: the pattern no longer matches the writer" % len(written))
 if missing:
     sys.exit("written but not in docs/report.schema.json: " + ", ".join("%s (%s)" % kv for kv in sorted(missing.items())))
-print("docs/report.schema.json names all %d keys commands/render*.cpp writes (%d properties)" % (len(written), len(named)))
+print("docs/report.schema.json names all %d keys commands/render/render*.cpp writes (%d properties)" % (len(written), len(named)))

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands/render.h"
+#include "commands/render/render.h"
 
 namespace {
 

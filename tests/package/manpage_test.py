@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The man page (packaging/pytstates.1) and the CLI's own help stay in step: every option any
 command's --help lists is in the page (long and short), every command, and every finding code
-(commands/finding_codes.cpp)."""
+(commands/analysis/finding_codes.cpp)."""
 import os
 import re
 import subprocess
@@ -22,7 +22,7 @@ for command in ("tstates", "internals", "check"):
 codes = re.findall(r'\{C::\w+,\s*"([a-z-]+)"', open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                                                      "commands", "finding_codes.cpp")).read())
 if not codes:
-    missing.append("(no finding code read from commands/finding_codes.cpp)")
+    missing.append("(no finding code read from commands/analysis/finding_codes.cpp)")
 for code in codes:
     if ".B " + code not in text:
         missing.append("the finding " + code)

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "commands/finding_codes.h"
+#include "commands/analysis/finding_codes.h"
 
 namespace pytstates {
 namespace {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The JSON renderer as it was before commands/json_writer.h (a whole nlohmann tree, then its
+// The JSON renderer as it was before commands/render/json_writer.h (a whole nlohmann tree, then its
 // dump): the reference render_json_test holds the writer's bytes against.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
-#include "commands/finding_words.h"
-#include "commands/render.h"
-#include "commands/text_encoding.h"
+#include "commands/render/finding_words.h"
+#include "commands/render/render.h"
+#include "commands/render/text_encoding.h"
 #include "symbols/core/signal_names.h"
 #include "tests/unit/render_json_reference.h"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "commands/render.h"
+#include "commands/render/render.h"
 
 namespace pytstates::reference {
 

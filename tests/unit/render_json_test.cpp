@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands/render.h"
+#include "commands/render/render.h"
 #include "tests/unit/render_json_reference.h"
 
 namespace pytstates {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one renderer of stacks (commands/render_stacks): a greenlet's and an asyncio task's frames,
+// The one renderer of stacks (commands/render/render_stacks): a greenlet's and an asyncio task's frames,
 // with their locals, read as each part of the report has always shown them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "commands/render_stacks.h"
+#include "commands/render/render_stacks.h"
 #include "symbols/cpython/asyncio_tasks.h"
 #include "symbols/greenlet/greenlets.h"
 

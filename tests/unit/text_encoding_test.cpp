@@ -9,8 +9,8 @@
 
 #include <cstdio>
 
-#include "commands/json_writer.h"
-#include "commands/text_encoding.h"
+#include "commands/render/json_writer.h"
+#include "commands/render/text_encoding.h"
 
 namespace pytstates {
 namespace {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Text for a terminal (commands/text_layout, commands/summary): every line within the width,
+// Text for a terminal (commands/render/text_layout, commands/render/summary): every line within the width,
 // none wrapped without one, the answer last with the exit status it implies.
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <sstream>
 
-#include "commands/summary.h"
-#include "commands/text_layout.h"
+#include "commands/render/summary.h"
+#include "commands/render/text_layout.h"
 
 namespace pytstates {
 namespace {

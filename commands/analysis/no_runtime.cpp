@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/analysis/no_runtime.h"
+
+#include <regex>
+
+#include "symbols/modules/module_files.h"
+
+namespace pytstates {
+
+namespace {
+
+// libpython3.X.so, or a python3.X executable (Debian links CPython into it).
+bool looksLikePython(const std::string& path) {
+    static const std::regex name(R"((^|/)(libpython3\.\d+[a-z]*\.so[.\d]*|python3(\.\d+)?[a-z]*)$)");
+    return std::regex_search(path, name);
+}
+
+std::string filesHelp(const Target& target) {
+    return target.kind() == TargetKind::Core
+               ? "pass --sysroot DIR holding the target's files (a core from another machine or a container), or set "
+                 "DEBUGINFOD_URLS so that pytstates fetches them by build-id"
+               : "set DEBUGINFOD_URLS so that pytstates fetches them by build-id";
+}
+
+}  // namespace
+
+namespace {
+
+std::string explainWhy(const Target& target, const std::vector<std::string>& rejected, bool* notPython) {
+    const std::string head = "no initialised CPython runtime in the target: ";
+    if (!rejected.empty()) {
+        const std::string& why = rejected.front();
+        std::string help;
+        if (why.find("is not supported") != std::string::npos)
+            help = "; install its debug files (Debian: the python3.X-dbg package of that version; or pass --debug-dir DIR), or set "
+                   "DEBUGINFOD_URLS, so that its layout comes from DWARF";
+        else if (why.find("version is unknown") != std::string::npos)
+            help = "; the memory of _PyRuntime holds no CPython version: is the core truncated, or the module's file another build?";
+        std::string more = rejected.size() > 1 ? " (and " + std::to_string(rejected.size() - 1) + " more)" : "";
+        return head + why + more + help;
+    }
+    size_t unreadable = 0;
+    const LoadedModule* firstUnreadable = nullptr;
+    for (const auto& m : target.modules()) {
+        if (m.path.empty() || m.path[0] != '/') continue;
+        if (!m.elf) {
+            ++unreadable;
+            if (!firstUnreadable) firstUnreadable = &m;
+        }
+        if (!looksLikePython(m.path)) continue;
+        if (!m.elf)
+            return head + m.path + " is loaded but its file cannot be read (" + m.problem + "), so _PyRuntime cannot be found; " +
+                   filesHelp(target) + (m.buildIdInTarget.empty() ? "" : " (" + m.buildIdInTarget + ")");
+        if (!findModuleSymbol(m, "_PyRuntime"))
+            return head + m.path + " is loaded but defines no _PyRuntime symbol (stripped of its dynamic symbols, or a CPython "
+                                   "older than 3.7); its debug file would give it: install it or pass --debug-dir DIR";
+    }
+    if (firstUnreadable) {
+        // Debian's python3.X has CPython linked in: a program moved since the core was written.
+        bool exeUnreadable = false;
+        for (const auto& m : target.modules())
+            if (!m.elf && !m.path.empty() && m.path == target.executable()) exeUnreadable = true;
+        return head + "no module defines _PyRuntime, and the files of " + std::to_string(unreadable) + " module" +
+               (unreadable == 1 ? "" : "s") + " cannot be read (" + firstUnreadable->path + ": " + firstUnreadable->problem +
+               "); if CPython is linked into one of them, " +
+               (exeUnreadable ? "give the program's file with --exe FILE if it was moved or rebuilt, or " : "") + filesHelp(target);
+    }
+    *notPython = true;
+    return head + "no loaded module defines _PyRuntime (" + std::to_string(target.modules().size()) +
+           " modules looked at): the process does not run CPython";
+}
+
+}  // namespace
+
+NoRuntime explainNoRuntime(const Target& target, const std::vector<std::string>& rejected) {
+    NoRuntime r;
+    r.why = explainWhy(target, rejected, &r.notPython);
+    for (const auto& w : target.warnings())
+        if (w.find("truncated") != std::string::npos) {
+            // What is missing may be the runtime itself, or the link map that names its module.
+            r.why = w + ", so no CPython runtime could be found in what it holds (the runtime's memory, or the link map "
+                    "naming its module, may be in the part cut off); from what it holds: " + r.why;
+            r.notPython = false;
+            r.truncated = true;
+            break;
+        }
+    return r;
+}
+
+}  // namespace pytstates

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/analysis/tasks.h"
+
+#include <map>
+#include <set>
+
+namespace pytstates {
+
+std::optional<PyFrame> programFrame(const std::vector<PyFrame>& frames) {
+    for (const auto& f : frames)
+        if (!isAsyncioFile(f.file)) return f;
+    return std::nullopt;
+}
+
+std::vector<EventLoopView> eventLoopViews(const Report& report) {
+    std::vector<EventLoopView> views;
+    for (const auto& scan : report.asyncio)
+        for (const auto& loop : scan.loops) {
+            EventLoopView v;
+            v.loop = loop.address;
+            v.interp = loop.interp;
+            if (loop.tstate) v.lwp = report.lwpFor(loop.tstate);
+            v.runningTask = loop.runningTask;
+            v.ready = loop.ready;
+            for (size_t i : loop.tasks) v.tasks.push_back(&scan.tasks[i]);
+            views.push_back(std::move(v));
+        }
+    return views;
+}
+
+namespace {
+
+void addTaskCycles(const AsyncioScan& scan, Report& report) {
+    std::map<uint64_t, const AsyncioTask*> byAddress;
+    std::map<uint64_t, uint64_t> holder;  // lock -> the task holding it
+    for (const auto& t : scan.tasks) {
+        byAddress[t.address] = &t;
+        for (uint64_t lock : t.holds) holder.emplace(lock, t.address);
+    }
+    // Each task waits for at most one other: follow the edges from each task once.
+    auto next = [&](const AsyncioTask& t, uint64_t* held) -> uint64_t {
+        *held = 0;
+        if (!t.waitsOn) return 0;
+        if (t.waitsOn->kind == "task") return t.waitsOn->task;
+        auto h = holder.find(t.waitsOn->object);
+        if (h != holder.end() && h->second != t.address) {
+            *held = h->second;
+            return h->second;
+        }
+        return 0;
+    };
+    std::set<uint64_t> done;
+    for (const auto& start : scan.tasks) {
+        std::vector<uint64_t> path;
+        std::map<uint64_t, size_t> onPath;
+        uint64_t at = start.address;
+        while (at && !done.count(at) && !onPath.count(at) && byAddress.count(at)) {
+            onPath[at] = path.size();
+            path.push_back(at);
+            uint64_t held = 0;
+            at = next(*byAddress[at], &held);
+        }
+        if (at && onPath.count(at)) {
+            Finding f;
+            f.code = FindingCode::Deadlock;
+            for (size_t i = onPath[at]; i < path.size(); ++i) {
+                const AsyncioTask& t = *byAddress[path[i]];
+                TaskCycleStep step;
+                step.task = t.address;
+                step.name = t.name;
+                step.waitsFor = t.waitsOn->kind;
+                step.object = t.waitsOn->object;
+                uint64_t held = 0;
+                next(t, &held);
+                step.heldByTask = held ? held : t.waitsOn->task;
+                step.at = programFrame(t.frames);
+                f.taskCycle.push_back(std::move(step));
+            }
+            report.findings.push_back(std::move(f));
+        }
+        done.insert(path.begin(), path.end());
+    }
+}
+
+void addBlockedLoops(const AsyncioScan& scan, Report& report) {
+    for (const auto& loop : scan.loops) {
+        if (!loop.tstate || !loop.runningTask || !loop.ready || *loop.ready == 0) continue;
+        auto lwp = report.lwpFor(loop.tstate);
+        if (!lwp) continue;
+        const ThreadRow* row = nullptr;
+        for (const auto& t : report.threads)
+            if (t.lwp == *lwp) row = &t;
+        if (!row || !row->blockedOn) continue;
+        const BlockedOn& b = *row->blockedOn;
+        if (b.kind == WaitKind::None || b.kind == WaitKind::Gil) continue;
+        const AsyncioTask* task = nullptr;
+        for (const auto& t : scan.tasks)
+            if (t.address == loop.runningTask) task = &t;
+        if (!task) continue;
+        Finding f;
+        f.code = FindingCode::EventLoopBlocked;
+        f.lwp = lwp;
+        f.tstate = loop.tstate;
+        f.task = task->address;
+        f.taskName = task->name;
+        f.loop = loop.address;
+        f.readyCallbacks = *loop.ready;
+        f.blocked = b;
+        f.function = !b.call.empty() ? b.call : b.function;
+        if (!task->frames.empty()) f.taskFrame = task->frames.front();
+        report.findings.push_back(std::move(f));
+    }
+}
+
+}  // namespace
+
+void addTaskFindings(Report& report) {
+    for (const auto& scan : report.asyncio) {
+        addTaskCycles(scan, report);
+        addBlockedLoops(scan, report);
+    }
+}
+
+}  // namespace pytstates

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// asyncio in the report (--tasks): the event loops with their tasks as suspended stacks, and the
+// findings tasks make (a deadlock through tasks and asyncio locks, an event loop blocked by a task).
+#pragma once
+
+#include <vector>
+
+#include "commands/analysis/report.h"
+
+namespace pytstates {
+
+// Every event loop of every runtime, its tasks in the order found.
+std::vector<EventLoopView> eventLoopViews(const Report& report);
+
+// deadlock (a cycle of tasks awaiting tasks or asyncio locks another task of the cycle holds) and
+// event-loop-blocked (a task blocks the loop's thread while callbacks are ready).
+void addTaskFindings(Report& report);
+
+// The innermost frame outside asyncio's own modules (where the program waits); nullopt if none.
+std::optional<PyFrame> programFrame(const std::vector<PyFrame>& frames);
+
+}  // namespace pytstates
