@@ -81,7 +81,7 @@ std::string nativeFrameLine(const NativeFrame& f, size_t index, bool narrow) {
     std::string params;
     for (const auto& v : f.values)
         if (v.kind == FrameValue::Kind::Parameter && v.name.find("->") == std::string::npos)
-            params += (params.empty() ? "" : ", ") + v.name + "=" + hexAddress(v.value);
+            params += (params.empty() ? "" : ", ") + shown(v.name) + "=" + hexAddress(v.value);
     if (!params.empty()) line += " (" + params + ")";
     if (f.inlined) line += " [inlined]";
     if (f.tailCall) line += " [tail call]";
@@ -213,14 +213,15 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
                 std::string call = row && row->blockedOn ? row->blockedOn->call : "";
                 out << "  " << (i ? "-> " : "   ") << threadLabel(report, s.lwp, options) << "  "
                     << (gilHolders.count(s.lwp) && s.waitsFor != WaitKind::Gil ? "holds the GIL, " : "")
-                    << waitWords(s.waitsFor, s.object, call) << pythonWaitWords(s.pythonKind, s.pythonObject, s.pythonName)
-                    << heldByWords(s.waitsFor, s.heldBy) << "\n";
+                    << shown(waitWords(s.waitsFor, s.object, call) + pythonWaitWords(s.pythonKind, s.pythonObject, s.pythonName) +
+                             heldByWords(s.waitsFor, s.heldBy))
+                    << "\n";
                 std::string at = waitAtLine("         ", s.at, s.pythonAt, "", options.width);
                 if (!at.empty()) out << at << "\n";
                 // Where the holder holds it, when a with-block is the evidence.
                 if (s.holderEvidence == "with-block" && s.holderAt && s.heldBy)
                     out << frameCall("         LWP " + std::to_string(*s.heldBy) + " holds it" +
-                                         (s.holderName.empty() ? "" : " as `" + s.holderName + "`") + " in a with-block: ",
+                                         (s.holderName.empty() ? "" : " as `" + shown(s.holderName) + "`") + " in a with-block: ",
                                      *s.holderAt, s.holderWithLine > 0 ? ", `with` at line " + std::to_string(s.holderWithLine) : "",
                                      options.width)
                         << "\n";
@@ -237,13 +238,13 @@ void renderHang(std::ostringstream& out, const Report& report, const RenderOptio
             else
                 out << paint("HANG", Paint::Hang, options.color) << "  a stop of the world waits for a blocked thread\n";
             out << "     " << threadLabel(report, *f.lwp, options) << (gil ? "  holds the GIL and " : "  is attached and ")
-                << waitWords(b.kind, b.object, b.call) << heldByWords(b.kind, b.heldBy) << "\n";
+                << shown(waitWords(b.kind, b.object, b.call) + heldByWords(b.kind, b.heldBy)) << "\n";
             std::string at = waitAtLine("         ", b.at, b.pythonAt, "", options.width);
             if (!at.empty()) out << at << "\n";
             for (int w : f.waiters) {
                 const BlockedOn* wb = rows.count(w) && rows[w]->blockedOn ? &*rows[w]->blockedOn : nullptr;
                 out << "  <- " << threadLabel(report, w, options) << "  "
-                    << (gil ? "waits for the GIL" : waitWords(WaitKind::StopTheWorld, 0, wb ? wb->call : "") + ", waiting for it to detach")
+                    << (gil ? "waits for the GIL" : shown(waitWords(WaitKind::StopTheWorld, 0, wb ? wb->call : "")) + ", waiting for it to detach")
                     << "\n";
                 if (wb) {
                     std::string wat = waitAtLine("         ", wb->at, wb->pythonAt, "", options.width);
@@ -311,7 +312,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
         if (rec.tlsKey) out << "      TLS: pthread key " << *rec.tlsKey << " (Py_tss_t at " << hexAddress(rec.tssAddress) << ")\n";
         out << "      used by:";
         if (rec.modules.empty()) out << " (no loaded module's read-only data holds this ID)";
-        for (const auto& m : rec.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (" + m.how + ")" : "");
+        for (const auto& m : rec.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (" + shown(m.how) + ")" : "");
         out << "\n";
         if (rec.tlsKey) {
             out << "      per-thread values:";
@@ -322,7 +323,7 @@ void renderInternals(std::ostringstream& out, const Report& report, const Render
                 out << "        LWP " << pad(std::to_string(v.lwp), 8) << hexAddress(v.tstate);
                 if (!report.listed(v.tstate)) out << "  NOT IN ANY THREAD LIST";
                 else if (owner && *owner != v.lwp) out << "  runs on LWP " << *owner;
-                if (v.status != "set") out << "  (" << v.status << ")";
+                if (v.status != "set") out << "  (" << shown(v.status) << ")";
                 out << "\n";
             }
         }
@@ -359,7 +360,7 @@ void renderNanobind(std::ostringstream& out, const Report& report, const RenderO
             out << "      internals " << hexAddress(nb.address) << " in the " << nb.dictName << " of interpreter " << hexAddress(nb.interpreter) << "\n";
         out << "      used by:";
         if (nb.modules.empty()) out << " (no loaded module's read-only data holds this ABI tag)";
-        for (const auto& m : nb.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (" + m.how + ")" : "");
+        for (const auto& m : nb.modules) out << "\n        " << shown(m.path) << (m.confirmed ? "  (" + shown(m.how) + ")" : "");
         out << "\n";
         if (options.types) {
             out << "      registered types (" << nb.types.size() << "; layout: " << nb.layout << "):\n";
@@ -490,7 +491,7 @@ ThreadTable threadTable(const Report& report, const RenderOptions& options) {
         table.rows.push_back(row);
         std::string tail = t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function));
         if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
-            tail += "  [" + blockedOnWords(*t.blockedOn) + finalizingWaitWords(*t.blockedOn) + "]";
+            tail += "  [" + shown(blockedOnWords(*t.blockedOn) + finalizingWaitWords(*t.blockedOn)) + "]";
         table.tails.push_back(tail + threadNameWords(t));
     }
     return table;

@@ -439,13 +439,60 @@ char quoteFor(const std::string& text) {
 }
 }  // namespace
 
+namespace {
+// The characters str.isprintable() calls unprintable beyond ASCII, which repr() escapes: C1
+// controls, the separators other than the space (Zs, Zl, Zp), the format characters (Cf: soft
+// hyphen, bidirectional marks and overrides, zero-width ones, BOM) and private use (Co).
+// Unassigned code points (Cn) need Unicode's tables and are shown as they are.
+bool unprintable(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0xa0) || cp == 0xad || (cp >= 0x600 && cp <= 0x605) || cp == 0x61c || cp == 0x6dd ||
+           cp == 0x70f || cp == 0x8e2 || cp == 0x1680 || cp == 0x180e || (cp >= 0x2000 && cp <= 0x200f) ||
+           (cp >= 0x2028 && cp <= 0x202f) || (cp >= 0x205f && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x206f) || cp == 0x3000 ||
+           (cp >= 0xe000 && cp <= 0xf8ff) || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) || cp >= 0xf0000 ||
+           (cp >= 0xe0000 && cp <= 0xe007f);
+}
+
+// The code point of the UTF-8 sequence at s[i] and its length; length 0 for a malformed one.
+size_t decodeUtf8(const std::string& s, size_t i, uint32_t* cp) {
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+    if (!n || i + n > s.size()) return 0;
+    uint32_t v = b & (0x7f >> n);
+    for (size_t k = 1; k < n; ++k) {
+        auto c = static_cast<unsigned char>(s[i + k]);
+        if ((c & 0xc0) != 0x80) return 0;
+        v = (v << 6) | (c & 0x3f);
+    }
+    *cp = v;
+    return n;
+}
+}  // namespace
+
 std::string pythonStrRepr(const std::string& utf8) {
     char quote = quoteFor(utf8);
     std::string out(1, quote);
-    // Bytes >= 0x80 are parts of UTF-8 sequences: printable characters, as Python shows them.
-    for (unsigned char c : utf8) {
-        if (c >= 0x80) out += static_cast<char>(c);
-        else escapeByte(out, c, quote);
+    for (size_t i = 0; i < utf8.size();) {
+        auto c = static_cast<unsigned char>(utf8[i]);
+        if (c < 0x80) {
+            escapeByte(out, c, quote);
+            ++i;
+            continue;
+        }
+        uint32_t cp = 0;
+        size_t n = decodeUtf8(utf8, i, &cp);
+        if (!n) {  // not UTF-8 (a lone surrogate as the reader kept it): as it is
+            out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        if (unprintable(cp)) {
+            char hex[16];
+            std::snprintf(hex, sizeof hex, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+            out += hex;
+        } else {
+            out.append(utf8, i, n);
+        }
+        i += n;
     }
     return out + quote;
 }

@@ -140,6 +140,9 @@ TEST(ObjectReader, PythonReprs) {
     EXPECT_EQ(pythonStrRepr("it's"), "\"it's\"");
     EXPECT_EQ(pythonStrRepr("a'b\"c"), "'a\\'b\"c'");
     EXPECT_EQ(pythonStrRepr("tab\there\n"), "'tab\\there\\n'");
+    // What str.isprintable() refuses, as repr() escapes it (Python: repr("\x9b\u202e\xa0\U000f0000é€")).
+    EXPECT_EQ(pythonStrRepr("\xc2\x9b\xe2\x80\xae\xc2\xa0\xf3\xb0\x80\x80\xc3\xa9\xe2\x82\xac"),
+              "'\\x9b\\u202e\\xa0\\U000f0000\xc3\xa9\xe2\x82\xac'");
     EXPECT_EQ(pythonBytesRepr({'a', 'b', 0, 0xff}), "b'ab\\x00\\xff'");
 }
 
