@@ -8,6 +8,7 @@
 #include "commands/analysis/finding_codes.h"
 #include "commands/history/history_words.h"
 #include "commands/analysis/report.h"
+#include "commands/options.h"
 #include "commands/render/summary.h"
 #include "commands/render/text_encoding.h"
 #include "commands/version.h"
@@ -85,73 +86,6 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
     return result;
 }
 
-bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error) {
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        // Long options as the CLI spells them, and the short forms lldb's own commands use.
-        if (a == "--json" || a == "-j") {
-            request->json = true;
-        } else if (a == "--types" || a == "-t") {
-            request->types = true;
-        } else if (a == "--native" || a == "-n") {
-            request->native = true;
-        } else if (a == "--greenlets" || a == "-g") {
-            request->greenlets = true;
-        } else if (a == "--tasks") {
-            request->tasks = true;
-        } else if (a == "--locals") {
-            request->locals = true;
-        } else if (a == "--no-waits") {
-            request->waits = false;
-        } else if (a == "--frames" || a == "-f" || a.rfind("--frames=", 0) == 0) {
-            std::string value = a.rfind("--frames=", 0) == 0 ? a.substr(9) : (i + 1 < args.size() ? args[++i] : "");
-            try {
-                size_t used = 0;
-                int n = std::stoi(value, &used);
-                if (used != value.size() || n < 0) throw std::invalid_argument(value);
-                request->frames = n;
-            } catch (const std::exception&) {
-                *error = "--frames needs a number of frames, got '" + value + "'";
-                return false;
-            }
-        } else if (a == "--width" || a.rfind("--width=", 0) == 0) {
-            std::string value = a.rfind("--width=", 0) == 0 ? a.substr(8) : (i + 1 < args.size() ? args[++i] : "");
-            try {
-                size_t used = 0;
-                int n = std::stoi(value, &used);
-                if (used != value.size() || n < 0) throw std::invalid_argument(value);
-                request->width = n;
-            } catch (const std::exception&) {
-                *error = "--width needs a number of columns (0: unwrapped), got '" + value + "'";
-                return false;
-            }
-        } else if (a == "--color" || a.rfind("--color=", 0) == 0) {
-            std::string value = a.rfind("--color=", 0) == 0 ? a.substr(8) : (i + 1 < args.size() ? args[++i] : "");
-            // auto is the front end's to decide; a debugger's own output is no tty of ours: no colour.
-            if (value != "always" && value != "never" && value != "auto") {
-                *error = "--color needs auto, always or never, got '" + value + "'";
-                return false;
-            }
-            request->color = value == "always";
-        } else if (a == "--history") {
-            if (i + 1 >= args.size()) {
-                *error = "--history needs a FILE saved by py-tstates-record save";
-                return false;
-            }
-            if (request->command != Command::Check) {
-                *error = historyNotHere(request->command);
-                return false;
-            }
-            request->historyFile = args[++i];
-        } else {
-            *error = "unknown argument '" + a + "' (expected -j/--json, -f/--frames N, -t/--types, -n/--native, -g/--greenlets, --tasks, --locals, --no-waits, --width N, --color WHEN" +
-                     (request->command == Command::Check ? ", --history FILE)" : ")");
-            return false;
-        }
-    }
-    return true;
-}
-
 std::string historyNotHere(Command command) {
     std::string codes;
     for (const auto& info : findingCodes())
@@ -162,50 +96,43 @@ std::string historyNotHere(Command command) {
 
 std::string commandHelp(Command command) { return std::string(PYTSTATES_VERSION_STRING) + ". " + commandHelpText(command); }
 
+std::string debuggerCommandName(Command command) {
+    return command == Command::Tstates ? "py-tstates" : command == Command::Internals ? "pybind-internals" : "py-tstates-check";
+}
+
+std::string commandSyntax(Command command) { return debuggerCommandName(command) + " " + optionsSyntax(command); }
+
 std::string commandHelpText(Command command) {
+    std::string about;
     switch (command) {
         case Command::Tstates:
-            return "Show every CPython runtime, interpreter and PyThreadState of the process, with the OS thread each\n"
-                   "belongs to, the GIL holder and top Python frames, then one row per OS thread.\n"
-                   "Options: -j/--json (one JSON object), -f/--frames N (Python frames per thread state, default 5).\n"
-                   "Thread table columns: THR = the debugger's thread number (use it to switch threads), LWP = OS thread id,\n"
-                   "PTHREAD = its struct pthread, PYTHREADSTATE = the thread states listed for it, CURRENT = CPython's current\n"
-                   "thread state on that thread, AUTOTSS(kN) = PyGILState's TLS slot (pthread key N), PYBIND11(kN) = a pybind11\n"
-                   "internals record's TLS slot, NATIVE = the thread's innermost native frame, then its name: name \"...\" =\n"
-                   "Python's Thread.name, comm \"...\" = the kernel's. A value ending in '!' names no\n"
-                   "listed thread state. Under each interpreter, its state: running or finalizing (and on which thread),\n"
-                   "whether the GC is collecting (and on which thread). -n/--native: every thread's whole native stack, the Python frames each eval-loop\n"
-                   "frame runs shown under it. A core of a crashed process starts with CRASH: the signal, the thread, its\n"
-                   "native stack and the finding the crash is, when a frame holds that finding's pointer.\n"
-                   "With greenlet loaded, each thread state says how many greenlets its thread has and which one runs;\n"
-                   "-g/--greenlets lists every greenlet with its state, parent and the frames a suspended one saved.\n"
-                   "--tasks: every asyncio event loop (the thread running it) and task, as an await tree: each task's name,\n"
-                   "state, coroutine frames (innermost first) and what it awaits (a task, an Event, a Lock, a Queue, a sleep,\n"
-                   "a gather); CPython 3.11 so far, other versions say so.\n"
-                   "--locals: each Python frame's arguments and locals under it, as pystack shows them (short reprs of\n"
-                   "str/bytes/int/float/bool/None, <type at 0x...> otherwise).\n"
-                   "--width N: the text wrapped to N columns (gdb: its `set width`; lldb: its term-width on a terminal; 0: unwrapped;\n"
-                   "a frame's file path is cut at the front only to fit); --color always|never.\n"
-                   "The last line repeats the answer: a CRASH, a HANG, the findings.";
+            about = "Show every CPython runtime, interpreter and PyThreadState of the process, with the OS thread each\n"
+                    "belongs to, the GIL holder and top Python frames, then one row per OS thread.\n"
+                    "Thread table columns: THR = the debugger's thread number (use it to switch threads), LWP = OS thread id,\n"
+                    "PTHREAD = its struct pthread, PYTHREADSTATE = the thread states listed for it, CURRENT = CPython's current\n"
+                    "thread state on that thread, AUTOTSS(kN) = PyGILState's TLS slot (pthread key N), PYBIND11(kN) = a pybind11\n"
+                    "internals record's TLS slot, NATIVE = the thread's innermost native frame, then its name: name \"...\" =\n"
+                    "Python's Thread.name, comm \"...\" = the kernel's. A value ending in '!' names no\n"
+                    "listed thread state. Under each interpreter, its state: running or finalizing (and on which thread),\n"
+                    "whether the GC is collecting (and on which thread). A core of a crashed process starts with CRASH: the\n"
+                    "signal, the thread, its native stack and the finding the crash is, when a frame holds that finding's pointer.\n"
+                    "With greenlet loaded, each thread state says how many greenlets its thread has and which one runs.\n"
+                    "The last line repeats the answer: a CRASH, a HANG, the findings.\n";
+            break;
         case Command::Internals:
-            return "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
-                   "thread-state TLS key and the value each thread holds under it.\n"
-                   "Options: -j/--json, -t/--types (each record's registered types: Python name and C++ name).";
+            about = "Show every pybind11 internals record in every interpreter: its ID, the modules that use it, its\n"
+                    "thread-state TLS key and the value each thread holds under it.\n";
+            break;
         case Command::Check:
-            return "Everything py-tstates and pybind-internals show, preceded by the findings: stale, foreign, shared\n"
-                   "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
-                   "split pybind11 internals, suspended greenlets whose saved frame is not a frame or is on a live\n"
-                   "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
-                   "source and the likely cause.\n"
-                   "Options: -j/--json, -f/--frames N, -n/--native (every thread's whole native stack), -g/--greenlets,\n"
-                   "--tasks (asyncio's loops and tasks, as py-tstates --tasks, with task deadlocks and event-loop-blocked),\n"
-                   "--locals (each Python frame's arguments and locals),\n"
-                   "--history FILE (a history saved by py-tstates-record save, in place of the one recorded in this session:\n"
-                   "each stale, foreign or shared thread state and invalid GIL holder is told who created, cached and deleted it),\n"
-                   "--width N (gdb: its `set width`; lldb: its term-width on a terminal; 0: unwrapped), --color always|never.\n"
-                   "The last line repeats the answer: pytstates: CRASH SIGSEGV LWP n \xe2\x80\x94 stale-tstate (1 error); exit 1.";
+            about = "Everything py-tstates and pybind-internals show, preceded by the findings: stale, foreign, shared\n"
+                    "or mismatched thread-state pointers per thread, an invalid GIL holder, orphaned thread states,\n"
+                    "split pybind11 internals, suspended greenlets whose saved frame is not a frame or is on a live\n"
+                    "stack. Each finding names the thread (LWP and the debugger's thread number), the pointer, its\n"
+                    "source and the likely cause.\n"
+                    "The last line repeats the answer: pytstates: CRASH SIGSEGV LWP n \xe2\x80\x94 stale-tstate (1 error); exit 1.\n";
+            break;
     }
-    return {};
+    return about + "Usage: " + commandSyntax(command) + "\n" + optionsHelp(command);
 }
 
 }  // namespace pytstates

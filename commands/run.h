@@ -55,16 +55,23 @@ struct CommandResult {
 CommandResult runCommand(const Target& target, const CommandRequest& request,
                          const std::function<int(int)>& debuggerThread = nullptr);
 
-// Parses a debugger command's arguments ("--json --frames 3 --types", check's "--history FILE",
-// "--width N" and "--color always|never", which a front end may put first from its own settings)
-// for request->command, set before; false and *error on a bad argument.
+// Parses a debugger command's arguments ("--json --frames 3", check's "--history FILE", "--width N"
+// and "--color always|never", which a front end may put first from its own settings) for
+// request->command, set before, by the option table (commands/options.cpp); false and *error (one
+// line) on an argument that command does not take or a value the option refuses. The CLI's
+// report options go through it too.
 bool parseCommandArguments(const std::vector<std::string>& args, CommandRequest* request, std::string* error);
 
 // Why --history is refused by tstates and internals (one line).
 std::string historyNotHere(Command command);
 
-// What `help py-tstates` says about each command: pytstates' version, then commandHelpText.
+// What `help py-tstates` says about each command: pytstates' version, then commandHelpText (its
+// usage line and options from the option table, commands/options.h).
 std::string commandHelp(Command command);
 std::string commandHelpText(Command command);
+// "py-tstates [-j|--json] [-f|--frames N] ...": the debugger command's usage line.
+std::string commandSyntax(Command command);
+// The debugger command's name: py-tstates, pybind-internals, py-tstates-check.
+std::string debuggerCommandName(Command command);
 
 }  // namespace pytstates

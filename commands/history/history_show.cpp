@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "commands/render/text_encoding.h"
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"
 
@@ -18,8 +19,8 @@ std::string historyText(const HistoryLog& log, size_t maxEvents) {
                            << " lifecycle events and " << log.limits().usesPerTstate << " uses of each of at most "
                            << log.limits().tstates << " thread states are kept";
     out << ")\n";
-    for (const auto& w : log.watched) out << "  watching " << w << "\n";
-    for (const auto& c : log.cannot) out << "  not recorded: " << c << "\n";
+    for (const auto& w : log.watched) out << "  watching " << shown(w) << "\n";
+    for (const auto& c : log.cannot) out << "  not recorded: " << shown(c) << "\n";
     size_t first = maxEvents && events.size() > maxEvents ? events.size() - maxEvents : 0;
     for (size_t i = first; i < events.size(); ++i) {
         const auto& e = events[i];
@@ -28,14 +29,14 @@ std::string historyText(const HistoryLog& log, size_t maxEvents) {
                       lifecycleEventName(e.event), hexAddress(e.tstate).c_str());
         out << head;
         if (e.key) out << "  key " << *e.key;
-        out << "  " << e.function;
+        out << "  " << shown(e.function);  // names from the target's files (or a saved history): escaped
         // The callers, skipping the CPython function the breakpoint is in.
-        size_t shown = 0;
-        for (size_t j = 0; j < e.frames.size() && shown < 4; ++j) {
+        size_t callers = 0;
+        for (size_t j = 0; j < e.frames.size() && callers < 4; ++j) {
             const auto& f = e.frames[j];
             if (j == 0 || (f.function == e.function && f.module == e.frames[0].module)) continue;
-            out << " <- " << (f.function.empty() ? hexAddress(f.pc) : f.function) << " (" << (f.module.empty() ? "?" : baseName(f.module)) << ")";
-            ++shown;
+            out << " <- " << (f.function.empty() ? hexAddress(f.pc) : shown(f.function)) << " (" << (f.module.empty() ? "?" : shown(baseName(f.module))) << ")";
+            ++callers;
         }
         out << "\n";
     }

@@ -19,6 +19,7 @@
 #include "plugin/engine/pytstates.h"
 #include "commands/render/json_writer.h"
 #include "commands/render/render.h"
+#include "commands/options.h"
 #include "commands/run.h"
 #include "commands/render/text_encoding.h"
 #include "commands/version.h"
@@ -43,21 +44,15 @@ struct Arguments {
     std::string core, exe, sysroot;
     std::vector<std::string> debugDirs;
     int pid = 0;
-    bool json = false;
-    bool types = false;
     bool noStop = false;
     bool noDwarf = false;
-    bool native = false;
-    bool greenlets = false;
-    bool locals = false;
     bool offline = false;
-    bool noWaits = false;
-    bool tasks = false;  // --tasks: asyncio's event loops and tasks
     bool noCache = false;
-    int frames = 5;
-    std::string history;  // a history saved by py-tstates-record save (check's; refused by the others)
     std::string maxDecoded;  // --max-decoded SIZE
-    int width = -1;              // --width N; -1: COLUMNS or the terminal's (plugin/cli/terminal.h)
+    // The report's options as typed, for parseCommandArguments (commands/options.h: the table the
+    // debuggers' commands read too).
+    std::vector<std::string> report;
+    bool width = false;          // --width given; else COLUMNS or the terminal's (plugin/cli/terminal.h)
     std::string color = "auto";  // --color auto|always|never
 };
 
@@ -105,18 +100,36 @@ void addTargetOptions(CLI::App* cmd, Arguments& a) {
     auto* pid = cmd->add_option("-p,--pid", a.pid, "a live process, attached read-only");
     core->excludes(pid);
     cmd->add_flag("--no-stop", a.noStop, "read a live process without stopping it (the snapshot may be inconsistent)");
-    cmd->add_flag("-j,--json", a.json, "one JSON object on stdout (docs/report.schema.json); an error too: {\"error\": {\"message\": ...}}");
-    cmd->add_option("--width", a.width, "wrap the text to N columns (0: unwrapped; default: COLUMNS, else the terminal's width, "
-                    "else unwrapped)")->check(CLI::Range(0, 100000));
-    cmd->add_option("--color", a.color, "CRASH, HANG, error and warning in colour: auto (stdout a terminal, NO_COLOR unset), "
-                    "always, never; never in --json")->check(CLI::IsMember({"auto", "always", "never"}));
     cmd->add_flag("--no-dwarf", a.noDwarf, "ignore DWARF and debug files: layouts from _Py_DebugOffsets and built-in tables only");
     cmd->add_flag("--offline", a.offline, "never fetch files from debuginfod (DEBUGINFOD_URLS)");
     cmd->add_flag("--no-cache", a.noCache, "neither read nor write the layouts cached per build-id (also PYTSTATES_NO_CACHE=1)");
     cmd->add_option("--max-decoded", a.maxDecoded, "the most a compressed core may decode to (16G, 500M; default: the space free in $TMPDIR)");
-    // Taken by every subcommand (`pytstates ... --history FILE`) so that tstates and
-    // internals can say why it is check's, rather than CLI11's "arguments were not expected".
-    cmd->add_option("--history", a.history, "check: a thread-state history saved by py-tstates-record save (gdb, lldb)");
+}
+
+// The report's options from the table the debuggers read (commands/options.h), each kept as typed
+// for parseCommandArguments, which checks them as it does a debugger's. Another command's options
+// are taken too, hidden from --help, so that the line refusing them is the one a debugger gives
+// (`pytstates tstates --history FILE` says why --history is check's).
+void addReportOptions(CLI::App* cmd, pytstates::Command command, Arguments& a) {
+    for (const auto& o : pytstates::reportOptions()) {
+        std::string names = *o.shortName ? std::string(o.shortName) + "," + o.longName : std::string(o.longName);
+        bool mine = o.commands & pytstates::commandBit(command);
+        std::string help = mine ? pytstates::optionHelp(o, command) : "";
+        std::string longName = o.longName;
+        CLI::Option* option;
+        if (*o.value) {
+            option = cmd->add_option_function<std::string>(names, [&a, longName](const std::string& v) {
+                a.report.push_back(longName);
+                a.report.push_back(v);
+                if (longName == "--width") a.width = true;
+                if (longName == "--color") a.color = v;
+            }, help);
+            option->type_name(o.value);
+        } else {
+            option = cmd->add_flag_callback(names, [&a, longName] { a.report.push_back(longName); }, help);
+        }
+        if (!mine) option->group("");
+    }
 }
 
 // Paths the user typed are relative to the working directory, like every tool's.
@@ -195,20 +208,14 @@ int run(pytstates::Command command, Arguments a) {
     uint64_t maxDecoded = a.maxDecoded.empty() ? 0 : parseSize(a.maxDecoded);
     CommandRequest request;
     request.command = command;
-    request.json = a.json;
-    request.types = a.types;
-    request.frames = a.frames;
+    std::string refused;
+    if (!parseCommandArguments(a.report, &request, &refused)) throw std::runtime_error(refused);
     request.useDwarf = !a.noDwarf;
-    request.native = a.native;
-    request.greenlets = a.greenlets;
-    request.locals = a.locals;
-    request.waits = !a.noWaits;
-    request.tasks = a.tasks;
-    request.width = a.width >= 0 ? a.width : terminalWidth();
+    if (!a.width) request.width = terminalWidth();
     request.color = useColor(a.color);
-    if (!a.history.empty()) {
-        if (command != Command::Check) throw std::runtime_error(historyNotHere(command));
-        request.history = HistoryLog::fromFile(a.history);
+    if (!request.historyFile.empty()) {  // read before the target, whose reading may take long
+        request.history = HistoryLog::fromFile(absolute(request.historyFile));
+        request.historyFile.clear();
     }
     if (a.pid) {
         LiveOptions live;
@@ -285,11 +292,14 @@ std::string helpFooter(const std::string& command) {
 // -j/--json anywhere among the arguments (alone, or among grouped short flags such as -nj): the
 // one line that stops the analysis is then also one JSON object on stdout, for `| jq`.
 bool jsonAsked(int argc, char** argv) {
+    std::string flags = "V";  // the short flags that group: the table's, and -V
+    for (const auto& o : pytstates::reportOptions())
+        if (*o.shortName && !*o.value) flags += o.shortName[1];
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--") break;
         if (a == "--json") return true;
-        if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("jngV", 1) == std::string::npos && a.find('j') != std::string::npos)
+        if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find_first_not_of(flags, 1) == std::string::npos && a.find('j') != std::string::npos)
             return true;
     }
     return false;
@@ -326,25 +336,14 @@ extern "C" int pytstates_main(int argc, char** argv) try {
     gJson = jsonAsked(argc, argv);
     Arguments args;
     auto* tstates = app.add_subcommand("tstates", "runtimes, interpreters, thread states, per-thread TLS");
-    addTargetOptions(tstates, args);
-    tstates->add_option("-f,--frames", args.frames, "Python frames per thread state (default 5)");
-    tstates->add_flag("-n,--native", args.native, "every thread's whole native stack, Python frames merged in");
-    tstates->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
-    tstates->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
-    tstates->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (threads[].blocked_on)");
-    tstates->add_flag("--tasks", args.tasks, "every asyncio event loop and task: await tree, coroutine frames, what each awaits");
     auto* internals = app.add_subcommand("internals", "every pybind11 internals record and its TLS key");
-    addTargetOptions(internals, args);
-    internals->add_flag("--types", args.types, "list each record's registered types");
     auto* check = app.add_subcommand("check", "tstates' and internals' report with the findings: crashes, hangs, stale or mismatched thread states");
-    addTargetOptions(check, args);
-    check->add_option("-f,--frames", args.frames, "Python frames per thread state (default 5)");
-    check->add_flag("-n,--native", args.native, "every thread's whole native stack, Python frames merged in");
-    check->add_flag("--greenlets", args.greenlets, "every greenlet of every thread: state, parent, saved frames");
-    check->add_flag("--locals", args.locals, "each Python frame's arguments and locals (short reprs, as pystack's --locals)");
-    check->add_flag("--no-waits", args.noWaits, "skip what each thread waits for (no deadlock or gil-held-while-blocked findings)");
-    check->add_flag("--tasks", args.tasks, "every asyncio event loop and task, and their findings (task deadlocks, event-loop-blocked)");
-    for (auto* sub : {tstates, internals, check}) sub->footer(helpFooter(sub->get_name()));
+    using pytstates::Command;
+    for (auto [sub, command] : {std::pair{tstates, Command::Tstates}, {internals, Command::Internals}, {check, Command::Check}}) {
+        addTargetOptions(sub, args);
+        addReportOptions(sub, command, args);
+        sub->footer(helpFooter(sub->get_name()));
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -191,6 +191,14 @@ char* pytstates_help(const char* command) {
     }
 }
 
+char* pytstates_syntax(const char* command) {
+    try {
+        return copyOut(commandSyntax(commandNamed(str(command))));
+    } catch (...) {
+        return copyOut("");
+    }
+}
+
 const char* pytstates_register_names(const char* machine) {
     try {
         static const std::map<const Arch*, std::string> names = [] {

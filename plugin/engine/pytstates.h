@@ -4,7 +4,7 @@
  * path or a pid, through pytstates_main) or one a debugger describes by callbacks and arrays
  * (pytstates_target). Reports come out as the CLI's text or JSON (CONTRACT.md).
  * No C++ exception crosses this boundary: a failure is status 2 and one line in *error.
- * Every char* handed out through a char** (and pytstates_help's, pytstates_record_help's result)
+ * Every char* handed out through a char** (and pytstates_help's, pytstates_syntax's, pytstates_record_help's result)
  * is malloc'ed: free it with pytstates_free. */
 #ifndef PYTSTATES_H
 #define PYTSTATES_H
@@ -67,6 +67,9 @@ PYTSTATES_API int pytstates_run(const char* command, const char* const* args, si
                                 char** output, char** error);
 PYTSTATES_API const char* pytstates_version(void);
 PYTSTATES_API char* pytstates_help(const char* command);
+/* The debugger command's usage line, "py-tstates [-j|--json] [-f|--frames N] ...", from the same
+ * option table as the CLI's (malloc'ed: pytstates_free). */
+PYTSTATES_API char* pytstates_syntax(const char* command);
 /* "x86_64" | "aarch64": the registers in DWARF order, space-separated; "" for another machine. */
 PYTSTATES_API const char* pytstates_register_names(const char* machine);
 /* "fs_base" | "tpidr"; "" for another machine. machine: also a debugger's name (i386:x86-64,

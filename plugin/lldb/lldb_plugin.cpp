@@ -549,22 +549,20 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
     struct Entry {
         const char* name;
         const char* command;
-        const char* syntax;
     };
-    static const Entry entries[] = {
-        {"py-tstates", "tstates", "py-tstates [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
-        {"pybind-internals", "internals", "pybind-internals [-j|--json] [-t|--types]"},
-        {"py-tstates-check", "check", "py-tstates-check [-j|--json] [-f|--frames N] [-n|--native] [-g|--greenlets] [--tasks]"},
-    };
-    static std::vector<std::string> helps;
+    static const Entry entries[] = {{"py-tstates", "tstates"}, {"pybind-internals", "internals"}, {"py-tstates-check", "check"}};
+    // The help and the usage line from the library's option table, as the CLI's and gdb's.
+    static std::vector<std::string> helps, syntaxes;
     for (const auto& e : entries) {
-        Owned text;
+        Owned text, syntax;
         text.text = pytstates_help(e.command);
+        syntax.text = pytstates_syntax(e.command);
         helps.push_back(text.str());
+        syntaxes.push_back(syntax.str());
     }
     for (size_t i = 0; i < 3; ++i)
         interpreter.AddCommand(entries[i].name, new PytstatesCommand(entries[i].command, entries[i].name), helps[i].c_str(),
-                               entries[i].syntax);
+                               syntaxes[i].c_str());
     static std::string recordHelpText = [] {
         Owned text;
         text.text = pytstates_record_help();

@@ -153,7 +153,7 @@ def errors(args):
     out = sections(lines)
     expect("PYTHREADSTATE" in out["help py-tstates"], "help py-tstates explains the columns")
     expect("no process or core" in out["py-tstates"], "no target: one line\n" + out["py-tstates"])
-    code, lines = lldb(args.plugin, [], ["pybind-internals --frames x"])
+    code, lines = lldb(args.plugin, [], ["py-tstates --frames x"])
     expect("--frames needs a number" in "\n".join(lines), "a bad option value\n" + "\n".join(lines))
     facts, core = scenario.take_core(["/bin/sh", "-c", 'echo "FACTS {}"; echo READY; exec sleep 100'], "gcore")
     try:
