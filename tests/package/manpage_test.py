@@ -20,7 +20,7 @@ for command in ("tstates", "internals", "check"):
         if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(option), text):
             missing.append("%s (from `pytstates %s --help`)" % (option, command))
 codes = re.findall(r'\{C::\w+,\s*"([a-z-]+)"', open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                                     "commands", "finding_codes.cpp")).read())
+                                                                     "commands", "analysis", "finding_codes.cpp")).read())
 if not codes:
     missing.append("(no finding code read from commands/analysis/finding_codes.cpp)")
 for code in codes:
