@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The man page (packaging/pytstates.1) and the CLI's own help stay in step: every option any
+"""The man page (packaging/pytstates.1.in, as the build fills it in) and the CLI's own help stay in step: every option any
 command's --help lists is in the page (long and short), every command, and every finding code
 (commands/analysis/finding_codes.cpp)."""
 import os
@@ -26,6 +26,10 @@ if not codes:
 for code in codes:
     if ".B " + code not in text:
         missing.append("the finding " + code)
+# The page as built: its version filled in (`man -l` of the template showed @VERSION@).
+left = sorted(set(re.findall(r"@[A-Z_]+@", text)))
+if left:
+    missing.append("its placeholders filled in (%s)" % ", ".join(left))
 if missing:
     print("FAIL: the man page lacks " + ", ".join(missing))
     sys.exit(1)
