@@ -87,6 +87,10 @@ struct BlockedOn {
     // kind gil: its interpreter (or runtime) is finalizing, so the wait never ends as a wait for
     // the GIL does (commands/analysis/python_state)
     bool duringFinalization = false;
+    // kind gil: the interpreter's GIL was read and nobody holds it (a thread entering take_gil
+    // would take it, not wait); false when it is held or its state is unknown.
+    bool gilFree = false;
+    uint64_t gilHolder = 0;  // kind gil: the thread state holding it, when read (heldBy: the thread running it)
     // Python's own waits (commands/analysis/python_waits): what the Python frames say is waited on.
     std::string pythonKind;           // condition, event, queue, semaphore, join; "": the lock itself (python-lock)
     uint64_t pythonObject = 0;        // the Condition, Event, Queue, Semaphore or Thread waited on; 0: none

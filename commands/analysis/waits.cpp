@@ -511,9 +511,11 @@ private:
             return;
         }
         if (!interp->gilHolder) {
+            b.gilFree = true;
             b.note = "the GIL is free: the thread is about to take it";
             return;
         }
+        b.gilHolder = interp->gilHolder;
         b.heldBy = r_.gilHolderLwp(*interp);
         if (!b.heldBy) b.note = "the GIL is held by thread state " + hexAddress(interp->gilHolder) + ", which no thread is found to run";
     }

@@ -127,6 +127,12 @@ std::string enteringWords(const Report& report, const CrashReport& c) {
         return words + " while this thread holds the GIL" + (held ? " with " + hexAddress(held) : std::string()) + ": " + unless +
                "have waited for itself";
     }
+    // The GIL's own state says what take_gil would have done: take a free GIL, wait for a holder.
+    if (b.kind == WaitKind::Gil && b.gilFree) return words + ": " + unless + "have taken the GIL, which is free";
+    if (b.kind == WaitKind::Gil && !b.heldBy && b.gilHolder)
+        return words + ": " + unless + "wait for the GIL, held by thread state " + hexAddress(b.gilHolder) + ", which no thread is found to run";
+    if (b.kind == WaitKind::Gil && !b.heldBy)
+        return words + ": " + unless + "have taken the GIL or waited for it (the GIL's state is unknown)";
     return words + ": " + unless + waitWouldWords(b.kind, b.object, b.call) + heldByWords(b.kind, b.heldBy);
 }
 

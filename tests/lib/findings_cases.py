@@ -165,6 +165,25 @@ def check_seed_held(facts, check, kind):
     print("CRASH of LWP %d: %s%s" % (lwp, crash["signal_name"], ", " + crash["fatal_error"] if crash.get("fatal_error") else ""))
 
 
+def check_entering_gil(r, text, section):
+    """A crash entering take_gil: what the thread would have done is what the GIL's state says,
+    the state the same report gives (`GIL: free`: it would have taken it; held by LWP n: it would
+    wait for LWP n), never a wait for a GIL nobody holds."""
+    entering = r["target"]["crash"].get("entering") or {}
+    if entering.get("kind") != "gil":
+        return
+    said = " ".join(section.split())
+    states = {i["gil"] for rt in r["runtimes"] for i in rt["interpreters"]}
+    if states == {"free"}:
+        expect(entering.get("held_by") is None and "it would have taken the GIL, which is free" in said
+               and "would wait for the GIL" not in said and "GIL: free" in text,
+               "the GIL is free (interpreters: %s): the crash says take_gil would have taken it:\n%s" % (states, section))
+    elif entering.get("held_by") is not None and entering["held_by"] != r["target"]["crash"]["lwp"]:
+        expect("wait for the GIL held by LWP %d" % entering["held_by"] in said,
+               "the GIL is held by LWP %d: the crash says take_gil would wait for it:\n%s" % (entering["held_by"], section))
+    print("CRASH entering take_gil, the GIL %s: %s" % ("/".join(sorted(states)), said[said.find("it was entering"):][:160]))
+
+
 def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
     """The crash section: the thread, the signal, the innermost function, and the findings whose
     pointer that thread's frames hold, named as the parameter the function was handed."""
@@ -197,6 +216,7 @@ def check_crash(r, text, lwp, signal, top_function, pointer, codes, parameter):
            "the crash line names the thread and the signal:\n" + first)
     section = "\n".join(lines[starts[0]:sections[0]])
     expect(top_function in section and pointer in section, "the crash section shows the frame and the pointer:\n" + section)
+    check_entering_gil(r, text, section)
     # Without --native too, the eval-loop frames of the crash carry the Python frames they run:
     # the crashing thread's thread state's, innermost first, as far as --frames read them.
     runs = [ts["frames"] for rt in r["runtimes"] for i in rt["interpreters"] for ts in i["tstates"] if ts.get("lwp") == lwp and ts["frames"]]
