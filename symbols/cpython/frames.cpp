@@ -174,7 +174,7 @@ std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::s
 
 std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std::string* note) {
     std::vector<PyFrame> frames;
-    frames.reserve(std::min<size_t>(maxFrames, 64));
+    frames.reserve(std::min<size_t>(maxFrames, 8));  // most stacks are short: a thousand threads, a thousand of these
     SeenAddresses seen;
     FrameBytes bytes;
     for (size_t walked = 0; frame && frames.size() < maxFrames; ++walked) {
