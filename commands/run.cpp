@@ -41,8 +41,8 @@ void joinHistory(const Target& target, HistoryLog& history, Report& report, bool
 CommandResult runCommand(const Target& target, const CommandRequest& request, const std::function<int(int)>& debuggerThread) {
     CommandResult result;
     try {
+        // What is read and found: facts-only options; what is shown of it: RenderOptions below.
         ReportOptions options;
-        options.maxFrames = static_cast<size_t>(std::max(0, request.frames));
         options.internals = request.command != Command::Tstates;
         options.types = request.types;
         options.findings = request.command == Command::Check;
@@ -50,7 +50,7 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         options.native = request.native;
         options.greenlets = request.command != Command::Internals;  // shown by tstates and check
         options.waits = request.waits && request.command != Command::Internals;
-        options.tasks = request.tasks && request.command != Command::Internals;
+        options.asyncio = request.command != Command::Internals;  // tasks are found with or without --tasks
         options.afterConsistentReads = request.afterConsistentReads;
         options.locals = request.locals;
         std::shared_ptr<HistoryLog> history = request.history;
@@ -67,6 +67,8 @@ CommandResult runCommand(const Target& target, const CommandRequest& request, co
         render.command = request.command;
         render.types = request.types;
         render.greenlets = request.greenlets;
+        render.frames = static_cast<size_t>(std::max(0, request.frames));
+        render.tasks = request.tasks;
         // Narrower than 40 columns, a line holds too little of a table to be read.
         render.width = request.width > 0 ? static_cast<size_t>(std::max(request.width, 40)) : 0;
         render.color = request.color && !request.json;

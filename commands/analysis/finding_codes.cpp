@@ -41,7 +41,7 @@ constexpr std::array<FindingCodeInfo, kFindingCodeCount> kTable = {{
      "a suspended greenlet's saved frame is also on a thread state's live frame stack"},
     {C::Deadlock, "deadlock", S::Error, F::Waits, N::Cycle, false, false, A::None, true,
      "the wait-for graph (a thread waiting for the GIL waits for its holder; for a mutex, rwlock or RLock, for its owner; in a "
-     "join, for the joined thread; stopping the world, for an attached thread) has a cycle; with --tasks, also a cycle of asyncio tasks "
+     "join, for the joined thread; stopping the world, for an attached thread) has a cycle; also a cycle of asyncio tasks "
      "(a task awaits a task, or an asyncio lock held by a task, that awaits back)"},
     {C::GilHeldWhileBlocked, "gil-held-while-blocked", S::Warning, F::Waits, N::Waiters, false, false, A::None, true,
      "the GIL holder is blocked in something other than the GIL (a system call, a lock, a join) while other threads wait for "

@@ -23,19 +23,19 @@ void fill(FrameReader& frames, const ObjectReader& objects, PyFrame& frame) {
         frame.locals.push_back(std::move(out));
     }
 }
-// The first maxFrames frames of a stack: a thread state's, or a suspended one's.
-void fillStack(FrameReader& frames, const ObjectReader& objects, std::vector<PyFrame>& stack, size_t maxFrames) {
-    for (size_t i = 0; i < stack.size() && i < maxFrames; ++i) fill(frames, objects, stack[i]);
+// Every frame of a stack (a thread state's, a suspended one's): what is shown of it is the renderer's.
+void fillStack(FrameReader& frames, const ObjectReader& objects, std::vector<PyFrame>& stack) {
+    for (auto& f : stack) fill(frames, objects, f);
 }
 }  // namespace
 
-void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, size_t maxFrames) {
+void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which) {
     for (auto& runtime : report.runtimes) {
         if (which != FrameLocalsOf::ThreadStates) break;
         FrameReader frames(target, runtime.layout);
         ObjectReader objects(target, runtime.layout);
         for (auto& interp : runtime.interpreters)
-            for (auto& ts : interp.tstates) fillStack(frames, objects, ts.frames, maxFrames);
+            for (auto& ts : interp.tstates) fillStack(frames, objects, ts.frames);
     }
     for (auto& scan : report.greenlets) {
         if (which != FrameLocalsOf::Greenlets) break;
@@ -43,7 +43,7 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
         FrameReader frames(target, layout);
         ObjectReader objects(target, layout);
-        for (SuspendedStack& g : scan.greenlets) fillStack(frames, objects, g.frames, maxFrames);
+        for (SuspendedStack& g : scan.greenlets) fillStack(frames, objects, g.frames);
     }
     for (auto& scan : report.asyncio) {
         if (which != FrameLocalsOf::Tasks) break;
@@ -51,8 +51,7 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
         FrameReader frames(target, layout);
         ObjectReader objects(target, layout);
-        for (auto& t : scan.tasks)
-            for (auto& f : t.frames) fill(frames, objects, f);
+        for (auto& t : scan.tasks) fillStack(frames, objects, t.frames);
     }
 }
 

@@ -9,12 +9,11 @@
 namespace pytstates {
 
 // Fills PyFrame::locals of every thread state's frame, of every greenlet's saved frame, or of
-// every asyncio task's frame (its coroutine chain, shown whole: maxFrames does not cut it) in
-// the report (at most kMaxLocalsPerFrame per frame, each value's text at most kMaxLocalText
-// characters).
+// every asyncio task's frame (its coroutine chain) in the report: every frame of each stack, as
+// read (at most kMaxLocalsPerFrame per frame, each value's text at most kMaxLocalText characters).
+// No finding reads them; how many frames are shown is the renderer's (--frames).
 enum class FrameLocalsOf { ThreadStates, Greenlets, Tasks };
-// Only the first maxFrames frames of each stack are shown (--native reads more, cut later).
-void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, size_t maxFrames);
+void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which);
 
 constexpr size_t kMaxLocalsPerFrame = 64;
 constexpr size_t kMaxLocalText = 80;

@@ -75,7 +75,7 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
         NativeStack stack = stacks.unwind(*thread, kMaxNativeFrames, crashed ? kCrashValueFrames : 0);
         if (options.native || crashed)
             if (auto py = pythonStackOf(framesOf, runsOn.count(row.lwp) ? runsOn.at(row.lwp) : kNoRuns); !py.empty())
-                // (without --native the thread states' frames were cut to --frames: what is left over is not told)
+                // (without --native the crash's stack is cut to its innermost frame below: what is left over is not told)
                 if (size_t left = mergePython(stack.frames, py); left && options.native)
                     stack.end += (stack.end.empty() ? "" : "; ") + std::to_string(left) +
                                  " Python frame(s) could not be placed: no frame of this stack is named _PyEval_EvalFrameDefault"

@@ -126,13 +126,15 @@ void readInternals(const Target& target, const std::vector<GlibcKeys>& glibc, co
 
 namespace {
 
-// Every asyncio event loop and task of each runtime (--tasks); a runtime whose version is not read
+// Every asyncio event loop and task of each runtime whose process has asyncio's C module (a
+// runtime without it has no task to read, and costs nothing); a runtime whose version is not read
 // yet says so in its scan's problem.
 void readTasks(const Target& target, const ReportOptions& options, Report& report) {
     report.tasksRead = true;
     for (size_t r = 0; r < report.runtimes.size(); ++r) {
+        if (!asyncioLoaded(target, report.runtimes[r])) continue;
         AsyncioLayout layout = asyncioLayout(target, report.runtimes[r], options.useDwarf);
-        auto scan = scanAsyncio(target, report.runtimes[r], r, layout, options.maxFrames);
+        auto scan = scanAsyncio(target, report.runtimes[r], r, layout);
         if (!scan) continue;
         for (auto& task : scan->tasks)  // a running task's owner: the thread running its thread state
             if (task.tstate) task.lwp = report.lwpFor(task.tstate).value_or(0);
@@ -155,20 +157,6 @@ Preparation prepareReport(const Target& target, const ReportOptions& options) {
     return p;
 }
 
-namespace {
-
-constexpr size_t kAllPythonFrames = 4096;  // --native merges whole Python stacks
-
-// The thread states' stacks cut to what --frames asks for (the native merge had them whole).
-void cutFrames(std::vector<Runtime>& runtimes, size_t maxFrames) {
-    for (auto& rt : runtimes)
-        for (auto& interp : rt.interpreters)
-            for (auto& ts : interp.tstates)
-                if (ts.frames.size() > maxFrames) ts.frames.resize(maxFrames);
-}
-
-}  // namespace
-
 Report buildReport(const Target& target, const ReportOptions& options) {
     return buildReport(target, options, prepareReport(target, options));
 }
@@ -189,7 +177,8 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
         report.target.files.push_back(std::move(f));
     }
     report.warnings = target.warnings();
-    RuntimeSearch search = walkRuntimes(target, preparation.runtimes, options.native ? std::max(options.maxFrames, kAllPythonFrames) : options.maxFrames);
+    // Every Python stack whole: a wait's holder may be any number of frames down.
+    RuntimeSearch search = walkRuntimes(target, preparation.runtimes);
     report.runtimes = std::move(search.runtimes);
     report.rejectedRuntimes = std::move(search.rejected);
     if (report.runtimes.empty()) {
@@ -211,7 +200,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     // change while the process runs (code, names) or is read from it and said so.
     // --locals of the thread states' frames: read with the frames, before a live target resumes.
     target.readingFor("locals");
-    if (options.locals) readFrameLocals(target, report, FrameLocalsOf::ThreadStates, options.maxFrames);
+    if (options.locals) readFrameLocals(target, report, FrameLocalsOf::ThreadStates);
     if (options.afterConsistentReads) options.afterConsistentReads();
     target.readingFor("thread-state attribution");
     attributeRunners(target, preparation.native.get(), report);
@@ -221,19 +210,18 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     if (preparation.native) readWaits(target, *preparation.native, options, report);
     target.readingFor("thread names and interpreter state");
     readPythonState(target, preparation.native.get(), options, report);
-    if (options.native) cutFrames(report.runtimes, options.maxFrames);
     target.readingFor("greenlets");
     for (size_t r = 0; options.greenlets && r < report.runtimes.size(); ++r) {
         auto scan = scanGreenlets(target, glibcFor(glibc, target, report.runtimes[r].moduleIndex), report.runtimes[r], r,
-                                  preparation.greenletModules, options.maxFrames);
+                                  preparation.greenletModules);
         if (scan) report.greenlets.push_back(std::move(*scan));
     }
     // and of the greenlets' saved frames, found by the scan just done.
     target.readingFor("greenlet locals");
-    if (options.locals) readFrameLocals(target, report, FrameLocalsOf::Greenlets, options.maxFrames);
+    if (options.locals) readFrameLocals(target, report, FrameLocalsOf::Greenlets);
     target.readingFor("asyncio tasks");
-    if (options.tasks) readTasks(target, options, report);
-    if (options.tasks && options.locals) readFrameLocals(target, report, FrameLocalsOf::Tasks, options.maxFrames);
+    if (options.asyncio) readTasks(target, options, report);
+    if (options.asyncio && options.locals) readFrameLocals(target, report, FrameLocalsOf::Tasks);
     target.readingFor("pybind11 internals");
     if (options.internals || options.findings) readInternals(target, glibc, options, preparation.pybind11, report);
     target.readingFor("findings");
@@ -241,7 +229,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     else addRuntimeFindings(report);
     if (options.findings) addWaitFindings(report);
     if (options.findings) markFinalizingDeadlocks(report);
-    if (options.findings && options.tasks) addTaskFindings(report);
+    if (options.findings && options.asyncio) addTaskFindings(report);
     explainCrash(target, report);
     explainAbort(target, report);
     target.readingFor("");

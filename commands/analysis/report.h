@@ -200,7 +200,7 @@ struct Finding {
     bool finalizingGilWait = false;
     std::optional<int> finalizingLwp;
     int finalizingMinor = 0;
-    // asyncio (--tasks): deadlock through tasks (taskCycle instead of cycle); event-loop-blocked:
+    // asyncio: deadlock through tasks (taskCycle instead of cycle); event-loop-blocked:
     // `lwp` runs `loop` and is blocked (`blocked`, `function`) inside `task` at taskFrame while
     // readyCallbacks wait in its ready queue.
     std::vector<TaskCycleStep> taskCycle;
@@ -266,7 +266,8 @@ struct Report {
     std::map<uint64_t, TstatePlace> places;  // every listed tstate: who runs it, who made it
     std::set<uint64_t> listedTstates;        // every tstate in some interpreter's list
     std::map<uint64_t, InterpreterStateView> interpreterStates;  // by interpreter address
-    // asyncio (--tasks): every event loop and task, per runtime using asyncio.
+    // asyncio: every event loop and task, per runtime whose process has asyncio's C module (tstates
+    // and check; --tasks only shows them).
     bool tasksRead = false;
     std::vector<AsyncioScan> asyncio;
 
@@ -340,8 +341,11 @@ struct Report {
     }
 };
 
+// What to read and analyse. No display option belongs here (commands/run.cpp keeps those in
+// RenderOptions): every finding, the exit status and every JSON fact come from the whole data.
+// The reading options below choose what is read, at what cost (--native, --locals, --no-dwarf,
+// --no-waits), never how much of it is shown.
 struct ReportOptions {
-    size_t maxFrames = 5;
     bool internals = false;  // read pybind11 internals records
     bool types = false;      // and their registered types
     bool findings = false;   // run the checks
@@ -349,7 +353,7 @@ struct ReportOptions {
     bool native = false;     // every thread's whole native stack, Python frames merged in
     bool greenlets = true;   // find the greenlets (walks every object the collector tracks)
     bool waits = true;       // what each thread waits for, the wait-for graph (--no-waits: off)
-    bool tasks = false;      // every asyncio event loop and task (--tasks)
+    bool asyncio = true;     // every asyncio event loop and task, and their findings (tstates and check)
     bool locals = false;     // --locals: each Python frame's arguments and locals (commands/analysis/frame_locals)
     // Called once what must be one moment's has been read (threads, registers, stacks, thread
     // states and their frames, per-thread pointers): a live target resumes the process here.

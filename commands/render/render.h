@@ -15,6 +15,10 @@ struct RenderOptions {
     bool showDebuggerThreads = false;  // a column with the debugger's thread numbers
     bool types = false;                // list each internals record's registered types
     bool greenlets = false;            // every greenlet with its frames (default: counts, the running one)
+    // --frames N: the first N Python frames of each thread state's and greenlet's stack (text and
+    // JSON), and how many are left out; the analyses read them whole.
+    size_t frames = 5;
+    bool tasks = false;                // --tasks: the text's await tree (JSON has the loops and tasks always)
     // Text: the terminal's columns (the front end's to know: TIOCGWINSZ, COLUMNS, gdb's width);
     // 0: unwrapped, one logical line per line (a pipe, a log). JSON ignores it and color.
     size_t width = 0;

@@ -35,7 +35,7 @@ std::string greenletCounts(const std::vector<const GreenletInfo*>& greenlets) {
 
 // Running first, then suspended, dead, not started; in the collector's order within each.
 void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*> greenlets, const std::string& indent,
-                        size_t width, bool withThread = false) {
+                        size_t width, size_t shownFrames, bool withThread = false) {
     auto rank = [](const GreenletInfo* g) {
         return g->state == "running" ? 0 : g->state == "suspended" ? 1 : g->state == "dead" ? 2 : 3;
     };
@@ -48,7 +48,7 @@ void renderGreenletList(std::ostringstream& out, std::vector<const GreenletInfo*
         if (g->state == "running") out << "  (its frames are the thread state's)";
         out << "\n";
         if (!g->note.empty()) out << indent << "    note: " << shown(g->note) << "\n";
-        renderFramesText(out, indent + "    ", g->frames, FrameLines::Numbered, width);
+        renderFramesText(out, indent + "    ", g->frames, FrameLines::Numbered, width, shownFrames);
     }
 }
 
@@ -56,11 +56,10 @@ void addressOrNull(JsonWriter& w, std::string_view k, uint64_t v) { w.fieldOrNul
 void stringOrNull(JsonWriter& w, std::string_view k, const std::string& v) { w.fieldOrNull(k, !v.empty(), v); }
 
 // A greenlet; those under no thread state also say their thread ("lwp", null when none).
-void greenletJson(JsonWriter& w, const GreenletInfo& g, bool withLwp) {
+void greenletJson(JsonWriter& w, const GreenletInfo& g, bool withLwp, size_t shownFrames) {
     w.beginObject();
     w.field("address", hexAddress(g.address));
-    w.key("frames");
-    renderFramesJson(w, g.frames);
+    renderFramesJson(w, g.frames, shownFrames);
     if (withLwp) w.fieldOrNull("lwp", g.lwp != 0, g.lwp);
     w.field("main", g.main);
     if (!g.note.empty()) w.field("note", g.note);
@@ -72,7 +71,8 @@ void greenletJson(JsonWriter& w, const GreenletInfo& g, bool withLwp) {
 
 }  // namespace
 
-void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list, size_t width) {
+void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list, size_t width,
+                          size_t shownFrames) {
     std::set<int> lwps;
     for (const auto& t : scan.threads) lwps.insert(t.lwp);
     out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(baseName(scan.module)) << ", "
@@ -85,20 +85,21 @@ void renderGreenletModule(std::ostringstream& out, const Report& report, const G
     auto unowned = report.greenletsWithoutTstate(scan);
     if (unowned.empty()) return;
     out << "  under no thread state: " << greenletCounts(unowned) << "\n";
-    if (list) renderGreenletList(out, unowned, "    ", width, true);
+    if (list) renderGreenletList(out, unowned, "    ", width, shownFrames, true);
 }
 
-void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list, size_t width) {
+void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list, size_t width,
+                           size_t shownFrames) {
     std::vector<const GreenletInfo*> mine;
     for (const auto& g : scan.greenlets)
         if (g.lwp == lwp && g.interp == interp) mine.push_back(&g);
     if (mine.empty()) return;
     out << "        " << greenletCounts(mine) << (list ? "" : "  (--greenlets lists them)") << "\n";
-    if (list) renderGreenletList(out, mine, "          ", width);
+    if (list) renderGreenletList(out, mine, "          ", width, shownFrames);
 }
 
 // The runtime's greenlet module: what was read, how, and the greenlets under no thread state.
-void renderGreenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan) {
+void renderGreenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan, size_t shownFrames) {
     w.beginObject();
     w.field("count", scan.greenlets.size());
     w.field("gc_objects", scan.gcObjects);
@@ -120,15 +121,15 @@ void renderGreenletScanJson(JsonWriter& w, const Report& report, const GreenletS
     stringOrNull(w, "version", scan.version);
     w.key("without_tstate");
     w.beginArray();
-    for (const auto* g : report.greenletsWithoutTstate(scan)) greenletJson(w, *g, true);
+    for (const auto* g : report.greenletsWithoutTstate(scan)) greenletJson(w, *g, true, shownFrames);
     w.endArray();
     w.endObject();
 }
 
-void renderTstateGreenletsJson(JsonWriter& w, const GreenletScan& scan, std::optional<int> lwp, uint64_t interp) {
+void renderTstateGreenletsJson(JsonWriter& w, const GreenletScan& scan, std::optional<int> lwp, uint64_t interp, size_t shownFrames) {
     w.beginArray();
     for (const auto& g : scan.greenlets)
-        if (lwp && g.lwp == *lwp && g.interp == interp) greenletJson(w, g, false);
+        if (lwp && g.lwp == *lwp && g.interp == interp) greenletJson(w, g, false, shownFrames);
     w.endArray();
 }
 

@@ -14,13 +14,16 @@
 namespace pytstates {
 
 // The runtime's greenlet module, and the greenlets under no thread state (each one when `list`).
-// width: the text's (commands/render/render_stacks: a frame's path cut to fit it).
-void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list, size_t width);
+// width: the text's (commands/render/render_stacks: a frame's path cut to fit it); shownFrames: the
+// first frames of each saved stack shown (--frames).
+void renderGreenletModule(std::ostringstream& out, const Report& report, const GreenletScan& scan, bool list, size_t width,
+                          size_t shownFrames);
 // Under a thread state: its thread's greenlets counted, and each one when `list`.
-void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list, size_t width);
+void renderTstateGreenlets(std::ostringstream& out, const GreenletScan& scan, int lwp, uint64_t interp, bool list, size_t width,
+                           size_t shownFrames);
 
-void renderGreenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan);
+void renderGreenletScanJson(JsonWriter& w, const Report& report, const GreenletScan& scan, size_t shownFrames);
 // tstates[].greenlets: the greenlets of the thread running the state, in its interpreter.
-void renderTstateGreenletsJson(JsonWriter& w, const GreenletScan& scan, std::optional<int> lwp, uint64_t interp);
+void renderTstateGreenletsJson(JsonWriter& w, const GreenletScan& scan, std::optional<int> lwp, uint64_t interp, size_t shownFrames);
 
 }  // namespace pytstates

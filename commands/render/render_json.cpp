@@ -86,8 +86,10 @@ void nativeFrameJson(JsonWriter& w, const NativeFrame& f) {
         if (v.kind == FrameValue::Kind::Parameter) params[v.name] = hexAddress(v.value);
     if (!params.empty()) w.field("parameters", params);
     w.field("pc", hexAddress(f.pc));
-    w.key("python");
-    renderFramesJson(w, f.python);
+    w.key("python");  // the Python frames this eval-loop frame runs, all of them
+    w.beginArray();
+    for (const auto& py : f.python) renderFrameJson(w, py);
+    w.endArray();
     if (f.tailCall) w.field("tail_call", true);
     w.endObject();
 }
@@ -286,19 +288,16 @@ void targetJson(JsonWriter& w, const Report& report) {
 }
 
 void tstateJson(JsonWriter& w, const Report& report, const Runtime& rt, const Interpreter& interp, const ThreadState& ts,
-                bool withFrames) {
+                bool withFrames, size_t shownFrames) {
     auto lwp = report.lwpFor(ts.address);
     auto place = report.places.find(ts.address);
     const TstatePlace* p = place != report.places.end() ? &place->second : nullptr;
     w.beginObject();
     w.field("address", hexAddress(ts.address));
-    if (withFrames) {
-        w.key("frames");
-        renderFramesJson(w, ts.frames);
-    }
+    if (withFrames) renderFramesJson(w, ts.frames, shownFrames);
     if (const GreenletScan* scan = report.greenletScanOf(rt)) {
         w.key("greenlets");
-        renderTstateGreenletsJson(w, *scan, lwp, interp.address);
+        renderTstateGreenletsJson(w, *scan, lwp, interp.address, shownFrames);
     }
     w.field("holds_gil", interp.gilKnown && interp.gilHolder == ts.address);
     w.field("id", ts.id);
@@ -336,13 +335,13 @@ void interpreterGcJson(JsonWriter& w, const Report& report, const Interpreter& i
     w.field("gc_lwp", v.gcLwp);
 }
 
-void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool withFrames) {
+void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool withFrames, size_t shownFrames) {
     w.beginObject();
     w.field("address", hexAddress(rt.address));
     w.field("free_threaded", rt.layout.freeThreaded);
     if (const GreenletScan* scan = report.greenletScanOf(rt)) {
         w.key("greenlet");
-        renderGreenletScanJson(w, report, *scan);
+        renderGreenletScanJson(w, report, *scan, shownFrames);
     }
     w.key("interpreters");
     w.beginArray();
@@ -361,7 +360,7 @@ void runtimeJson(JsonWriter& w, const Report& report, const Runtime& rt, bool wi
         interpreterStateJson(w, report, interp);
         w.key("tstates");
         w.beginArray();
-        for (const auto& ts : interp.tstates) tstateJson(w, report, rt, interp, ts, withFrames);
+        for (const auto& ts : interp.tstates) tstateJson(w, report, rt, interp, ts, withFrames, shownFrames);
         w.endArray();
         w.endObject();
     }
@@ -488,7 +487,7 @@ std::string renderJson(const Report& report, const RenderOptions& options) {
     if (!report.noRuntime.empty()) w.field("no_runtime", report.noRuntime);
     w.key("runtimes");
     w.beginArray();
-    for (const auto& rt : report.runtimes) runtimeJson(w, report, rt, options.command != Command::Internals);
+    for (const auto& rt : report.runtimes) runtimeJson(w, report, rt, options.command != Command::Internals, options.frames);
     w.endArray();
     w.field("schema", 1);
     w.key("target");

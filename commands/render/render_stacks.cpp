@@ -51,8 +51,8 @@ std::string frameCall(const std::string& before, const PyFrame& f, const std::st
 }
 
 void renderFramesText(std::ostringstream& out, const std::string& indent, const std::vector<PyFrame>& frames, FrameLines style,
-                      size_t width) {
-    for (size_t i = 0; i < frames.size(); ++i) {
+                      size_t width, size_t shownFrames) {
+    for (size_t i = 0; i < frames.size() && i < shownFrames; ++i) {
         const PyFrame& f = frames[i];
         if (style == FrameLines::Numbered)
             out << frameCall(indent + "#" + std::to_string(i) + " ", f, "", width) << "\n";
@@ -60,6 +60,13 @@ void renderFramesText(std::ostringstream& out, const std::string& indent, const 
             out << frameWhere(indent, f, width) << "\n";
         renderFrameLocals(out, indent + "    ", f);
     }
+    if (frames.size() > shownFrames) out << indent << framesLeftOutWords(frames.size(), shownFrames) << "\n";
+}
+
+std::string framesLeftOutWords(size_t frames, size_t shownFrames) {
+    size_t left = frames - shownFrames;
+    if (shownFrames == 0) return "(" + std::to_string(left) + " frame" + (left == 1 ? "" : "s") + " not shown: --frames 0)";
+    return "\xe2\x80\xa6 " + std::to_string(left) + " more frame" + (left == 1 ? "" : "s") + ": --frames";
 }
 
 std::string stateWords(const std::string& state) { return state == "unstarted" ? "not started" : state; }
@@ -77,10 +84,12 @@ void renderFrameJson(JsonWriter& w, const PyFrame& f) {
     w.endObject();
 }
 
-void renderFramesJson(JsonWriter& w, const std::vector<PyFrame>& frames) {
+void renderFramesJson(JsonWriter& w, const std::vector<PyFrame>& frames, size_t shownFrames) {
+    w.key("frames");
     w.beginArray();
-    for (const auto& f : frames) renderFrameJson(w, f);
+    for (size_t i = 0; i < frames.size() && i < shownFrames; ++i) renderFrameJson(w, frames[i]);
     w.endArray();
+    if (frames.size() > shownFrames) w.field("frames_not_shown", frames.size() - shownFrames);
 }
 
 }  // namespace pytstates

@@ -20,9 +20,13 @@ namespace pytstates {
 // would be wider than the text's width (0: no terminal, never cut).
 enum class FrameLines { Numbered, Tree };
 
-// One line per frame at `indent`, its locals (when read) 4 columns further in.
+// One line per frame at `indent`, its locals (when read) 4 columns further in: the first
+// shownFrames (--frames; SIZE_MAX: all), then a line saying how many are left out.
 void renderFramesText(std::ostringstream& out, const std::string& indent, const std::vector<PyFrame>& frames, FrameLines style,
-                      size_t width);
+                      size_t width, size_t shownFrames);
+// What a stack cut to shownFrames leaves out: "… 7 more frames: --frames"; with --frames 0,
+// "(7 frames not shown: --frames 0)". frames > shownFrames.
+std::string framesLeftOutWords(size_t frames, size_t shownFrames);
 // before + "wait  /srv/app/locks.py:12": a frame as the await tree and the HANG lines about tasks
 // name it, on a line of width columns.
 std::string frameWhere(const std::string& before, const PyFrame& f, size_t width);
@@ -34,6 +38,8 @@ std::string stateWords(const std::string& state);
 
 // {"file", "function", "line"} and, when read, "locals".
 void renderFrameJson(JsonWriter& w, const PyFrame& f);
-void renderFramesJson(JsonWriter& w, const std::vector<PyFrame>& frames);
+// A stack's "frames": its first shownFrames (SIZE_MAX: all) and, when some are left out,
+// "frames_not_shown": how many (the next key of the object, in the JSON's key order).
+void renderFramesJson(JsonWriter& w, const std::vector<PyFrame>& frames, size_t shownFrames);
 
 }  // namespace pytstates

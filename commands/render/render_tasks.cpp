@@ -57,7 +57,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         }
         out << "\n";
         for (uint64_t lock : t.holds) out << below << "    holds asyncio lock " << hexAddress(lock) << " (inside `async with`)\n";
-        renderFramesText(out, below + "    ", t.frames, FrameLines::Tree, width);
+        renderFramesText(out, below + "    ", t.frames, FrameLines::Tree, width, SIZE_MAX);  // a task's chain whole: it is what the task is
         if (path.size() >= kTreeDepth) return;
         path.push_back(address);
         auto c = children.find(address);
@@ -102,11 +102,17 @@ bool tasksStuck(const Report& report) {
     return false;
 }
 
-void renderTasksText(std::ostringstream& out, const Report& report, size_t width) {
+void renderTasksText(std::ostringstream& out, const Report& report, size_t width, bool showTree) {
     if (!report.tasksRead) return;
     auto loops = eventLoopViews(report);
     size_t count = 0;
     for (const auto& l : loops) count += l.tasks.size();
+    if (!showTree) {  // analysed all the same: what there is, in one line (what could not be read: warnings)
+        if (loops.empty() && !count) return;
+        out << "ASYNCIO: " << loops.size() << " event loop" << (loops.size() == 1 ? "" : "s") << ", " << count << " task"
+            << (count == 1 ? "" : "s") << " (--tasks shows them)\n\n";
+        return;
+    }
     out << "ASYNCIO (" << loops.size() << " event loop" << (loops.size() == 1 ? "" : "s") << ", " << count << " task"
         << (count == 1 ? "" : "s") << "; each task's frames innermost first)\n";
     for (const auto& scan : report.asyncio)
@@ -195,8 +201,7 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
             if (t.waitsOn) awaitJson(w, *t.waitsOn);
             else w.null();
             w.fieldOrNull("coroutine", t.coro != 0, hexAddress(t.coro));
-            w.key("frames");
-            renderFramesJson(w, t.frames);
+            renderFramesJson(w, t.frames, SIZE_MAX);
             w.field("name", t.name);
             w.field("state", t.state);
             w.endObject();

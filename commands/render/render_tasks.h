@@ -10,9 +10,10 @@
 
 namespace pytstates {
 
-// "ASYNCIO ..." with one await tree per event loop; nothing when the tasks were not read. width:
-// the text's (commands/render/render_stacks: a frame's path cut to fit it).
-void renderTasksText(std::ostringstream& out, const Report& report, size_t width);
+// "ASYNCIO ..." with one await tree per event loop (showTree, --tasks), else one line counting the
+// loops and tasks (none when there are none); nothing when the tasks were not read. width: the
+// text's (commands/render/render_stacks: a frame's path cut to fit it).
+void renderTasksText(std::ostringstream& out, const Report& report, size_t width, bool showTree);
 // The HANG lines of a deadlock through tasks and of an event loop blocked by a task; true when any.
 bool renderTaskHang(std::ostringstream& out, const Report& report, bool color, size_t width);
 // True when a task is stuck (a finding about tasks): the tree is then shown above the thread list.

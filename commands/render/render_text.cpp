@@ -398,7 +398,7 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
             << (rt.layout.dwarfCached ? ", answered by pytstates' cache" : "") << ")\n";
         for (const auto& note : rt.notes) out << "  note: " << shown(note) << "\n";
         const GreenletScan* greenlets = frames ? report.greenletScanOf(rt) : nullptr;
-        if (greenlets) renderGreenletModule(out, report, *greenlets, options.greenlets, options.width);
+        if (greenlets) renderGreenletModule(out, report, *greenlets, options.greenlets, options.width, options.frames);
         for (const auto& interp : rt.interpreters) {
             out << "  interpreter " << interp.id << (interp.main ? " (main)" : "") << " " << hexAddress(interp.address) << "  ";
             if (interp.gilDisabled) {
@@ -430,8 +430,9 @@ void renderRuntimes(std::ostringstream& out, const Report& report, const RenderO
                 if (!ts.note.empty()) out << "        note: " << shown(ts.note) << "\n";
                 if (!frames) continue;
                 if (ts.frames.empty()) out << "        (no Python frames)\n";
-                renderFramesText(out, "        ", ts.frames, FrameLines::Numbered, options.width);
-                if (greenlets && lwp) renderTstateGreenlets(out, *greenlets, *lwp, interp.address, options.greenlets, options.width);
+                renderFramesText(out, "        ", ts.frames, FrameLines::Numbered, options.width, options.frames);
+                if (greenlets && lwp)
+                    renderTstateGreenlets(out, *greenlets, *lwp, interp.address, options.greenlets, options.width, options.frames);
             }
         }
         out << "\n";
@@ -634,7 +635,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     renderHang(out, report, options);
     renderTaskHang(out, report, options.color, options.width);
     bool tasksFirst = tasksStuck(report);  // a stuck task: the await tree before the thread states
-    if (tasksFirst) renderTasksText(out, report, options.width);
+    if (tasksFirst) renderTasksText(out, report, options.width, options.tasks);
     if (killed) renderCrash(out, report, options);
     if (options.command == Command::Check) renderFindings(out, report, options);
     renderRuntimes(out, report, options);
@@ -643,7 +644,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
         renderModuleLocals(out, report);
         renderNanobind(out, report, options);
     }
-    if (!tasksFirst) renderTasksText(out, report, options.width);
+    if (!tasksFirst) renderTasksText(out, report, options.width, options.tasks);
     renderThreads(out, report, options);
     if (report.nativeStacks) renderNativeStacks(out, report, options);
     if (options.command != Command::Check && !report.findings.empty()) {

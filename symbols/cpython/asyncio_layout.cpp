@@ -60,6 +60,14 @@ bool table(int minor, AsyncioLayout* l) {
 
 }  // namespace
 
+bool asyncioLoaded(const Target& target, const Runtime& runtime) {
+    if (asyncioModule(target, runtime.layout.minor)) return true;
+    const auto& modules = target.modules();
+    if (runtime.moduleIndex >= modules.size() || !modules[runtime.moduleIndex].elf) return false;
+    auto init = modules[runtime.moduleIndex].elf->findSymbol("PyInit__asyncio");
+    return init && init->defined;
+}
+
 AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool useDwarf) {
     AsyncioLayout l;
     const CPythonLayout& cl = runtime.layout;

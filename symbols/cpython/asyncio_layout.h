@@ -31,6 +31,10 @@ struct AsyncioLayout {
     int statePending = 0, stateCancelled = 1, stateFinished = 2;
 };
 
+// asyncio's C module is in the process for this runtime: its _asyncio extension is loaded, or the
+// runtime's module has it built in (PyInit__asyncio). Without it no _asyncio.Task exists to be read.
+bool asyncioLoaded(const Target& target, const Runtime& runtime);
+
 // The layout for `runtime`'s CPython; known == false with `source` saying why (versions not read yet).
 AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool useDwarf);
 

@@ -17,11 +17,9 @@ namespace pytstates {
 namespace {
 
 constexpr size_t kMaxChain = 256;       // coroutines awaiting coroutines, per task
-constexpr size_t kMaxTaskFrames = 64;   // a task's frames shown (its whole chain, up to this)
 constexpr size_t kMaxStack = 4096;      // value-stack entries of one frame looked at
 constexpr size_t kMaxCallbacks = 4096;  // a future's callbacks read
 constexpr size_t kMaxTypeChain = 64;
-constexpr size_t kMaxThreadFrames = 4096;
 
 enum class TypeKind { Other, Task, Future };
 
@@ -218,9 +216,7 @@ bool isAsyncioFile(const std::string& file) {
     return slash >= 8 && file.compare(slash - 8, 9, "/asyncio/") == 0;
 }
 
-std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, size_t runtimeIndex, const AsyncioLayout& layout,
-                                       size_t maxFrames) {
-    (void)maxFrames;  // a task's chain is shown whole (up to kMaxTaskFrames): it is what the task is
+std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, size_t runtimeIndex, const AsyncioLayout& layout) {
     AsyncioScan scan;
     scan.runtimeIndex = runtimeIndex;
     scan.layoutSource = layout.source;
@@ -241,7 +237,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             size_t n = 0;
             r.frames().chain(ts.address, [&](uint64_t frame) {
                 liveFrames.emplace(frame, ts.address);
-                return ++n < kMaxThreadFrames;
+                return ++n < kMaxPythonFrames;
             });
             // The running loop: 3.14+ in the thread state itself, before in its dict (<= 3.11 in a
             // holder, 3.12-3.13 itself).
@@ -315,10 +311,10 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
         }
         if (task.state == "running") {
             // Its frames are the thread's, from the innermost to its coroutine's.
-            task.frames = r.walker().onThread(task.tstate, coroFrame, kMaxTaskFrames, &task.note);
+            task.frames = r.walker().onThread(task.tstate, coroFrame, kMaxPythonFrames, &task.note);
         } else if (task.state == "pending") {
             auto chain = r.chain(task.coro);
-            task.frames = StackWalker::framesOf(chain, kMaxTaskFrames);
+            task.frames = StackWalker::framesOf(chain, kMaxPythonFrames);
             for (const auto& link : chain) r.heldLocks(link, &task.holds);
             task.waitsOn = r.awaits(r.ptr(address + layout.taskFutWaiter), chain);
             links[address] = std::move(chain);

@@ -55,6 +55,6 @@ bool isAsyncioFile(const std::string& file);
 
 // nullopt when the runtime has no asyncio in use (no _asyncio module loaded and no task found).
 std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& runtime, size_t runtimeIndex,
-                                       const AsyncioLayout& layout, size_t maxFrames);
+                                       const AsyncioLayout& layout);
 
 }  // namespace pytstates

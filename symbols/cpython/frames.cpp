@@ -13,7 +13,6 @@
 namespace pytstates {
 
 namespace {
-constexpr size_t kMaxFramesWalked = 4096;  // a longer chain is corrupt or cyclic
 constexpr int kFirstShimOwner = 3;  // 3.12+: CSTACK (3.12, 3.13) / INTERPRETER and CSTACK (3.14)
 constexpr uint64_t kInsideState = 0x4000;  // root_cframe and the like lie within the state itself
 
@@ -79,7 +78,7 @@ void FrameReader::chain(uint64_t tstate, const std::function<bool(uint64_t frame
     if (layout_.framePrevious == kAbsent) return;
     SeenAddresses seen;
     uint64_t frame = topFrame(tstate);
-    for (size_t i = 0; frame && i < kMaxFramesWalked && seen.insert(frame); ++i) {
+    for (size_t i = 0; frame && i < kMaxPythonFrames && seen.insert(frame); ++i) {
         if (!visit(frame)) return;
         frame = memory_.readPointer(frame + layout_.framePrevious).value_or(0);
     }
@@ -175,11 +174,11 @@ std::vector<PyFrame> FrameReader::read(uint64_t tstate, size_t maxFrames, std::s
 
 std::vector<PyFrame> FrameReader::readFrom(uint64_t frame, size_t maxFrames, std::string* note) {
     std::vector<PyFrame> frames;
-    frames.reserve(std::min<size_t>(maxFrames, 64));
+    frames.reserve(std::min<size_t>(maxFrames, 8));  // most stacks are short: a thousand threads, a thousand of these
     SeenAddresses seen;
     FrameBytes bytes;
     for (size_t walked = 0; frame && frames.size() < maxFrames; ++walked) {
-        if (walked >= kMaxFramesWalked || !seen.insert(frame)) {
+        if (walked >= kMaxPythonFrames || !seen.insert(frame)) {
             if (note) *note = "the frame chain is cyclic or too long";
             break;
         }

@@ -57,6 +57,11 @@ struct FrameBlock {
     int type = 0, handler = 0, level = 0;
 };
 
+// The most frames of one Python stack that are read: a longer chain is corrupt or cyclic. A safety
+// cap, not a display limit: every stack is read whole up to it (thread states', greenlets' and asyncio
+// tasks'), and what a report shows of it is the renderer's to choose (--frames).
+constexpr size_t kMaxPythonFrames = 4096;
+
 // True for the native function that runs Python frames (the eval loop), in every supported version.
 bool isEvalLoopFunction(const std::string& nativeFunction);
 

@@ -159,8 +159,7 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
 
 class Walker {
 public:
-    Walker(const Target& target, Runtime& runtime, size_t maxFrames)
-        : target_(target), rt_(runtime), l_(runtime.layout), maxFrames_(maxFrames) {}
+    Walker(const Target& target, Runtime& runtime) : target_(target), rt_(runtime), l_(runtime.layout) {}
 
     // False (and *why) when the candidate does not look like a live runtime.
     bool walk(std::string* why) {
@@ -269,7 +268,7 @@ private:
         target_.prefetch(top);
         for (auto& t : info->tstates) {
             std::string frameNote;
-            t.frames = frames.read(t.address, maxFrames_, &frameNote);
+            t.frames = frames.read(t.address, kMaxPythonFrames, &frameNote);  // whole: the analyses read it all
             if (!frameNote.empty()) t.note += (t.note.empty() ? "" : "; ") + frameNote;
         }
         return true;
@@ -317,7 +316,6 @@ private:
     const Target& target_;
     Runtime& rt_;
     const CPythonLayout& l_;
-    size_t maxFrames_;
 };
 
 // Before 3.11 nothing exported names the micro version: sys.version of the main interpreter does.
@@ -383,13 +381,13 @@ RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf) {
     return result;
 }
 
-RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates, size_t maxFrames) {
+RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates) {
     RuntimeSearch result;
     result.rejected = candidates.rejected;
     for (const Runtime& candidate : candidates.candidates) {
         Runtime rt = candidate;
         std::string why;
-        Walker walker(target, rt, maxFrames);
+        Walker walker(target, rt);
         if (!walker.walk(&why)) {
             result.rejected.push_back(rt.modulePath + ": _PyRuntime at " + hexAddress(rt.address) + " (CPython " + rt.version + "): " + why);
             continue;
@@ -400,8 +398,8 @@ RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candid
     return result;
 }
 
-RuntimeSearch findRuntimes(const Target& target, size_t maxFrames) {
-    return walkRuntimes(target, findRuntimeCandidates(target, true), maxFrames);
+RuntimeSearch findRuntimes(const Target& target) {
+    return walkRuntimes(target, findRuntimeCandidates(target, true));
 }
 
 }  // namespace pytstates

@@ -89,9 +89,10 @@ struct RuntimeCandidates {
 };
 // useDwarf=false ignores DWARF and separate debug files (as on a machine without debug packages).
 RuntimeCandidates findRuntimeCandidates(const Target& target, bool useDwarf = true);
-// Validates each candidate and walks its interpreters and thread states.
-RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates, size_t maxFrames);
-RuntimeSearch findRuntimes(const Target& target, size_t maxFrames);
+// Validates each candidate and walks its interpreters and thread states, each state's Python stack
+// whole (up to kMaxPythonFrames).
+RuntimeSearch walkRuntimes(const Target& target, const RuntimeCandidates& candidates);
+RuntimeSearch findRuntimes(const Target& target);
 
 // "3.11.7" from a PY_VERSION_HEX value (0x030b07f0); "3.12.0rc1" style for pre-releases.
 std::string versionFromHex(uint32_t hex);

@@ -9,7 +9,7 @@ std::vector<PyFrame> StackWalker::fromFrame(uint64_t innermost, uint64_t outermo
     if (!outermost) return frames_.readFrom(innermost, maxFrames, note);
     std::vector<PyFrame> out;
     // The chain is read whole (bounded) and cut at `outermost`: maxFrames counts the stack's own frames.
-    for (auto& f : frames_.readFrom(innermost, kMaxChainFrames, note)) {
+    for (auto& f : frames_.readFrom(innermost, kMaxPythonFrames, note)) {
         if (out.size() < maxFrames) out.push_back(f);
         if (f.address == outermost) break;
     }

@@ -41,7 +41,6 @@ public:
     FrameReader& frames() { return frames_; }
 
 private:
-    static constexpr size_t kMaxChainFrames = 4096;  // frames of one thread's chain looked at for `outermost`
     FrameReader frames_;  // one per scan: it remembers code objects and line tables
     ObjectReader objects_;
 };

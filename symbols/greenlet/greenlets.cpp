@@ -23,7 +23,6 @@ namespace {
 constexpr uint64_t kMainStackStop = ~uint64_t(0);  // greenlet marks a main greenlet with stack_stop == (char*)-1
 constexpr uint64_t kMaxTlsBlock = 512;             // _greenlet's TLS block is 16 bytes in 2.x and 3.x
 constexpr size_t kMaxTypeChain = 64;
-constexpr size_t kMaxLiveFrames = 4096;  // per thread state, when looking for a saved frame on a live stack
 
 bool isGreenletModule(const std::string& path) {
     std::string name = baseName(path);
@@ -92,7 +91,7 @@ public:
     void findLiveFrames() {
         for (const auto& interp : rt_.interpreters)
             for (const auto& ts : interp.tstates)
-                for (const auto& f : frames_.read(ts.address, kMaxLiveFrames, nullptr)) liveFrames_.emplace(f.address, ts.address);
+                for (const auto& f : frames_.read(ts.address, kMaxPythonFrames, nullptr)) liveFrames_.emplace(f.address, ts.address);
     }
 
     // The type is greenlet's (greenlet.greenlet of this module) or derives from it.
@@ -129,7 +128,7 @@ public:
         return mainVtables_.count(read(impl)) != 0;
     }
 
-    void describe(uint64_t object, uint64_t type, uint64_t interp, size_t maxFrames, GreenletScan* scan) {
+    void describe(uint64_t object, uint64_t type, uint64_t interp, GreenletScan* scan) {
         uint64_t impl = read(object + g_.pimpl);
         if (!impl || read(impl + g_.selfPointer) != object) {
             ++scan->rejected;
@@ -169,7 +168,7 @@ public:
             info.savedFrame = g_.currentFrame >= 0 && rt_.layout.minor >= 11 ? read(impl + g_.currentFrame) : info.savedFrameObject;
             checkSavedFrame(&info);
             std::string note;
-            if (maxFrames) info.frames = walker_.fromFrame(info.savedFrame, 0, maxFrames, &note);
+            info.frames = walker_.fromFrame(info.savedFrame, 0, kMaxPythonFrames, &note);  // whole, as a thread state's
             if (!note.empty()) info.note = note;
         }
         scan->greenlets.push_back(std::move(info));
@@ -247,8 +246,7 @@ std::vector<GreenletModule> findGreenletModules(const Target& target, bool useDw
 }
 
 std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys* glibc, const Runtime& rt,
-                                          size_t runtimeIndex, const std::vector<GreenletModule>& modules,
-                                          size_t maxFrames) {
+                                          size_t runtimeIndex, const std::vector<GreenletModule>& modules) {
     // The module built for this runtime's minor ("cpython-311") when several are loaded.
     const GreenletModule* chosen = nullptr;
     std::string tag = "cpython-3" + std::to_string(rt.layout.minor);
@@ -292,7 +290,7 @@ std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys*
     objects.reserve(found.size());
     for (const auto& f : found) objects.push_back(f.object);
     scanner.learnMainClass(objects, scan);
-    for (const auto& f : found) scanner.describe(f.object, f.type, f.interp, maxFrames, &scan);
+    for (const auto& f : found) scanner.describe(f.object, f.type, f.interp, &scan);
     inheritThreads(&scan);
     if (scan.greenlets.empty() && scan.rejected) {
         scan.problem = "the greenlet " + scan.version + " layout (" + scan.layoutSource + ") does not fit: none of " +

@@ -61,7 +61,6 @@ std::vector<GreenletModule> findGreenletModules(const Target& target, bool useDw
 
 // nullopt when the runtime has no _greenlet module loaded.
 std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys* glibc, const Runtime& runtime,
-                                          size_t runtimeIndex, const std::vector<GreenletModule>& modules,
-                                          size_t maxFrames);
+                                          size_t runtimeIndex, const std::vector<GreenletModule>& modules);
 
 }  // namespace pytstates

@@ -206,6 +206,31 @@ TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awai
         "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"]}
 
 
+def without_tasks(pytstates, args, report, status, live):
+    """The same check without --tasks: asyncio is analysed all the same (the same findings, exit
+    status and event_loops; live, where the loop runs on between reads, the same finding codes), and
+    the text says in one line how many loops and tasks there are instead of drawing the tree."""
+    plain_status, plain, err = scenario.run_pytstates(pytstates, ["check", "--json"] + args)
+    expect(plain_status == status, "check without --tasks: exit %d, with it %d %s" % (plain_status, status, err.strip()))
+    if plain_status not in (0, 1):
+        return
+    if live:
+        codes = lambda r: sorted(f["code"] for f in r["findings"])
+        expect(codes(plain) == codes(report), "without --tasks: %s, with it: %s" % (codes(plain), codes(report)))
+    else:
+        expect(plain["findings"] == report["findings"], "without --tasks the findings differ: %s" % [f["message"] for f in plain["findings"]])
+        expect(plain["event_loops"] == report["event_loops"], "without --tasks JSON's event_loops differ")
+    _, text, _ = scenario.run_pytstates(pytstates, ["check"] + args)
+    tasks = sum(len(l["tasks"]) for l in plain["event_loops"])
+    loops = len(plain["event_loops"])
+    line = "ASYNCIO: %d event loop%s, %d task%s (--tasks shows them)" % (loops, "" if loops == 1 else "s", tasks, "" if tasks == 1 else "s")
+    expect(line in text and "(T) '" not in text, "without --tasks the text says %r and draws no tree:\n%s" % (line, text[:3000]))
+    for f in plain["findings"]:
+        if f.get("cycle") and f["cycle"][0].get("task"):
+            expect("HANG  deadlock: %d asyncio tasks wait for each other" % len(f["cycle"]) in text, "without --tasks the text tells the task deadlock")
+    print("without --tasks: exit %d, findings %s; %s" % (plain_status, sorted(f["code"] for f in plain["findings"]), line))
+
+
 def local_of(task, function, name):
     """The local `name` of the task's frame running `function` (None when not there)."""
     for f in task["frames"]:
@@ -383,6 +408,7 @@ def main():
             for words in TEXT[args.scenario]:
                 words = words % text_facts(facts) if "%(" in words else words
                 expect(words in text, "text says %r" % words)
+            without_tasks(args.pytstates, extra + ["--pid", str(proc.pid)], report, status, True)
             expect(proc.poll() is None, "the program runs on after both reads")
     else:
         facts, core = scenario.take_core(argv, env=env)
@@ -406,6 +432,7 @@ def main():
                 for words in TEXT[args.scenario]:
                     words = words % text_facts(facts) if "%(" in words else words
                     expect(words in text, "text says %r" % words)
+                without_tasks(args.pytstates, extra + sysroot + ["--core", core, "--exe", python], report, status, False)
                 gdb_oracle(core, facts, report, python, debug_dir)
             else:
                 loads = args.gdb_script if args.kind == "gdb" else args.lldb_plugin

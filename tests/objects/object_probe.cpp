@@ -78,7 +78,7 @@ int main(int argc, char** argv) try {
     CoreOptions options;
     options.corePath = argv[1];
     CoreTarget target(options);
-    RuntimeSearch search = walkRuntimes(target, findRuntimeCandidates(target, useDwarf), 64);
+    RuntimeSearch search = walkRuntimes(target, findRuntimeCandidates(target, useDwarf));
     if (search.runtimes.empty() || search.runtimes[0].interpreters.empty()) {
         std::fprintf(stderr, "object_probe: no CPython runtime in the core\n");
         return 2;

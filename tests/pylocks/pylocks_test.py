@@ -108,8 +108,15 @@ def check_abba(report, text, facts, mode, where):
         w = by[lwp]
         expect(w.get("kind") == "python-lock", "%s: LWP %d kind %s" % (where, lwp, w))
         expect(hex_int(w.get("object")) == waits, "%s: LWP %d waits on %s, the program says %#x" % (where, lwp, w.get("object"), waits))
-        name = "other._lock" if mode == "attr" else "second"
+        name = {"attr": "other._lock", "deep": "lock"}.get(mode, "second")
         expect(w.get("python_name") == name, "%s: LWP %d python_name %r, expected %r" % (where, lwp, w.get("python_name"), name))
+        if mode == "deep":
+            # The holding `with` is DEPTH frames below the waiting one: found all the same.
+            with_line = facts["lines"]["deep-with"] if facts["version"] != "3.9" else None
+            expect(w.get("held_by") == holder and w.get("holder_evidence") == "with-block" and w.get("holder_python_name") == "first" and
+                   w["holder"]["function"] == "take_deep" and w["holder"]["line"] == facts["lines"]["deep-holds"] and
+                   w.get("holder_with_line") == with_line,
+                   "%s: LWP %d: %s; the program says LWP %d holds it in take_deep(), %d frames down" % (where, lwp, w, holder, facts["depth"]))
         if mode in ("attr", "with"):
             # How the holder's frame names what it holds (3.12's attributes aside, which the object reader misses).
             held_name = "self._lock" if mode == "attr" else "first"
@@ -127,11 +134,11 @@ def check_abba(report, text, facts, mode, where):
             expect(w["holder"]["line"] == facts["lines"]["waits"] and w.get("holder_with_line") == with_line,
                    "%s: LWP %d's holder at line %s, `with` at %s; expected %d and %d" % (
                        where, lwp, w["holder"]["line"], w.get("holder_with_line"), facts["lines"]["waits"], with_line or 0))
-        else:
+        elif mode == "acquire":
             # lock.acquire() leaves nothing in the frames: nothing shown, nothing claimed.
             expect(w.get("held_by") is None and w.get("holder_evidence") == "none", "%s: LWP %d claims a holder: %s" % (where, lwp, w))
     dl = [f for f in report["findings"] if f["code"] == "deadlock"]
-    if mode in ("with", "attr"):
+    if mode in ("with", "attr", "deep"):
         expect(len(dl) == 1, "%s: one deadlock finding expected, got %s" % (where, [f["message"] for f in report["findings"]]))
         cycle = {s["lwp"]: (s["waits_for"], hex_int(s["object"]), s["held_by"], s.get("holder_evidence")) for s in dl[0]["cycle"]}
         want = {t1: ("python-lock", b, t2, "with-block"), t2: ("python-lock", a, t1, "with-block")}
@@ -145,6 +152,66 @@ def check_abba(report, text, facts, mode, where):
     print("%s: LWP %d waits for %#x held by %s, LWP %d waits for %#x held by %s; %d deadlock finding(s)" % (
         where, t1, b, by[t1].get("held_by"), t2, a, by[t2].get("held_by"), len(dl)))
     return [t1, t2]
+
+
+def pybt_frames(gdb_out):
+    """Per LWP, the Python frames gdb's py-bt prints (its `File "...", line N, in f` lines)."""
+    counts, lwp = {}, None
+    for line in gdb_out.splitlines():
+        m = re.match(r"Thread \d+ \((?:Thread 0x[0-9a-f]+ \()?LWP (\d+)", line)
+        if m:
+            lwp = int(m.group(1))
+        elif lwp and re.match(r'\s+File "', line):
+            counts[lwp] = counts.get(lwp, 0) + 1
+    return counts
+
+
+def tstate_on(report, lwp):
+    for rt in report["runtimes"]:
+        for interp in rt["interpreters"]:
+            for ts in interp["tstates"]:
+                if ts["lwp"] == lwp:
+                    return ts
+    raise AssertionError("no thread state runs on LWP %d" % lwp)
+
+
+def check_frames_shown(pytstates, extra, facts, where, gdb_out):
+    """The deep ABBA with --frames 0, 5 and 20: the same findings, blocked_on and exit status (the
+    analyses read every stack whole); each shows the first N frames of a stack and says how many it
+    left out; the stack's whole length is what gdb's py-bt prints, where CPython's gdb scripts load."""
+    runs = {}
+    for n in (0, 5, 20):
+        status, report, _ = scenario.run_pytstates(pytstates, ["check", "--json", "--frames", str(n)] + extra)
+        text_status, text, _ = scenario.run_pytstates(pytstates, ["check", "--frames", str(n)] + extra)
+        expect(status == 1 and text_status == 1, "%s --frames %d: exit %d (JSON), %d (text); 1 expected" % (where, n, status, text_status))
+        expect("HANG  deadlock: 2 threads wait for each other" in text, "%s --frames %d: no HANG:\n%s" % (where, n, text[:3000]))
+        runs[n] = (report, text)
+    whole = runs[20][0]
+    for n, (report, _) in runs.items():
+        expect(report["findings"] == whole["findings"], "%s: --frames %d finds %s, --frames 20 %s" % (
+            where, n, [f["message"] for f in report["findings"]], [f["message"] for f in whole["findings"]]))
+        expect(blocked(report) == blocked(whole), "%s: --frames %d: other blocked_on than --frames 20" % (where, n))
+    pybt = pybt_frames(gdb_out)
+    for lwp in (facts["t1"], facts["t2"]):
+        full = tstate_on(whole, lwp)
+        total = len(full["frames"]) + full.get("frames_not_shown", 0)
+        # down() DEPTH times and take_deep, then threading's run/_bootstrap_inner/_bootstrap
+        expect(total == facts["depth"] + 4, "%s: LWP %d has %d Python frames, the program runs %d" % (where, lwp, total, facts["depth"] + 4))
+        expect(full["frames"][facts["depth"]]["function"] == "take_deep", "%s: LWP %d frame #%d: %s" % (where, lwp, facts["depth"], full["frames"][facts["depth"]]))
+        if lwp in pybt:
+            expect(pybt[lwp] == total, "%s: LWP %d: gdb's py-bt prints %d Python frames, pytstates reads %d" % (where, lwp, pybt[lwp], total))
+        for n, (report, text) in runs.items():
+            ts = tstate_on(report, lwp)
+            shown = min(n, total)
+            expect(ts["frames"] == full["frames"][:shown] and ts.get("frames_not_shown") == (total - shown or None),
+                   "%s --frames %d: LWP %d shows %d frames, frames_not_shown %s; expected %d and %d" % (
+                       where, n, lwp, len(ts["frames"]), ts.get("frames_not_shown"), shown, total - shown))
+            said = "(%d frames not shown: --frames 0)" % total if n == 0 else "\u2026 %d more frames: --frames" % (total - n)
+            expect(n >= total or said in text, "%s --frames %d: the text does not say %r:\n%s" % (where, n, said, text[:4000]))
+    expect("(no Python frames)" not in runs[0][1], "%s --frames 0 says a thread state has no Python frames:\n%s" % (where, runs[0][1][:3000]))
+    print("%s: --frames 0, 5, 20: the same %d finding(s), exit 1; %s Python frames on the deadlocked threads (py-bt: %s)" % (
+        where, len(whole["findings"]), [len(tstate_on(whole, l)["frames"]) for l in (facts["t1"], facts["t2"])],
+        [pybt.get(l) for l in (facts["t1"], facts["t2"])]))
 
 
 def check_zoo(report, facts, where):
@@ -204,7 +271,7 @@ def main():
     p.add_argument("--debugger", choices=["gdb", "lldb"], help="also py-tstates-check in this debugger on the core")
     p.add_argument("--gdb-script")
     p.add_argument("--plugin")
-    p.add_argument("program", choices=["with", "attr", "acquire", "zoo"])
+    p.add_argument("program", choices=["with", "attr", "acquire", "deep", "zoo"])
     args = p.parse_args()
     sid, env, sysroot, debug_dir = None, None, [], None
     if args.python in SID:
@@ -246,13 +313,15 @@ def run(args, python, env, sysroot, debug_dir):
         # acquire: no finding, no hang; its kernel core (SIGABRT) is a CRASH all the same
         expect(status == (1 if args.program != "acquire" else scenario.quiet_status(args.kind)), "%s: check exited %d" % (where, status))
         waiters = check_zoo(report, facts, where) if args.program == "zoo" else check_abba(report, text, facts, args.program, where)
-        selves, pybt, _ = gdb_reading(python, target, waiters, debug_dir)
+        selves, pybt, gdb_out = gdb_reading(python, target, waiters, debug_dir)
         by = blocked(report)
         for lwp in waiters:
             expect(hex_int(by[lwp]["object"]) == selves[lwp], "%s: LWP %d waits on %s, gdb reads self=%#x" % (where, lwp, by[lwp]["object"], selves[lwp]))
             if lwp in pybt:
                 expect(pybt[lwp] == selves[lwp], "%s: LWP %d: py-bt names %#x" % (where, lwp, pybt[lwp]))
         print("%s: gdb reads the same lock object for %d waiters (py-bt for %d)" % (where, len(waiters), len(pybt)))
+        if args.program == "deep":
+            check_frames_shown(args.pytstates, extra, facts, where, gdb_out)
         return report
 
     if args.kind in ("gcore", "kernel"):
