@@ -9,11 +9,15 @@
 
 namespace pytstates {
 
+// A loop's timers (their _when, sorted) against the process's clock (none: a core's).
+LoopTimers loopTimers(const std::vector<double>& whens, std::optional<double> clock);
+
 // Every event loop of every runtime, its tasks in the order found.
 std::vector<EventLoopView> eventLoopViews(const Report& report);
 
 // deadlock (a cycle of tasks awaiting tasks or asyncio locks another task of the cycle holds) and
-// event-loop-blocked (a task blocks the loop's thread while callbacks are ready).
+// event-loop-blocked (the loop's thread, running a task or a callback, is blocked in something
+// other than the loop's selector).
 void addTaskFindings(Report& report);
 
 // The innermost frame outside asyncio's own modules (where the program waits); nullopt if none.

@@ -37,6 +37,9 @@ struct AsyncioLoop {
     uint64_t tstate = 0;  // the thread state running it; 0: not running
     uint64_t runningTask = 0;
     std::optional<size_t> ready;  // len(loop._ready): callbacks ready to run; none when unread
+    // When each of its timers falls due (loop._scheduled's TimerHandles not cancelled, their _when)
+    // on the loop's clock, time.monotonic(); none when unread.
+    std::optional<std::vector<double>> timers;
     std::vector<size_t> tasks;    // indexes into AsyncioScan::tasks
 };
 
@@ -47,6 +50,9 @@ struct AsyncioScan {
     std::vector<AsyncioLoop> loops;
     std::vector<AsyncioTask> tasks;
     size_t gcObjects = 0;
+    // The process's CLOCK_MONOTONIC at the snapshot (Target::monotonicNow): a live process's; none
+    // for a core, which records no clock.
+    std::optional<double> clock;
 };
 
 // A file of asyncio's own package (.../asyncio/locks.py): where a task waits inside asyncio, not
