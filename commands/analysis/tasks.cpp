@@ -28,6 +28,16 @@ LoopTimers loopTimers(const std::vector<double>& whens, std::optional<double> cl
     return t;
 }
 
+// The thread running a loop: the one running its thread state, else (no evidence places that state:
+// a core without the thread's stack and TLS bytes) the one whose pthread_t the loop's _thread_id is.
+std::optional<int> loopLwp(const Report& report, const AsyncioLoop& loop) {
+    if (!loop.tstate) return std::nullopt;
+    if (auto lwp = report.lwpFor(loop.tstate)) return lwp;
+    for (const auto& row : report.threads)
+        if (loop.threadIdent && row.pthread == loop.threadIdent) return row.lwp;
+    return std::nullopt;
+}
+
 std::vector<EventLoopView> eventLoopViews(const Report& report) {
     std::vector<EventLoopView> views;
     for (const auto& scan : report.asyncio)
@@ -35,7 +45,7 @@ std::vector<EventLoopView> eventLoopViews(const Report& report) {
             EventLoopView v;
             v.loop = loop.address;
             v.interp = loop.interp;
-            if (loop.tstate) v.lwp = report.lwpFor(loop.tstate);
+            v.lwp = loopLwp(report, loop);
             v.runningTask = loop.runningTask;
             v.ready = loop.ready;
             if (loop.timers) v.timers = loopTimers(*loop.timers, scan.clock);
@@ -112,8 +122,7 @@ bool runsCallback(const std::vector<PyFrame>& frames) {
 // its own call (gil-held-while-blocked tells who holds it); one that runs is not blocked.
 void addBlockedLoops(const AsyncioScan& scan, Report& report) {
     for (const auto& loop : scan.loops) {
-        if (!loop.tstate) continue;
-        auto lwp = report.lwpFor(loop.tstate);
+        auto lwp = loopLwp(report, loop);
         if (!lwp) continue;
         const ThreadRow* row = nullptr;
         for (const auto& t : report.threads)
@@ -153,6 +162,24 @@ void addBlockedLoops(const AsyncioScan& scan, Report& report) {
 }
 
 }  // namespace
+
+void markIdleLoops(Report& report) {
+    for (const auto& scan : report.asyncio)
+        for (const auto& loop : scan.loops) {
+            auto lwp = loopLwp(report, loop);
+            if (!lwp || loop.runningTask) continue;
+            for (auto& row : report.threads) {
+                if (row.lwp != *lwp || !row.blockedOn) continue;
+                BlockedOn& b = *row.blockedOn;
+                static const std::set<std::string> polls = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6"};
+                if (b.kind != WaitKind::Syscall || !b.pythonKind.empty() || b.pythonAt || !polls.count(b.call)) continue;
+                b.pythonKind = "asyncio-loop";
+                b.pythonObject = loop.address;
+                b.note = "no Python frame of this thread is read; the loop's _thread_id names it, no task of the loop runs, and it "
+                         "waits in " + b.call + ": taken as the loop's selector";
+            }
+        }
+}
 
 void addTaskFindings(Report& report) {
     for (const auto& scan : report.asyncio) {

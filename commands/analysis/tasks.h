@@ -12,6 +12,11 @@ namespace pytstates {
 // A loop's timers (their _when, sorted) against the process's clock (none: a core's).
 LoopTimers loopTimers(const std::vector<double>& whens, std::optional<double> clock);
 
+// A loop's thread whose Python frames are not read (a core without its stack's bytes), no task of
+// the loop running, waiting in a poll of the kernel: asyncio-loop, said as taken so. (With frames,
+// commands/analysis/python_waits tells it from selectors.py's select under _run_once.)
+void markIdleLoops(Report& report);
+
 // Every event loop of every runtime, its tasks in the order found.
 std::vector<EventLoopView> eventLoopViews(const Report& report);
 

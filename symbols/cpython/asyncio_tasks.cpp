@@ -398,9 +398,10 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     // A loop with tasks whose thread state dict does not say it runs: BaseEventLoop._thread_id is
     // the ident (pthread_t) of the thread running it, None when it does not run.
     for (auto& [address, loop] : loops) {
-        if (loop.tstate) continue;
         auto ident = r.attribute(address, "_thread_id");
         auto value = ident && *ident && r.typeName(*ident) == "int" ? r.integer(*ident) : std::nullopt;
+        if (value) loop.threadIdent = static_cast<uint64_t>(*value);
+        if (loop.tstate) continue;
         for (const auto& interp : rt.interpreters)
             for (const auto& ts : interp.tstates)
                 if (value && ts.threadId == static_cast<uint64_t>(*value)) loop.tstate = ts.address;

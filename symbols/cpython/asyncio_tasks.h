@@ -35,6 +35,7 @@ struct AsyncioLoop {
     uint64_t address = 0;
     uint64_t interp = 0;
     uint64_t tstate = 0;  // the thread state running it; 0: not running
+    uint64_t threadIdent = 0;  // BaseEventLoop._thread_id: the pthread_t of the thread running it; 0: None or unread
     uint64_t runningTask = 0;
     std::optional<size_t> ready;  // len(loop._ready): callbacks ready to run; none when unread
     // When each of its timers falls due (loop._scheduled's TimerHandles not cancelled, their _when)

@@ -48,6 +48,7 @@ async def block(loop_facts, started):
     """Blocks the loop's thread; its facts are the loop's state at the call."""
     await asyncio.sleep(0.2)
     loop = asyncio.get_running_loop()
+    loop.call_later(0.05, print)  # a timer that falls due while the loop is blocked, whatever the ticker's turn
     loop_facts["ready"] = len(loop._ready)
     loop_facts["timers"] = sorted(h._when for h in loop._scheduled if not h._cancelled)
     loop_facts["time"] = loop.time()
