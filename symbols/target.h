@@ -100,6 +100,10 @@ public:
     virtual std::optional<ProcessFacts> processFacts() const { return std::nullopt; }
     // Where the kernel mapped the vDSO (AT_SYSINFO_EHDR); nullopt when unknown.
     virtual std::optional<uint64_t> vdsoAddress() const { return std::nullopt; }
+    // The process's CLOCK_MONOTONIC (what time.monotonic() and an asyncio loop's time() read), in
+    // seconds, at the moment its memory stands for: a live process's when it was stopped (now, if it
+    // was not). nullopt for a core: it records no clock.
+    virtual std::optional<double> monotonicNow() const { return std::nullopt; }
     // The kernel's name of a thread (its comm, at most 15 bytes): /proc/PID/task/TID/comm of a
     // live process. A core keeps none per thread; its NT_PRPSINFO's pr_fname is the main thread's
     // (the thread group leader's comm, in the kernel's cores and gcore's alike), but gdb and lldb

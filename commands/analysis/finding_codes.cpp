@@ -50,8 +50,9 @@ constexpr std::array<FindingCodeInfo, kFindingCodeCount> kTable = {{
      "a thread attached to Python is blocked in something else while other threads stop the world and wait for it to detach, "
      "and no cycle explains it"},
     {C::EventLoopBlocked, "event-loop-blocked", S::Warning, F::Asyncio, N::Task, false, false, A::None, true,
-     "a task runs a blocking call (a system call, a lock, a sleep) on the loop's thread while the loop has ready callbacks "
-     "waiting (its ready queue is not empty; a core records no clock, so due timers do not count)"},
+     "an event loop's thread, running one of its tasks or callbacks, is blocked in something other than the loop's selector "
+     "(a system call, a lock, a sleep); what waits is said: ready callbacks, and timers due (live, on CLOCK_MONOTONIC) or "
+     "scheduled (a core records no clock)"},
 }};
 
 constexpr bool inOrder() {

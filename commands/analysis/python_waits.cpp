@@ -61,6 +61,7 @@ public:
             if (!row.blockedOn) continue;
             BlockedOn& b = *row.blockedOn;
             if (b.kind == WaitKind::Mutex || b.kind == WaitKind::Rwlock) b.holderEvidence = b.heldBy ? "owner-field" : "none";
+            if (b.kind == WaitKind::Syscall) idleLoop(row.lwp, b);
             if (b.kind != WaitKind::PythonLock) continue;
             b.holderEvidence = b.heldBy ? "owner-field" : "none";
             if (!b.heldBy) unknownHolder = true;
@@ -102,6 +103,20 @@ private:
         if (user >= frames.size()) return;
         uint64_t named = b.pythonObject ? b.pythonObject : b.object;
         b.pythonName = nameIn(it->second.runtime, frames[user].address, named);
+    }
+
+    // An asyncio event loop idle in its selector: the system call under selectors.py's select(),
+    // called by BaseEventLoop._run_once (its self is the loop), waits for I/O or the next timer.
+    void idleLoop(int lwp, BlockedOn& b) {
+        auto it = stacks_.find(lwp);
+        if (it == stacks_.end() || it->second.frames->size() < 2) return;
+        const auto& frames = *it->second.frames;
+        if (frames[0].function != "select" || baseName(frames[0].file) != "selectors.py") return;
+        if (frames[1].function != "_run_once" || baseName(frames[1].file) != "base_events.py" ||
+            frames[1].file.find("/asyncio/") == std::string::npos)
+            return;
+        b.pythonKind = "asyncio-loop";
+        b.pythonObject = reader(it->second.runtime)->firstArgument(frames[1].address);
     }
 
     // How a frame names an object: a local or argument, an attribute of one (self._lock), a global.

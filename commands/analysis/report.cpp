@@ -141,6 +141,7 @@ void readTasks(const Target& target, const ReportOptions& options, Report& repor
         if (!scan->problem.empty()) report.warnings.push_back("asyncio: " + scan->problem);  // JSON warnings[], text's ASYNCIO note
         report.asyncio.push_back(std::move(*scan));
     }
+    markIdleLoops(report);
 }
 
 }  // namespace

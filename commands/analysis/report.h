@@ -201,13 +201,14 @@ struct Finding {
     std::optional<int> finalizingLwp;
     int finalizingMinor = 0;
     // asyncio: deadlock through tasks (taskCycle instead of cycle); event-loop-blocked:
-    // `lwp` runs `loop` and is blocked (`blocked`, `function`) inside `task` at taskFrame while
-    // readyCallbacks wait in its ready queue.
+    // `lwp` runs `loop` and is blocked (`blocked`, `function`) inside `task` (0: a callback, no task)
+    // at taskFrame, while readyCallbacks wait in its ready queue and its timers are scheduled or due.
     std::vector<TaskCycleStep> taskCycle;
     uint64_t task = 0, loop = 0;
     std::string taskName;
     std::optional<PyFrame> taskFrame;
-    size_t readyCallbacks = 0;
+    std::optional<size_t> readyCallbacks;  // none: the ready queue was not read
+    std::optional<LoopTimers> timers;      // none: the timers were not read
 };
 
 // The interpreter's own state, as pystack shows it (commands/analysis/python_state).

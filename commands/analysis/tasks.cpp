@@ -12,6 +12,32 @@ std::optional<PyFrame> programFrame(const std::vector<PyFrame>& frames) {
     return std::nullopt;
 }
 
+LoopTimers loopTimers(const std::vector<double>& whens, std::optional<double> clock) {
+    LoopTimers t;
+    t.scheduled = whens.size();
+    if (!clock) return t;
+    t.due = 0;
+    for (double when : whens) {  // sorted: the earliest first
+        if (when <= *clock) {
+            if (!t.mostOverdue) t.mostOverdue = *clock - when;
+            ++*t.due;
+        } else if (!t.nextIn) {
+            t.nextIn = when - *clock;
+        }
+    }
+    return t;
+}
+
+// The thread running a loop: the one running its thread state, else (no evidence places that state:
+// a core without the thread's stack and TLS bytes) the one whose pthread_t the loop's _thread_id is.
+std::optional<int> loopLwp(const Report& report, const AsyncioLoop& loop) {
+    if (!loop.tstate) return std::nullopt;
+    if (auto lwp = report.lwpFor(loop.tstate)) return lwp;
+    for (const auto& row : report.threads)
+        if (loop.threadIdent && row.pthread == loop.threadIdent) return row.lwp;
+    return std::nullopt;
+}
+
 std::vector<EventLoopView> eventLoopViews(const Report& report) {
     std::vector<EventLoopView> views;
     for (const auto& scan : report.asyncio)
@@ -19,9 +45,10 @@ std::vector<EventLoopView> eventLoopViews(const Report& report) {
             EventLoopView v;
             v.loop = loop.address;
             v.interp = loop.interp;
-            if (loop.tstate) v.lwp = report.lwpFor(loop.tstate);
+            v.lwp = loopLwp(report, loop);
             v.runningTask = loop.runningTask;
             v.ready = loop.ready;
+            if (loop.timers) v.timers = loopTimers(*loop.timers, scan.clock);
             for (size_t i : loop.tasks) v.tasks.push_back(&scan.tasks[i]);
             views.push_back(std::move(v));
         }
@@ -82,37 +109,77 @@ void addTaskCycles(const AsyncioScan& scan, Report& report) {
     }
 }
 
+// A frame of asyncio's Handle._run (events.py): the thread runs one of the loop's callbacks.
+bool runsCallback(const std::vector<PyFrame>& frames) {
+    for (const auto& f : frames)
+        if (f.function == "_run" && isAsyncioFile(f.file) && f.file.size() >= 9 && f.file.compare(f.file.size() - 9, 9, "events.py") == 0)
+            return true;
+    return false;
+}
+
+// A loop whose thread runs its task (or one of its callbacks) and is blocked in something other than
+// the loop's selector: a system call, a lock, a sleep. A thread waiting for the GIL is not blocked by
+// its own call (gil-held-while-blocked tells who holds it); one that runs is not blocked.
 void addBlockedLoops(const AsyncioScan& scan, Report& report) {
     for (const auto& loop : scan.loops) {
-        if (!loop.tstate || !loop.runningTask || !loop.ready || *loop.ready == 0) continue;
-        auto lwp = report.lwpFor(loop.tstate);
+        auto lwp = loopLwp(report, loop);
         if (!lwp) continue;
         const ThreadRow* row = nullptr;
         for (const auto& t : report.threads)
             if (t.lwp == *lwp) row = &t;
         if (!row || !row->blockedOn) continue;
         const BlockedOn& b = *row->blockedOn;
-        if (b.kind == WaitKind::None || b.kind == WaitKind::Gil) continue;
+        if (b.kind == WaitKind::None || b.kind == WaitKind::Gil || b.pythonKind == "asyncio-loop") continue;
         const AsyncioTask* task = nullptr;
         for (const auto& t : scan.tasks)
-            if (t.address == loop.runningTask) task = &t;
-        if (!task) continue;
+            if (loop.runningTask && t.address == loop.runningTask) task = &t;
+        const std::vector<PyFrame>* threadFrames = nullptr;
+        for (const auto& rt : report.runtimes)
+            for (const auto& interp : rt.interpreters)
+                for (const auto& ts : interp.tstates)
+                    if (ts.address == loop.tstate) threadFrames = &ts.frames;
+        // No task runs: blocked in one of the loop's callbacks only when a frame shows one running
+        // (a loop of another kind, uvloop's, idles in a selector of its own with no Python frame).
+        if (!task && !(threadFrames && runsCallback(*threadFrames))) continue;
         Finding f;
         f.code = FindingCode::EventLoopBlocked;
         f.lwp = lwp;
         f.tstate = loop.tstate;
-        f.task = task->address;
-        f.taskName = task->name;
         f.loop = loop.address;
-        f.readyCallbacks = *loop.ready;
+        f.readyCallbacks = loop.ready;
+        if (loop.timers) f.timers = loopTimers(*loop.timers, scan.clock);
         f.blocked = b;
         f.function = !b.call.empty() ? b.call : b.function;
-        if (!task->frames.empty()) f.taskFrame = task->frames.front();
+        if (task) {
+            f.task = task->address;
+            f.taskName = task->name;
+            if (!task->frames.empty()) f.taskFrame = task->frames.front();
+        } else if (b.pythonAt) {
+            f.taskFrame = b.pythonAt;
+        }
         report.findings.push_back(std::move(f));
     }
 }
 
 }  // namespace
+
+void markIdleLoops(Report& report) {
+    for (const auto& scan : report.asyncio)
+        for (const auto& loop : scan.loops) {
+            auto lwp = loopLwp(report, loop);
+            if (!lwp || loop.runningTask) continue;
+            for (auto& row : report.threads) {
+                if (row.lwp != *lwp || !row.blockedOn) continue;
+                BlockedOn& b = *row.blockedOn;
+                static const std::set<std::string> polls = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6"};
+                if (b.kind != WaitKind::Syscall || !b.pythonKind.empty() || b.pythonAt || !polls.count(b.call)) continue;
+                b.pythonKind = "asyncio-loop";
+                b.pythonObject = loop.address;
+                b.note = "no Python frame of this thread is read; the loop's _thread_id names it, no task of the loop runs, and it "
+                         "waits in " + b.call + ": taken as the loop's selector";
+            }
+        }
+}
 
 void addTaskFindings(Report& report) {
     for (const auto& scan : report.asyncio) {

@@ -9,11 +9,20 @@
 
 namespace pytstates {
 
+// A loop's timers (their _when, sorted) against the process's clock (none: a core's).
+LoopTimers loopTimers(const std::vector<double>& whens, std::optional<double> clock);
+
+// A loop's thread whose Python frames are not read (a core without its stack's bytes), no task of
+// the loop running, waiting in a poll of the kernel: asyncio-loop, said as taken so. (With frames,
+// commands/analysis/python_waits tells it from selectors.py's select under _run_once.)
+void markIdleLoops(Report& report);
+
 // Every event loop of every runtime, its tasks in the order found.
 std::vector<EventLoopView> eventLoopViews(const Report& report);
 
 // deadlock (a cycle of tasks awaiting tasks or asyncio locks another task of the cycle holds) and
-// event-loop-blocked (a task blocks the loop's thread while callbacks are ready).
+// event-loop-blocked (the loop's thread, running a task or a callback, is blocked in something
+// other than the loop's selector).
 void addTaskFindings(Report& report);
 
 // The innermost frame outside asyncio's own modules (where the program waits); nullopt if none.

@@ -13,12 +13,22 @@
 
 namespace pytstates {
 
+// A loop's timers against the process's clock: how many are scheduled and, where the clock is
+// known (a live process; a core records none), how many had fallen due by the snapshot.
+struct LoopTimers {
+    size_t scheduled = 0;               // not cancelled
+    std::optional<size_t> due;          // _when <= the clock; none: no clock
+    std::optional<double> mostOverdue;  // seconds since the earliest due one fell due
+    std::optional<double> nextIn;       // seconds until the earliest not yet due falls due
+};
+
 struct EventLoopView {
     uint64_t loop = 0;
     uint64_t interp = 0;
     std::optional<int> lwp;  // the thread running it; none when not running
     uint64_t runningTask = 0;
     std::optional<size_t> ready;  // callbacks in its ready queue
+    std::optional<LoopTimers> timers;  // none: unread
     std::vector<const AsyncioTask*> tasks;  // into Report::asyncio, in the order found
 };
 

@@ -309,7 +309,7 @@ private:
             reading = &readingOf(*frames, frames != &stack.frames);
         }
         auto found = reading->found;
-        if (!found) return b;
+        if (!found) return inSyscallUnwound(thread, *frames, row, b);
         size_t valuesFrame = reading->rlock  ? reading->rlockFrame
                              : reading->lock ? reading->lockFrame
                              : reading->parkFrame ? *reading->parkFrame + 1
@@ -357,6 +357,24 @@ private:
             case WaitKind::StopTheWorld: stopFor(*frames, found->frame, row, b); break;
             default: break;
         }
+        return b;
+    }
+
+    // A stack that ends at its innermost frame, unnamed in the C library (glibc 2.41+'s
+    // __syscall_cancel_arch without its debug file), as a core without the thread's stack bytes
+    // has it (gdb 13's gcore stops copying a mapping at the first page it cannot read: glibc 2.42's
+    // MADV_GUARD_INSTALL guard under a thread's stack): the system call its registers hold
+    // (orig_rax, x8) is what it is blocked in.
+    BlockedOn inSyscallUnwound(const OsThread& thread, const std::vector<NativeFrame>& frames, const ThreadRow& row, BlockedOn& b) const {
+        if (frames.size() != 1 || !frames.front().function.empty() || !isRuntimeModule(frames.front().module) || thread.syscall < 0)
+            return b;
+        std::string name = syscallName(target_.arch().machine, thread.syscall);
+        if (name.empty()) return b;
+        b.kind = name.rfind("futex", 0) == 0 ? WaitKind::Futex : WaitKind::Syscall;
+        b.call = name;
+        b.frame = 0;
+        b.pythonAt = pythonFrameOf(row.lwp);
+        b.note = "the system call in its registers: its stack is not unwound past frame #0";
         return b;
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/render/finding_words.h"
 
+#include <cstdio>
 #include <map>
 
 #include "commands/analysis/tstate_runners.h"
@@ -334,14 +335,12 @@ std::string taskDeadlockMessage(const Finding& f) {
 }
 
 std::string eventLoopBlockedMessage(const Finding& f) {
-    std::string call = f.function.empty() ? "a blocking call" : f.function + "()";
-    std::string msg = "LWP " + (f.lwp ? std::to_string(*f.lwp) : std::string("?")) + " runs asyncio event loop " + hexAddress(f.loop) +
-                      " and is blocked in " + call + " inside " + taskWords(f.taskName, f.task) + frameWords(f.taskFrame) + ", while " +
-                      std::to_string(f.readyCallbacks) + (f.readyCallbacks == 1 ? " callback is" : " callbacks are") +
-                      " ready to run: the loop runs nothing else (no other task, no I/O, no timer) until the call returns. "
-                      "Likely cause: a blocking call in a coroutine (time.sleep, a threading lock, blocking I/O): await its asyncio "
-                      "counterpart (asyncio.sleep, asyncio.Lock, loop I/O) or run it in an executor (asyncio.to_thread, loop.run_in_executor)";
-    return msg;
+    std::string blocked = f.blocked ? blockedOnWords(*f.blocked) : "is blocked in " + (f.function.empty() ? std::string("a blocking call") : f.function + "()");
+    std::string inside = f.task ? " inside " + taskWords(f.taskName, f.task) : " inside one of its callbacks (no task runs)";
+    return "LWP " + (f.lwp ? std::to_string(*f.lwp) : std::string("?")) + " runs asyncio event loop " + hexAddress(f.loop) + " and " + blocked +
+           inside + frameWords(f.taskFrame) + ", not in the loop's selector; waiting on the loop: " + loopWaitingWords(f.readyCallbacks, f.timers) +
+           ". Likely cause: a blocking call in a coroutine or callback (time.sleep, a threading lock, blocking I/O): await its asyncio "
+           "counterpart (asyncio.sleep, asyncio.Lock, loop I/O) or run it in an executor (asyncio.to_thread, loop.run_in_executor)";
 }
 
 // A cycle through a GIL wait while the runtime finalizes (a hang at exit: cpython #87135, torch
@@ -581,6 +580,7 @@ std::string waitWouldWords(WaitKind kind, uint64_t object, const std::string& ca
 std::string pythonWaitWords(const std::string& kind, uint64_t object, const std::string& name) {
     std::string named = name.empty() ? "" : " `" + name + "`";
     if (kind.empty()) return named;
+    if (kind == "asyncio-loop") return ", idle in the selector of asyncio event loop" + (object ? " " + hexAddress(object) : std::string());
     static const std::map<std::string, std::string> kTypes = {{"condition", "Condition"}, {"event", "Event"}, {"queue", "Queue"},
                                                               {"semaphore", "Semaphore"}, {"join", "Thread"}};
     auto type = kTypes.find(kind);
@@ -597,6 +597,28 @@ std::string holderWords(const std::string& evidence, const std::optional<PyFrame
 std::string blockedOnWords(const BlockedOn& b) {
     return waitWords(b.kind, b.object, b.call) + pythonWaitWords(b.pythonKind, b.pythonObject, b.pythonName) +
            heldByWords(b.kind, b.heldBy) + holderWords(b.holderEvidence, b.holderAt, b.holderWithLine, b.holderName);
+}
+
+namespace {
+
+std::string count(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
+std::string seconds(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+    return buf;
+}
+
+}  // namespace
+
+std::string loopWaitingWords(const std::optional<size_t>& ready, const std::optional<LoopTimers>& timers) {
+    std::string out = ready ? count(*ready, "callback", "callbacks") + " ready to run" : "its ready queue unread";
+    if (!timers) return out + ", its timers unread";
+    out += ", " + count(timers->scheduled, "timer", "timers") + " scheduled";
+    if (!timers->due) return out + (timers->scheduled ? " (a core records no clock: which are due is not known)" : "");
+    if (*timers->due) out += ", " + std::to_string(*timers->due) + " due (the earliest " + seconds(timers->mostOverdue.value_or(0)) + " ago)";
+    else if (timers->scheduled) out += ", none due (the next in " + seconds(timers->nextIn.value_or(0)) + ")";
+    return out;
 }
 
 std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy) {

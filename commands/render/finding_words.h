@@ -37,4 +37,8 @@ std::string holderWords(const std::string& evidence, const std::optional<PyFrame
 // A thread's wait in full: its kind and object, the Python words, its holder and the holder's evidence.
 std::string blockedOnWords(const BlockedOn& b);
 
+// What waits on an event loop: "2 callbacks ready to run, 3 timers scheduled, 1 due (the earliest
+// 4.031 s ago)"; a core's timers: "3 timers scheduled (a core records no clock: ...)".
+std::string loopWaitingWords(const std::optional<size_t>& ready, const std::optional<LoopTimers>& timers);
+
 }  // namespace pytstates

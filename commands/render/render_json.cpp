@@ -186,16 +186,26 @@ void findingJson(JsonWriter& w, const Finding& f) {
     }
     bool gilHeld = info.subject == FindingSubject::Waiters;
     bool task = info.subject == FindingSubject::Task;  // event-loop-blocked
+    if (task && f.blocked) {  // what blocks the loop's thread, as threads[].blocked_on says it
+        w.key("blocked_on");
+        blockedOnJson(w, *f.blocked);
+    }
     if (gilHeld || task) w.field("function", f.function);
     if (!f.history.empty()) {
         w.key("history");
         historyJson(w, f);
     }
+    if (task) w.field("loop", hexAddress(f.loop));
     w.field("lwp", f.lwp);
     w.field("message", findingMessage(f));
+    if (task) w.field("ready", f.readyCallbacks);
     w.field("severity", severityName(info.severity));
     w.field("sources", findingSourceLines(f));
-    if (task) w.field("task", hexAddress(f.task));
+    if (task) w.fieldOrNull("task", f.task != 0, hexAddress(f.task));
+    if (task) {
+        w.key("timers");
+        loopTimersJson(w, f.timers);
+    }
     addressOrNull(w, "tstate", f.tstate);
     if (gilHeld) w.field("waiters", f.waiters);
     w.endObject();

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "commands/render/finding_words.h"
 #include "commands/render/render_stacks.h"
 #include "commands/analysis/tasks.h"
 #include "commands/render/text_encoding.h"
@@ -135,6 +136,10 @@ void renderTasksText(std::ostringstream& out, const Report& report, size_t width
         else out << " is not running";
         out << ", " << loop.tasks.size() << " task" << (loop.tasks.size() == 1 ? "" : "s");
         if (loop.ready) out << ", " << *loop.ready << " ready callback" << (*loop.ready == 1 ? "" : "s");
+        if (loop.timers) {
+            out << ", " << loop.timers->scheduled << " timer" << (loop.timers->scheduled == 1 ? "" : "s");
+            if (loop.timers->due) out << " (" << *loop.timers->due << " due)";
+        }
         if (loop.runningTask && tasks.count(loop.runningTask)) out << ", running " << label(*tasks[loop.runningTask]);
         else if (loop.lwp) out << ", no task running (it waits for I/O or a timer)";
         out << "\n";
@@ -163,15 +168,31 @@ bool renderTaskHang(std::ostringstream& out, const Report& report, bool color, s
             out << "  -> back to task '" << shown(f.taskCycle.front().name) << "'\n";
         } else if (f.code == FindingCode::EventLoopBlocked) {
             any = true;
-            out << paint("HANG", Paint::Hang, color) << "  event loop " << hexAddress(f.loop) << " is blocked by a task; " << f.readyCallbacks << " ready callback"
-                << (f.readyCallbacks == 1 ? " waits" : "s wait") << "\n";
-            out << "     LWP " << (f.lwp ? std::to_string(*f.lwp) : "?") << "  task '" << shown(f.taskName) << "' " << hexAddress(f.task)
-                << " is blocked in " << (f.function.empty() ? std::string("a blocking call") : shown(f.function) + "()") << "\n";
+            out << paint("HANG", Paint::Hang, color) << "  event loop " << hexAddress(f.loop) << " is blocked by " << (f.task ? "a task" : "a callback")
+                << "; waiting: " << loopWaitingWords(f.readyCallbacks, f.timers) << "\n";
+            out << "     LWP " << (f.lwp ? std::to_string(*f.lwp) : "?") << "  ";
+            if (f.task) out << "task '" << shown(f.taskName) << "' " << hexAddress(f.task) << " ";
+            out << (f.blocked ? shown(blockedOnWords(*f.blocked))
+                              : "is blocked in " + (f.function.empty() ? std::string("a blocking call") : shown(f.function) + "()"))
+                << "\n";
             if (f.taskFrame) out << frameWhere("         at ", *f.taskFrame, width) << "\n";
         }
     }
     if (any) out << "\n";
     return any;
+}
+
+void loopTimersJson(JsonWriter& w, const std::optional<LoopTimers>& timers) {
+    if (!timers) {
+        w.null();
+        return;
+    }
+    w.beginObject();
+    w.field("due", timers->due);
+    w.field("most_overdue_s", timers->mostOverdue);
+    w.field("next_in_s", timers->nextIn);
+    w.field("scheduled", timers->scheduled);
+    w.endObject();
 }
 
 void renderTasksJsonNotes(JsonWriter&, const Report&) {}  // the notes are in warnings[] (readTasks)
@@ -186,6 +207,8 @@ void renderTasksJson(JsonWriter& w, const Report& report) {
         w.field("loop", hexAddress(loop.loop));
         w.field("lwp", loop.lwp);
         w.field("ready", loop.ready);
+        w.key("timers");
+        loopTimersJson(w, loop.timers);
         w.fieldOrNull("running_task", loop.runningTask != 0, hexAddress(loop.runningTask));
         w.key("tasks");
         w.beginArray();

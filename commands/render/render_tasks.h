@@ -23,5 +23,8 @@ void renderTasksJsonNotes(JsonWriter& w, const Report& report);
 void renderTasksJson(JsonWriter& w, const Report& report);
 // A deadlock's cycle of tasks: findings[].cycle's entries.
 void renderTaskCycleJson(JsonWriter& w, const Finding& f);
+// A loop's timers: {"due", "most_overdue_s", "next_in_s", "scheduled"} (due null: no clock, a core's),
+// or null when they were not read.
+void loopTimersJson(JsonWriter& w, const std::optional<LoopTimers>& timers);
 
 }  // namespace pytstates

@@ -28,7 +28,7 @@ std::string hangWords(const Finding& f) {
             return "deadlock, " + std::to_string(f.cycle.size()) + (f.cycle.size() == 1 ? " thread" : " threads");
         case FindingCode::GilHeldWhileBlocked: return "the GIL's holder is blocked";
         case FindingCode::StopTheWorldBlocked: return "a stop of the world waits for a blocked thread";
-        case FindingCode::EventLoopBlocked: return "an event loop is blocked by a task";
+        case FindingCode::EventLoopBlocked: return "an event loop is blocked";
         default: return findingName(f.code);
     }
 }

@@ -20,6 +20,8 @@ constexpr size_t kMaxChain = 256;       // coroutines awaiting coroutines, per t
 constexpr size_t kMaxStack = 4096;      // value-stack entries of one frame looked at
 constexpr size_t kMaxCallbacks = 4096;  // a future's callbacks read
 constexpr size_t kMaxTypeChain = 64;
+constexpr size_t kMaxTimers = 1 << 20;  // a loop's timers read
+constexpr size_t kMaxMembers = 64;      // a type's __slots__ members looked at
 
 enum class TypeKind { Other, Task, Future };
 
@@ -179,6 +181,26 @@ public:
         }
     }
 
+    // The loop's timers: loop._scheduled (a heap of TimerHandles), each one's _when unless it is
+    // cancelled (a cancelled one stays in the heap until the loop pops it).
+    std::optional<std::vector<double>> timers(uint64_t loop) {
+        auto scheduled = objects_.attribute(loop, "_scheduled");
+        auto items = scheduled && *scheduled ? objects_.listItems(*scheduled, kMaxTimers) : std::nullopt;
+        if (!items) return std::nullopt;
+        std::vector<double> whens;
+        for (uint64_t handle : *items) {
+            uint64_t type = ptr(handle + cl_.objectType);
+            auto when = slotOffset(type, "_when");
+            auto cancelled = slotOffset(type, "_cancelled");
+            if (!when || !cancelled) return std::nullopt;  // not a TimerHandle as asyncio makes them
+            auto value = objects_.floating(ptr(handle + *when));
+            if (!value) return std::nullopt;
+            if (!objects_.boolean(ptr(handle + *cancelled)).value_or(false)) whens.push_back(*value);
+        }
+        std::sort(whens.begin(), whens.end());
+        return whens;
+    }
+
     std::optional<uint64_t> attribute(uint64_t object, const std::string& name) { return objects_.attribute(object, name); }
     std::optional<int64_t> integer(uint64_t object) { return objects_.integer(object); }
 
@@ -187,6 +209,29 @@ public:
     const AsyncioLayout& layout() const { return a_; }
 
 private:
+    // Where a __slots__ member of instances of `type` is (TimerHandle's _when, Handle's _cancelled):
+    // the PyMemberDef array (tp_members, just before tp_getset and tp_base) of the type or a base,
+    // which a class with __slots__ keeps in its heap type. {name, type, offset, flags, doc}: 40 bytes.
+    std::optional<int64_t> slotOffset(uint64_t type, const std::string& name) {
+        auto key = std::make_pair(type, name);
+        auto known = slots_.find(key);
+        if (known != slots_.end()) return known->second;
+        std::optional<int64_t> found;
+        uint64_t t = type;
+        for (size_t depth = 0; t && depth < kMaxTypeChain && !found; ++depth, t = ptr(t + cl_.typeBase)) {
+            uint64_t members = ptr(t + cl_.typeBase - 16);
+            for (size_t i = 0; members && i < kMaxMembers; ++i) {
+                uint64_t n = ptr(members + 40 * i);
+                if (!n) break;
+                if (t_.readCString(n, 64).value_or("") != name) continue;
+                auto offset = t_.readValue<int64_t>(members + 40 * i + 16);
+                if (offset && *offset > 0 && *offset < 4096) found = offset;
+                break;
+            }
+        }
+        return slots_[key] = found;
+    }
+
     const Target& t_;
     const CPythonLayout& cl_;
     const AsyncioLayout& a_;
@@ -195,6 +240,7 @@ private:
     ObjectReader objects_;
     std::unordered_map<uint64_t, std::string> typeNames_;
     std::unordered_map<uint64_t, TypeKind> typeKinds_;
+    std::map<std::pair<uint64_t, std::string>, std::optional<int64_t>> slots_;
 };
 
 bool hasAsyncioModule(const Target& target) {
@@ -220,6 +266,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     AsyncioScan scan;
     scan.runtimeIndex = runtimeIndex;
     scan.layoutSource = layout.source;
+    scan.clock = target.monotonicNow();
     if (!layout.known) {
         if (!hasAsyncioModule(target)) return std::nullopt;
         scan.problem = layout.source;
@@ -347,9 +394,10 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     // A loop with tasks whose thread state dict does not say it runs: BaseEventLoop._thread_id is
     // the ident (pthread_t) of the thread running it, None when it does not run.
     for (auto& [address, loop] : loops) {
-        if (loop.tstate) continue;
         auto ident = r.attribute(address, "_thread_id");
         auto value = ident && *ident && r.typeName(*ident) == "int" ? r.integer(*ident) : std::nullopt;
+        if (value) loop.threadIdent = static_cast<uint64_t>(*value);
+        if (loop.tstate) continue;
         for (const auto& interp : rt.interpreters)
             for (const auto& ts : interp.tstates)
                 if (value && ts.threadId == static_cast<uint64_t>(*value)) loop.tstate = ts.address;
@@ -359,6 +407,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     for (auto& [address, loop] : loops) {
         if (auto ready = r.attribute(address, "_ready"); ready && *ready && r.typeName(*ready) == "collections.deque")
             if (auto n = target.readValue<int64_t>(*ready + 16); n && *n >= 0) loop.ready = static_cast<size_t>(*n);
+        loop.timers = r.timers(address);
         scan.loops.push_back(loop);
     }
     return scan;

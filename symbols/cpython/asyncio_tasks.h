@@ -35,8 +35,12 @@ struct AsyncioLoop {
     uint64_t address = 0;
     uint64_t interp = 0;
     uint64_t tstate = 0;  // the thread state running it; 0: not running
+    uint64_t threadIdent = 0;  // BaseEventLoop._thread_id: the pthread_t of the thread running it; 0: None or unread
     uint64_t runningTask = 0;
     std::optional<size_t> ready;  // len(loop._ready): callbacks ready to run; none when unread
+    // When each of its timers falls due (loop._scheduled's TimerHandles not cancelled, their _when)
+    // on the loop's clock, time.monotonic(); none when unread.
+    std::optional<std::vector<double>> timers;
     std::vector<size_t> tasks;    // indexes into AsyncioScan::tasks
 };
 
@@ -47,6 +51,9 @@ struct AsyncioScan {
     std::vector<AsyncioLoop> loops;
     std::vector<AsyncioTask> tasks;
     size_t gcObjects = 0;
+    // The process's CLOCK_MONOTONIC at the snapshot (Target::monotonicNow): a live process's; none
+    // for a core, which records no clock.
+    std::optional<double> clock;
 };
 
 // A file of asyncio's own package (.../asyncio/locks.py): where a task waits inside asyncio, not

@@ -61,6 +61,9 @@ WithBlockLayout tableOf(int minor) {
         case 11: t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 68, t.codeNlocalsplus = 76; break;
         case 12:
         case 13: t.frameLocalsplus = 72, t.codeExceptionTable = 40, t.codeStacksize = 64, t.codeNlocalsplus = 72; break;
+        // Debian's python3.14 3.14.x (python3.14-dbg's DWARF): a live process without the debug
+        // file names its Event's and Condition's waits by the frames' self.
+        case 14: t.frameLocalsplus = 80, t.codeExceptionTable = 40, t.codeStacksize = 64, t.codeNlocalsplus = 72; break;
         default: break;
     }
     t.source = "table (CPython 3." + std::to_string(minor) + " with a GIL)";
@@ -74,7 +77,7 @@ bool releaseLayout(const CPythonLayout& l) {
         int minor;
         int64_t frameCode, frameInstr, codeCodeAdaptive;
     };
-    static const Row kRows[] = {{9, 32, 104, kAbsent}, {10, 32, 96, kAbsent}, {11, 32, 56, 184}, {12, 0, 56, 192}, {13, 0, 56, 200}};
+    static const Row kRows[] = {{9, 32, 104, kAbsent}, {10, 32, 96, kAbsent}, {11, 32, 56, 184}, {12, 0, 56, 192}, {13, 0, 56, 200}, {14, 0, 56, 208}};
     for (const auto& r : kRows)
         if (r.minor == l.minor) return l.frameCode == r.frameCode && l.frameInstr == r.frameInstr && l.codeCodeAdaptive == r.codeCodeAdaptive;
     return false;

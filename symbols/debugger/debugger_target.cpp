@@ -12,6 +12,7 @@
 #include "symbols/core/signal_names.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/glibc/thread_list.h"
+#include "symbols/live/monotonic_clock.h"
 #include "symbols/live/process_files.h"
 
 
@@ -185,6 +186,11 @@ std::optional<CrashSignal> DebuggerTarget::crashSignal() const {
 size_t DebuggerTarget::read(uint64_t addr, void* buf, size_t len) const {
     countRead(len);
     return cache_.read(addr, buf, len);
+}
+
+std::optional<double> DebuggerTarget::monotonicNow() const {
+    if (!input_.live || input_.pid <= 0 || !(procVisible_ || input_.localProcess)) return std::nullopt;
+    return processMonotonicNow(input_.pid);
 }
 
 std::optional<std::string> DebuggerTarget::threadComm(int lwp) const {

@@ -58,6 +58,8 @@ public:
     // A live process on this machine: its /proc; a core: the main thread's (NT_PRPSINFO is not
     // reachable through the debugger, so none).
     std::optional<std::string> threadComm(int lwp) const override;
+    // A live process on this machine (stopped by the debugger): its clock now; a core: none.
+    std::optional<double> monotonicNow() const override;
 
 private:
     void addExecutableSegments();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/live/live_target.h"
+#include "symbols/live/monotonic_clock.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -247,6 +248,8 @@ void LiveTarget::namespaceLwps() {
     for (auto& t : threads_) t.namespaceLwp = namespaceTid(pid_, t.lwp);
 }
 
+std::optional<double> LiveTarget::monotonicNow() const { return stoppedMonotonic_ ? stoppedMonotonic_ : processMonotonicNow(pid_); }
+
 void LiveTarget::stop() {
     if (!stopWanted_ || !threads_.empty()) return;
     cache_.setCapacity(SIZE_MAX);  // every page read while stopped belongs to the snapshot
@@ -285,6 +288,7 @@ void LiveTarget::stop() {
         stopAll();
     }
     stoppedAllMs_ = msSinceStop();
+    stoppedMonotonic_ = processMonotonicNow(pid_);
     startSnapshot();
     namespaceLwps();
     // Test hook: hold the stop so a test can kill pytstates mid-snapshot.

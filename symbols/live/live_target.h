@@ -53,6 +53,8 @@ public:
     std::string rootDirectory() const override { return root_; }
     std::optional<uint64_t> vdsoAddress() const override { return vdso_; }
     std::optional<std::string> threadComm(int lwp) const override;
+    // When every thread was stopped (stop()); now when the process was not stopped.
+    std::optional<double> monotonicNow() const override;
 
     // Stops every thread (when options.stop), reads their registers and starts copying what the
     // analysis needs consistent and can name now (symbols/live/stop_snapshot), on a thread of its
@@ -129,6 +131,7 @@ private:
     size_t stoppedFetches_ = 0;
     mutable size_t prefetchCalls_ = 0;
     double stoppedAllMs_ = 0, resumeCalledMs_ = 0;
+    std::optional<double> stoppedMonotonic_;  // the process's CLOCK_MONOTONIC once every thread stopped
     mutable double snapshotDoneMs_ = 0, snapshotNeededMs_ = 0;
     std::vector<MappedRange> mapsBeforeStop_;  // /proc/PID/maps read just before the stop
     mutable std::vector<PartRead> afterResume_;
