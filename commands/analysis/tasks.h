@@ -16,6 +16,10 @@ std::vector<EventLoopView> eventLoopViews(const Report& report);
 // event-loop-blocked (a task blocks the loop's thread while callbacks are ready).
 void addTaskFindings(Report& report);
 
+// A cycle step's kind that is a future only a task's end completes (a gather's, a shield's, ...:
+// TaskAwaitEdge's via), rather than a task or a lock.
+bool awaitsThroughFuture(const std::string& kind);
+
 // The innermost frame outside asyncio's own modules (where the program waits); nullopt if none.
 std::optional<PyFrame> programFrame(const std::vector<PyFrame>& frames);
 
