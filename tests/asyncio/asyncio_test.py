@@ -346,14 +346,20 @@ def gdb_oracle(core, facts, report, python, debug_dir=None):
     states = {0: "pending", 1: "cancelled", 2: "done"}
     for t in tasks:
         g = said[t["address"]]
-        if "name" in g:
+        if "name" in g and g.get("name_length", len(g["name"])) > len(g["name"]):  # cut by python-gdb's safety limit
+            expect(t["name"].startswith(g["name"]) and len(t["name"]) == g["name_length"],
+                   "gdb: task %s's %d-character name starts %s..." % (t["address"], g["name_length"], g["name"][:40]))
+        elif "name" in g:
             expect(g["name"] == t["name"], "gdb: task %s is named %s" % (t["address"], g["name"]))
         else:
             print("gdb has no python-gdb script for %s: task names and coroutine frames are not read by gdb" % python)
-        mine = "pending" if t["state"] == "running" else t["state"]
+        mine = "pending" if t["state"] in ("running", "ready") else t["state"]
         expect(states.get(g["state"]) == mine, "gdb: %s's fut_state is %s" % (t["name"], states.get(g["state"])))
         a = t["awaits"] or {}
-        if a.get("kind") in ("task", "future", "gather", "sleep") or not a:
+        if t["state"] == "ready":  # its step is queued: it awaits no future, or one that is done
+            expect(g["fut_waiter"] == "0x0" or g.get("waiter_state", 0) != 0,
+                   "gdb: ready %s's fut_waiter %s is none or done (fut_state %s)" % (t["name"], g["fut_waiter"], g.get("waiter_state")))
+        elif a.get("kind") in ("task", "future", "gather", "sleep") or not a:
             future = a.get("object")  # the awaited future itself
             expect((future or "0x0") == g["fut_waiter"], "gdb: %s's fut_waiter is %s (pytstates %s)" % (t["name"], g["fut_waiter"], future))
         else:  # an Event, Lock, Queue: its future is the one fut_waiter names

@@ -219,7 +219,7 @@ def awaited_by(child, *awaiters):
 
 async def worker(kind, event, queue):
     if kind == "event":
-        await event.wait()
+        await (event.wait())
     elif kind == "queue":
         await queue.get()
     else:
