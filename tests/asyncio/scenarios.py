@@ -223,7 +223,7 @@ async def worker(kind, event, queue):
     elif kind == "queue":
         await queue.get()
     else:
-        await asyncio.sleep(3600)
+        await sleep_long()
 
 
 async def group(name, event, queue):
@@ -321,7 +321,7 @@ async def gathercycle_main():
 async def set_and_freeze(event):
     event.set()  # the waiter's wakeup goes to the loop's ready queue, which never runs it
     announce()
-    time.sleep(3600)
+    time.sleep(3600.0)
 
 
 async def ready_main():
@@ -344,7 +344,7 @@ async def link(depth, n):
     if depth < n:
         await note_task(asyncio.create_task(link(depth + 1, n), name="link-%d" % (depth + 1)))
     else:
-        await asyncio.sleep(3600)
+        await sleep_long()
 
 
 async def deep_main():
