@@ -170,7 +170,13 @@ public:
         std::string via;      // task|taskgroup|gather|shield|wait|wait_for
         bool all = true;      // the future waits for every one it is fed by (not the first to end)
     };
-    std::vector<Feed> feeds(uint64_t callback) {
+    // Per callback object: a gather's children share one _done_callback, a wait's one _on_completion.
+    const std::vector<Feed>& feeds(uint64_t callback) {
+        auto it = feeds_.find(callback);
+        if (it == feeds_.end()) it = feeds_.emplace(callback, readFeeds(callback)).first;
+        return it->second;
+    }
+    std::vector<Feed> readFeeds(uint64_t callback) {
         std::vector<Feed> out;
         const std::string& type = typeName(callback);
         if (type == "builtin_function_or_method" || type == "method") {
@@ -256,6 +262,7 @@ private:
     ObjectReader objects_;
     std::unordered_map<uint64_t, std::string> typeNames_;
     std::unordered_map<uint64_t, TypeKind> typeKinds_;
+    std::unordered_map<uint64_t, std::vector<Feed>> feeds_;
 };
 
 bool hasAsyncioModule(const Target& target) {
@@ -263,7 +270,6 @@ bool hasAsyncioModule(const Target& target) {
         if (baseName(m.path).rfind("_asyncio.", 0) == 0) return true;
     return false;
 }
-
 
 // Who awaits each task and whom each pending task waits for, from the done callbacks of the tasks
 // and of the futures those complete (Reader::feeds names the CPython lines each rule follows).
@@ -281,12 +287,12 @@ public:
             if (feeds_.count(x)) continue;
             auto& out = feeds_[x];
             for (uint64_t cb : r.callbacks(x))
-                for (auto& f : r.feeds(cb)) {
+                for (const auto& f : r.feeds(cb)) {
                     if (f.future) {
                         fedBy_[f.future].push_back({x, f});
                         if (!feeds_.count(f.future)) todo.push_back(f.future);
                     }
-                    out.push_back(std::move(f));
+                    out.push_back(f);
                 }
         }
     }

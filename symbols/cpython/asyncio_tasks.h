@@ -5,7 +5,8 @@
 // coroutine chain through the awaited object its frame keeps on its value stack (FrameReader::
 // yieldFrom, 3.9-3.13), and what it waits
 // on from its fut_waiter and the asyncio frame that waits (Event.wait, Lock.acquire, Queue.get,
-// sleep, gather).
+// sleep, gather); who awaits each task (3.14+: CPython's own fut_awaited_by; before, from the done
+// callbacks of gather, shield, wait, wait_for and TaskGroup) and whom each pending task waits for.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,7 @@ struct AsyncioTask : SuspendedStack {
     std::string name;                   // whole, up to kMaxTaskName characters
     bool nameCut = false;               // longer than kMaxTaskName: cut there
     // Tasks that await it, as CPython 3.14's `python -m asyncio pstree` has them: 3.14+ its
-    // fut_awaited_by; before, derived from the objects (asyncio_tasks.cpp: awaitedByDerived)
+    // fut_awaited_by; before, derived from the objects (asyncio_tasks.cpp: TaskLinks)
     std::vector<uint64_t> awaitedBy;
     std::vector<TaskAwaitEdge> waitsFor;  // pending: the tasks it cannot resume before
     std::vector<uint64_t> holds;        // asyncio locks a frame of it is inside `async with` of
