@@ -38,6 +38,10 @@ std::optional<int> loopLwp(const Report& report, const AsyncioLoop& loop) {
     return std::nullopt;
 }
 
+bool awaitsThroughFuture(const std::string& kind) {
+    return kind == "gather" || kind == "shield" || kind == "wait" || kind == "wait_for" || kind == "taskgroup";
+}
+
 std::vector<EventLoopView> eventLoopViews(const Report& report) {
     std::vector<EventLoopView> views;
     for (const auto& scan : report.asyncio)
@@ -64,48 +68,75 @@ void addTaskCycles(const AsyncioScan& scan, Report& report) {
         byAddress[t.address] = &t;
         for (uint64_t lock : t.holds) holder.emplace(lock, t.address);
     }
-    // Each task waits for at most one other: follow the edges from each task once.
-    auto next = [&](const AsyncioTask& t, uint64_t* held) -> uint64_t {
-        *held = 0;
-        if (!t.waitsOn) return 0;
-        if (t.waitsOn->kind == "task") return t.waitsOn->task;
-        auto h = holder.find(t.waitsOn->object);
-        if (h != holder.end() && h->second != t.address) {
-            *held = h->second;
-            return h->second;
-        }
-        return 0;
+    // A pending task's edges: the tasks it cannot resume before (it awaits them, directly or
+    // through a gather, shield, wait_for or TaskGroup exit), and the task holding the asyncio lock
+    // it waits for.
+    struct Edge {
+        uint64_t to;
+        std::string kind;  // StackWait::kind, or the TaskAwaitEdge's via
+        uint64_t object;
     };
-    std::set<uint64_t> done;
+    std::map<uint64_t, std::vector<Edge>> edges;
+    for (const auto& t : scan.tasks) {
+        if (!t.waitsOn) continue;
+        auto& out = edges[t.address];
+        for (const auto& e : t.waitsFor)
+            if (byAddress.count(e.task)) out.push_back({e.task, e.via, e.via == "task" ? e.task : e.future});
+        auto h = holder.find(t.waitsOn->object);
+        if (h != holder.end() && h->second != t.address) out.push_back({h->second, t.waitsOn->kind, t.waitsOn->object});
+    }
+    // Depth-first from each task (iterative: a chain may be thousands deep); an edge back to a task
+    // on the path closes a cycle. One finding per cycle whose tasks no earlier cycle has.
+    enum Mark { White, OnPath, Done };
+    std::map<uint64_t, Mark> mark;
+    std::set<uint64_t> reported;
     for (const auto& start : scan.tasks) {
-        std::vector<uint64_t> path;
-        std::map<uint64_t, size_t> onPath;
-        uint64_t at = start.address;
-        while (at && !done.count(at) && !onPath.count(at) && byAddress.count(at)) {
-            onPath[at] = path.size();
-            path.push_back(at);
-            uint64_t held = 0;
-            at = next(*byAddress[at], &held);
-        }
-        if (at && onPath.count(at)) {
+        if (mark[start.address] != White) continue;
+        std::vector<std::pair<uint64_t, size_t>> path;  // task, next edge to follow
+        std::vector<const Edge*> via;                   // the edge from path[i] to path[i + 1]
+        path.push_back({start.address, 0});
+        mark[start.address] = OnPath;
+        while (!path.empty()) {
+            auto& [at, next] = path.back();
+            const auto& out = edges[at];
+            if (next == out.size()) {
+                mark[at] = Done;
+                path.pop_back();
+                if (!via.empty()) via.pop_back();
+                continue;
+            }
+            const Edge& e = out[next++];
+            Mark m = mark[e.to];
+            if (m == White) {
+                via.push_back(&e);
+                path.push_back({e.to, 0});
+                mark[e.to] = OnPath;
+                continue;
+            }
+            if (m != OnPath) continue;
+            // A cycle: from e.to along the path back to `at`, then e.
+            size_t from = 0;
+            while (path[from].first != e.to) ++from;
+            bool fresh = true;
+            for (size_t i = from; i < path.size(); ++i) fresh = fresh && !reported.count(path[i].first);
+            if (!fresh) continue;
             Finding f;
             f.code = FindingCode::Deadlock;
-            for (size_t i = onPath[at]; i < path.size(); ++i) {
-                const AsyncioTask& t = *byAddress[path[i]];
-                TaskCycleStep step;
-                step.task = t.address;
-                step.name = t.name;
-                step.waitsFor = t.waitsOn->kind;
-                step.object = t.waitsOn->object;
-                uint64_t held = 0;
-                next(t, &held);
-                step.heldByTask = held ? held : t.waitsOn->task;
-                step.at = programFrame(t.frames);
-                f.taskCycle.push_back(std::move(step));
+            for (size_t i = from; i < path.size(); ++i) {
+                const AsyncioTask& t = *byAddress[path[i].first];
+                const Edge& step = i + 1 < path.size() ? *via[i] : e;
+                reported.insert(t.address);
+                TaskCycleStep s;
+                s.task = t.address;
+                s.name = t.name;
+                s.waitsFor = step.kind;
+                s.object = step.object;
+                s.heldByTask = step.to;
+                s.at = programFrame(t.frames);
+                f.taskCycle.push_back(std::move(s));
             }
             report.findings.push_back(std::move(f));
         }
-        done.insert(path.begin(), path.end());
     }
 }
 

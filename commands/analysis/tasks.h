@@ -25,6 +25,10 @@ std::vector<EventLoopView> eventLoopViews(const Report& report);
 // other than the loop's selector).
 void addTaskFindings(Report& report);
 
+// A cycle step's kind that is a future only a task's end completes (a gather's, a shield's, ...:
+// TaskAwaitEdge's via), rather than a task or a lock.
+bool awaitsThroughFuture(const std::string& kind);
+
 // The innermost frame outside asyncio's own modules (where the program waits); nullopt if none.
 std::optional<PyFrame> programFrame(const std::vector<PyFrame>& frames);
 

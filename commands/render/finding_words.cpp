@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "commands/analysis/tasks.h"
 #include "commands/analysis/tstate_runners.h"
 #include "symbols/pybind11/internals_id.h"
 #include "symbols/text/hex_address.h"
@@ -319,6 +320,8 @@ std::string taskDeadlockMessage(const Finding& f) {
         chain += (chain.empty() ? "" : "; ") + taskWords(s.name, s.task) + frameWords(s.at);
         if (s.waitsFor == "task") {
             chain += " awaits " + taskWords(names[s.object], s.object);
+        } else if (awaitsThroughFuture(s.waitsFor)) {
+            chain += " awaits " + s.waitsFor + " " + hexAddress(s.object) + ", which waits for " + taskWords(names[s.heldByTask], s.heldByTask);
         } else {
             locks = true;
             chain += " waits for asyncio " + s.waitsFor + " " + hexAddress(s.object) + " held by " + taskWords(names[s.heldByTask], s.heldByTask) +

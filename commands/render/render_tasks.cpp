@@ -18,8 +18,28 @@ namespace pytstates {
 namespace {
 
 constexpr size_t kTreeDepth = 64;
+constexpr size_t kNameShown = 200;  // a task name's characters the text shows (the JSON has it whole)
 
-std::string label(const AsyncioTask& t) { return "'" + shown(t.name) + "' " + hexAddress(t.address); }
+// A name as the text shows it: its first kNameShown characters, then how many more it has.
+std::string nameWords(const std::string& name, bool cut) {
+    size_t chars = 0, at = name.size();
+    for (size_t i = 0; i < name.size(); ++i)
+        if ((static_cast<unsigned char>(name[i]) & 0xC0) != 0x80 && chars++ == kNameShown) {
+            at = i;
+            break;
+        }
+    if (at == name.size() && !cut) return "'" + shown(name) + "'";
+    size_t rest = 0;
+    for (size_t i = at; i < name.size(); ++i) rest += (static_cast<unsigned char>(name[i]) & 0xC0) != 0x80;
+    return "'" + shown(name.substr(0, at)) + "'… (" + std::to_string(rest) + (cut ? "+" : "") + " more characters)";
+}
+
+std::string label(const AsyncioTask& t) { return nameWords(t.name, t.nameCut) + " " + hexAddress(t.address); }
+
+// The words of a task's state: "ready" is pending with its next step queued.
+std::string taskStateWords(const std::string& state) {
+    return state == "ready" ? "ready (its wakeup is queued: the future it awaited is done, or it awaits none)" : stateWords(state);
+}
 
 std::string awaitWords(const StackWait& a, const std::map<uint64_t, const AsyncioTask*>& tasks) {
     if (a.kind == "task") {
@@ -48,7 +68,7 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
             return;
         }
         shown.insert(address);
-        out << branch << "(T) " << label(t) << "  " << stateWords(t.state);
+        out << branch << "(T) " << label(t) << "  " << taskStateWords(t.state);
         if (t.state == "running" && t.lwp) out << " on LWP " << t.lwp;
         if (t.waitsOn) {
             out << ", " << awaitWords(*t.waitsOn, tasks);
@@ -59,7 +79,23 @@ void tree(std::ostringstream& out, const EventLoopView& loop, const std::map<uin
         out << "\n";
         for (uint64_t lock : t.holds) out << below << "    holds asyncio lock " << hexAddress(lock) << " (inside `async with`)\n";
         renderFramesText(out, below + "    ", t.frames, FrameLines::Tree, width, SIZE_MAX);  // a task's chain whole: it is what the task is
-        if (path.size() >= kTreeDepth) return;
+        if (path.size() >= kTreeDepth) {
+            // The JSON has every task; the text says how many it leaves out below this depth.
+            std::set<uint64_t> hidden;
+            std::vector<uint64_t> todo{address};
+            while (!todo.empty()) {
+                uint64_t a = todo.back();
+                todo.pop_back();
+                auto c = children.find(a);
+                if (c == children.end()) continue;
+                for (uint64_t x : c->second)
+                    if (!shown.count(x) && hidden.insert(x).second) todo.push_back(x);
+            }
+            if (!hidden.empty())
+                out << below << "    … " << hidden.size() << " more task" << (hidden.size() == 1 ? "" : "s") << " it awaits, deeper than "
+                    << kTreeDepth << " levels (the JSON has them: --json)\n";
+            return;
+        }
         path.push_back(address);
         auto c = children.find(address);
         if (c != children.end())
@@ -160,6 +196,9 @@ bool renderTaskHang(std::ostringstream& out, const Report& report, bool color, s
                 const TaskCycleStep& s = f.taskCycle[i];
                 out << "  " << (i ? "-> " : "   ") << "task '" << shown(s.name) << "' " << hexAddress(s.task) << "  ";
                 if (s.waitsFor == "task") out << "awaits task " << names[s.object] << hexAddress(s.object);
+                else if (awaitsThroughFuture(s.waitsFor))
+                    out << "awaits " << s.waitsFor << " " << hexAddress(s.object) << ", which waits for task " << names[s.heldByTask]
+                        << hexAddress(s.heldByTask);
                 else out << "waits for asyncio " << s.waitsFor << " " << hexAddress(s.object) << " held by task " << names[s.heldByTask]
                          << hexAddress(s.heldByTask);
                 out << "\n";

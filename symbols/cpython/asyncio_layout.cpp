@@ -53,6 +53,11 @@ bool table(int minor, AsyncioLayout* l) {
         l->tstateDict = row.tstateDict, l->holderLoop = minor <= 11 ? 16 : -1;
         l->funcClosure = row.funcClosure, l->funcName = row.funcName;
         l->tstateRunningLoop = row.runningLoop, l->tstateRunningTask = row.runningLoop >= 0 ? row.runningLoop + 8 : -1;
+        if (minor >= 14) {
+            // FutureObj_HEAD: ... fut_cancelled_exc, fut_awaited_by, fut_state, fut_is_task, fut_awaited_by_is_set
+            l->futAwaitedBy = row.futState - 8;
+            l->futAwaitedByIsSet = row.futState + 5;
+        }
         return true;
     }
     return false;
@@ -107,6 +112,10 @@ AsyncioLayout asyncioLayout(const Target& target, const Runtime& runtime, bool u
                 set(&l.futCallback0, "FutureObj", "fut_callback0");
                 set(&l.futCallbacks, "FutureObj", "fut_callbacks");
                 set(&l.futState, "FutureObj", "fut_state");
+                if (cl.minor >= 14) {
+                    set(&l.futAwaitedBy, "FutureObj", "fut_awaited_by");
+                    set(&l.futAwaitedByIsSet, "FutureObj", "fut_awaited_by_is_set");
+                }
                 set(&l.taskFutWaiter, "TaskObj", "task_fut_waiter");
                 set(&l.taskCoro, "TaskObj", "task_coro");
                 set(&l.taskName, "TaskObj", "task_name");

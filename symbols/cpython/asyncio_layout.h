@@ -19,6 +19,10 @@ struct AsyncioLayout {
     std::string source;   // "DWARF of <files>" or "table (...)"; why unknown otherwise
     // FutureObj (TaskObj starts with the same fields, task_ for fut_)
     int64_t futLoop = -1, futCallback0 = -1, futCallbacks = -1, futState = -1;
+    // 3.14+: FutureObj.fut_awaited_by (one future, or a set of them when fut_awaited_by_is_set),
+    // where CPython records who awaits a future (Modules/_asynciomodule.c, future_awaited_by_add);
+    // -1 before 3.14, where the edges are derived from the objects (asyncio_tasks.cpp)
+    int64_t futAwaitedBy = -1, futAwaitedByIsSet = -1;
     // TaskObj
     int64_t taskFutWaiter = -1, taskCoro = -1, taskName = -1;
     int64_t tstateDict = -1;          // PyThreadState.dict (<= 3.13: the running loop's home)

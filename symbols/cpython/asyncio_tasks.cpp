@@ -161,24 +161,88 @@ public:
         return out;
     }
 
-    // Who a callback wakes: a task (its task_wakeup bound to it) or a gather's outer future (the
-    // `outer` cell of gather's _done_callback closure).
-    void wakes(uint64_t callback, uint64_t* task, uint64_t* gather) {
+    // What a done callback passes a future's end on to, read from the callback object: the rules
+    // follow CPython's asyncio (Lib/asyncio/tasks.py, taskgroups.py and Modules/_asynciomodule.c of
+    // 3.9 to 3.15; line numbers are 3.13.0's unless said).
+    struct Feed {
+        uint64_t task = 0;    // a task woken (its awaiter), or a TaskGroup's parent task
+        uint64_t future = 0;  // a future it completes (a gather's, shield's or wait's)
+        std::string via;      // task|taskgroup|gather|shield|wait|wait_for
+        bool all = true;      // the future waits for every one it is fed by (not the first to end)
+    };
+    // Per callback object: a gather's children share one _done_callback, a wait's one _on_completion.
+    const std::vector<Feed>& feeds(uint64_t callback) {
+        auto it = feeds_.find(callback);
+        if (it == feeds_.end()) it = feeds_.emplace(callback, readFeeds(callback)).first;
+        return it->second;
+    }
+    std::vector<Feed> readFeeds(uint64_t callback) {
+        std::vector<Feed> out;
         const std::string& type = typeName(callback);
         if (type == "builtin_function_or_method" || type == "method") {
             uint64_t self = ptr(callback + 24);  // PyCFunctionObject.m_self, PyMethodObject.im_self
-            if (kindOf(self) == TypeKind::Task) *task = self;
+            if (kindOf(self) == TypeKind::Task) {
+                // A task awaiting this future: Task.__step's `result.add_done_callback(self.__wakeup)`
+                // (tasks.py:341; _asynciomodule.c task_step_handle_result_impl, task_wakeup bound to it).
+                out.push_back({self, 0, "task", true});
+            } else if (type == "method" && objects_.isInstance(self, "TaskGroup")) {
+                // TaskGroup.create_task: `task.add_done_callback(self._on_task_done)` (taskgroups.py:184);
+                // 3.14 records `future_add_to_awaited_by(task, self._parent_task)` (3.14 taskgroups.py:198).
+                // Its exit awaits _on_completed_fut, which _on_task_done completes when no task is left.
+                Feed f{0, 0, "taskgroup", true};
+                if (auto parent = attribute(self, "_parent_task"); parent && kindOf(*parent) == TypeKind::Task) f.task = *parent;
+                if (auto done = attribute(self, "_on_completed_fut"); done && kindOf(*done) == TypeKind::Future) f.future = *done;
+                if (f.task || f.future) out.push_back(f);
+            }
         } else if (type == "TaskWakeupMethWrapper") {
             uint64_t self = ptr(callback + 16);  // <= 3.9: TaskWakeupMethWrapper.ww_task
-            if (kindOf(self) == TypeKind::Task) *task = self;
+            if (kindOf(self) == TypeKind::Task) out.push_back({self, 0, "task", true});
         } else if (type == "function" && a_.funcClosure >= 0) {
+            std::string name = str(ptr(callback + a_.funcName), 32);
+            const char* via = name == "_done_callback" ? "gather"            // gather: fut.add_done_callback(_done_callback) (tasks.py:899)
+                            : name == "_inner_done_callback" ? "shield"      // shield: inner.add_done_callback(...) (tasks.py:979)
+                            : name == "_on_completion" ? "wait" : nullptr;  // _wait: f.add_done_callback(_on_completion) (tasks.py:534)
+            if (!via) return out;
+            // The future it completes is in its closure: gather's `outer` (a _GatheringFuture),
+            // shield's `outer`, _wait's `waiter`; _wait's `return_when` says whether it waits for all.
+            Feed f{0, 0, via, true};
+            bool allCompleted = false;
             uint64_t closure = ptr(callback + a_.funcClosure);
             auto n = closure ? t_.readValue<int64_t>(closure + 16) : std::nullopt;
             for (int64_t i = 0; n && i < *n && i < 64; ++i) {
                 uint64_t value = ptr(ptr(closure + 24 + 8 * i) + 16);  // cell.ob_ref
-                if (value && typeName(value) == "_GatheringFuture") *gather = value;
+                if (!value) continue;
+                if (kindOf(value) == TypeKind::Future && (f.via != std::string("gather") || typeName(value) == "_GatheringFuture")) f.future = value;
+                else if (typeName(value) == "str" && str(value, 16) == "ALL_COMPLETED") allCompleted = true;
             }
+            f.all = f.via != std::string("wait") || allCompleted;
+            if (f.future) out.push_back(f);
+        } else if (type == "functools.partial") {
+            // <= 3.11 wait_for: `cb = functools.partial(_release_waiter, waiter); fut.add_done_callback(cb)`
+            // (3.11.7 tasks.py:468-471), then `await waiter`; also _cancel_and_wait's.
+            uint64_t fn = ptr(callback + 16), args = ptr(callback + 24);  // partialobject: fn, args
+            if (typeName(fn) != "function" || str(ptr(fn + a_.funcName), 32) != "_release_waiter") return out;
+            auto items = objects_.tupleItems(args, 1);
+            if (items && !items->empty() && kindOf(items->front()) == TypeKind::Future) out.push_back({0, items->front(), "wait_for", true});
         }
+        return out;
+    }
+
+    int futureState(uint64_t future) { return t_.readValue<int32_t>(future + a_.futState).value_or(-1); }
+
+    // 3.14+: who CPython records as awaiting `future` (FutureObj.fut_awaited_by: one object, or a
+    // set when fut_awaited_by_is_set; _asynciomodule.c future_awaited_by_add).
+    std::vector<uint64_t> recordedAwaitedBy(uint64_t future) {
+        std::vector<uint64_t> out;
+        if (a_.futAwaitedBy < 0 || a_.futAwaitedByIsSet < 0) return out;
+        uint64_t by = ptr(future + a_.futAwaitedBy);
+        if (!by) return out;
+        if (t_.readValue<uint8_t>(future + a_.futAwaitedByIsSet).value_or(0)) {
+            if (auto items = objects_.setItems(by, kMaxCallbacks)) out = *items;
+        } else {
+            out.push_back(by);
+        }
+        return out;
     }
 
     // The loop's timers: loop._scheduled (a heap of TimerHandles), each one's _when unless it is
@@ -206,6 +270,7 @@ public:
 
     FrameReader& frames() { return frames_; }
     StackWalker& walker() { return walker_; }
+    const ObjectReader& objects() const { return objects_; }
     const AsyncioLayout& layout() const { return a_; }
 
 private:
@@ -241,12 +306,125 @@ private:
     std::unordered_map<uint64_t, std::string> typeNames_;
     std::unordered_map<uint64_t, TypeKind> typeKinds_;
     std::map<std::pair<uint64_t, std::string>, std::optional<int64_t>> slots_;
+    std::unordered_map<uint64_t, std::vector<Feed>> feeds_;
 };
 
 bool hasAsyncioModule(const Target& target) {
     for (const auto& m : target.modules())
         if (baseName(m.path).rfind("_asyncio.", 0) == 0) return true;
     return false;
+}
+
+// Who awaits each task and whom each pending task waits for, from the done callbacks of the tasks
+// and of the futures those complete (Reader::feeds names the CPython lines each rule follows).
+class TaskLinks {
+public:
+    TaskLinks(Reader& r, const AsyncioScan& scan, const std::map<uint64_t, size_t>& index) : scan_(scan), index_(index) {
+        for (const auto& t : scan.tasks)
+            if (t.waitsOn) awaiting_[t.waitsOn->future].push_back(t.address);
+        // Every object whose end passes on: the tasks, then the futures their callbacks complete
+        // (a gather's future in a gather of gathers passes its own end on to the outer one).
+        std::vector<uint64_t> todo;
+        for (const auto& t : scan.tasks) todo.push_back(t.address);
+        for (size_t i = 0; i < todo.size() && i < kMaxLinked; ++i) {
+            uint64_t x = todo[i];
+            if (feeds_.count(x)) continue;
+            auto& out = feeds_[x];
+            for (uint64_t cb : r.callbacks(x))
+                for (const auto& f : r.feeds(cb)) {
+                    if (f.future) {
+                        fedBy_[f.future].push_back({x, f});
+                        if (!feeds_.count(f.future)) todo.push_back(f.future);
+                    }
+                    out.push_back(f);
+                }
+        }
+    }
+
+    // Tasks awaiting `x` as CPython 3.14 records them: the task a callback wakes (it awaits x), a
+    // TaskGroup's parent task, and whoever awaits the future x completes (gather, shield, wait, wait_for).
+    std::vector<uint64_t> awaitedBy(uint64_t x) {
+        std::set<uint64_t> by;
+        for (const auto& f : feedsOf(x)) {
+            if (f.task) by.insert(f.task);
+            else if (f.future) awaitersOf(f.future, 0, &by);
+        }
+        return {by.begin(), by.end()};
+    }
+
+    // The tasks a pending task awaiting `future` cannot resume before (TaskAwaitEdge).
+    std::vector<TaskAwaitEdge> waitsFor(uint64_t future) {
+        std::vector<TaskAwaitEdge> out;
+        if (index_.count(future)) {
+            out.push_back({future, "task", future});
+            return out;
+        }
+        std::set<uint64_t> seen;
+        completers(future, future, "", 0, &seen, &out);
+        return out;
+    }
+
+private:
+    static constexpr size_t kMaxLinked = 1 << 17;  // objects followed (tasks and futures)
+    static constexpr int kMaxDepth = 64;           // futures completing futures
+
+    const std::vector<Reader::Feed>& feedsOf(uint64_t x) {
+        static const std::vector<Reader::Feed> none;
+        auto it = feeds_.find(x);
+        return it == feeds_.end() ? none : it->second;
+    }
+
+    void awaitersOf(uint64_t future, int depth, std::set<uint64_t>* by) {
+        if (depth > kMaxDepth) return;
+        auto a = awaiting_.find(future);
+        if (a != awaiting_.end()) by->insert(a->second.begin(), a->second.end());
+        for (const auto& f : feedsOf(future)) {
+            if (f.task) by->insert(f.task);
+            else if (f.future) awaitersOf(f.future, depth + 1, by);
+        }
+    }
+
+    // What completes `future`: the tasks whose end it waits for (all of them: a gather, a shield,
+    // wait_for, a TaskGroup's exit, asyncio.wait with ALL_COMPLETED; asyncio.wait for the first of
+    // several is left out: any one of them ends it), through futures completing futures.
+    void completers(uint64_t awaited, uint64_t future, const std::string& via, int depth, std::set<uint64_t>* seen,
+                    std::vector<TaskAwaitEdge>* out) {
+        if (depth > kMaxDepth || !seen->insert(future).second) return;
+        auto it = fedBy_.find(future);
+        if (it == fedBy_.end()) return;
+        for (const auto& [x, f] : it->second) {
+            if (!f.all && it->second.size() > 1) return;
+            std::string how = via.empty() ? f.via : via;  // the kind of the future the task awaits
+            if (index_.count(x)) {
+                const AsyncioTask& t = scan_.tasks[index_.at(x)];
+                if (t.state != "done" && t.state != "cancelled") out->push_back({x, how, awaited});
+            } else {
+                completers(awaited, x, how, depth + 1, seen, out);
+            }
+        }
+    }
+
+    const AsyncioScan& scan_;
+    const std::map<uint64_t, size_t>& index_;
+    std::map<uint64_t, std::vector<uint64_t>> awaiting_;  // future -> pending tasks whose fut_waiter it is
+    std::map<uint64_t, std::vector<Reader::Feed>> feeds_;
+    std::map<uint64_t, std::vector<std::pair<uint64_t, Reader::Feed>>> fedBy_;  // future -> (object, its feed)
+};
+
+void linkTasks(Reader& r, AsyncioScan* scan, const std::map<uint64_t, size_t>& index) {
+    TaskLinks links(r, *scan, index);
+    bool recorded = r.layout().futAwaitedBy >= 0;  // 3.14+: CPython's own record
+    for (auto& task : scan->tasks) {
+        if (recorded) {
+            std::set<uint64_t> by;
+            for (uint64_t x : r.recordedAwaitedBy(task.address))
+                if (index.count(x)) by.insert(x);
+            task.awaitedBy.assign(by.begin(), by.end());
+        } else {
+            task.awaitedBy = links.awaitedBy(task.address);
+        }
+        if (task.waitsOn) task.waitsFor = links.waitsFor(task.waitsOn->future);
+    }
 }
 
 }  // namespace
@@ -336,13 +514,13 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
         task.loop = r.ptr(address + layout.futLoop);
         task.coro = r.ptr(address + layout.taskCoro);
         uint64_t name = r.ptr(address + layout.taskName);
-        task.name = r.str(name, 200);
+        task.name = r.objects().str(name, kMaxTaskName, &task.nameCut).value_or("");
         if (task.name.empty() && name) {
             // 3.12+ names a task lazily: a counter, shown as get_name() does ("Task-3").
             auto n = r.typeName(name) == "int" ? r.integer(name) : std::nullopt;
             task.name = n ? "Task-" + std::to_string(*n) : "<" + r.typeName(name) + ">";
         }
-        int state = target.readValue<int32_t>(address + layout.futState).value_or(-1);
+        int state = r.futureState(address);
         task.state = state == layout.statePending ? "pending" : state == layout.stateCancelled ? "cancelled"
                    : state == layout.stateFinished ? "done" : "unknown";
         uint64_t coroFrame = task.coro ? r.frames().generatorFrame(task.coro) : 0;
@@ -363,7 +541,12 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             auto chain = r.chain(task.coro);
             task.frames = StackWalker::framesOf(chain, kMaxPythonFrames);
             for (const auto& link : chain) r.heldLocks(link, &task.holds);
-            task.waitsOn = r.awaits(r.ptr(address + layout.taskFutWaiter), chain);
+            uint64_t waiter = r.ptr(address + layout.taskFutWaiter);
+            // Ready: its step is queued. The future it awaited is done (set_result scheduled the
+            // task's wakeup, which clears fut_waiter when it runs: _asynciomodule.c task_step_impl),
+            // or it awaits none (a new task, or one after a bare yield: call_soon(task_step)).
+            if (!waiter || r.futureState(waiter) != layout.statePending) task.state = "ready";
+            else task.waitsOn = r.awaits(waiter, chain);
             links[address] = std::move(chain);
         }
         if (task.loop) {
@@ -376,21 +559,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
         index[address] = scan.tasks.size();
         scan.tasks.push_back(std::move(task));
     }
-    // Who awaits each task: the task its callbacks wake, or the tasks awaiting the gather it is in.
-    std::map<uint64_t, std::vector<uint64_t>> gatherWaiters;  // gather future -> tasks awaiting it
-    for (const auto& task : scan.tasks)
-        if (task.waitsOn && task.waitsOn->kind == "gather") gatherWaiters[task.waitsOn->future].push_back(task.address);
-    for (auto& task : scan.tasks) {
-        std::set<uint64_t> by;
-        for (uint64_t cb : r.callbacks(task.address)) {
-            uint64_t waker = 0, gather = 0;
-            r.wakes(cb, &waker, &gather);
-            if (waker) by.insert(waker);
-            if (gather)
-                for (uint64_t t : gatherWaiters[gather]) by.insert(t);
-        }
-        task.awaitedBy.assign(by.begin(), by.end());
-    }
+    linkTasks(r, &scan, index);
     // A loop with tasks whose thread state dict does not say it runs: BaseEventLoop._thread_id is
     // the ident (pthread_t) of the thread running it, None when it does not run.
     for (auto& [address, loop] : loops) {

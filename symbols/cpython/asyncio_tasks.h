@@ -5,7 +5,8 @@
 // coroutine chain through the awaited object its frame keeps on its value stack (FrameReader::
 // yieldFrom, 3.9-3.13), and what it waits
 // on from its fut_waiter and the asyncio frame that waits (Event.wait, Lock.acquire, Queue.get,
-// sleep, gather).
+// sleep, gather); who awaits each task (3.14+: CPython's own fut_awaited_by; before, from the done
+// callbacks of gather, shield, wait, wait_for and TaskGroup) and whom each pending task waits for.
 #pragma once
 
 #include <cstdint>
@@ -21,15 +22,33 @@
 
 namespace pytstates {
 
+// A task a pending task cannot resume before: it awaits it (via "task"), or a future only its end
+// completes: a gather's (via "gather", also through a gather of gathers), a shield's outer future
+// ("shield"), asyncio.wait's waiter with ALL_COMPLETED or one future left ("wait"), wait_for's
+// waiter up to 3.11 ("wait_for"), a TaskGroup's exit ("taskgroup"). `future` is the one it awaits.
+struct TaskAwaitEdge {
+    uint64_t task = 0;
+    std::string via;
+    uint64_t future = 0;
+};
+
 // A task as a suspended stack: tstate is the thread state whose stack runs its coroutine (running);
-// frames its coroutine chain, innermost first; waitsOn what a pending one waits on.
+// frames its coroutine chain, innermost first; waitsOn what a pending one waits on. state "ready":
+// pending, not running, and its next step is queued (the future it awaited is done, or it awaits none).
 struct AsyncioTask : SuspendedStack {
     uint64_t loop = 0;
     uint64_t coro = 0;
-    std::string name;
-    std::vector<uint64_t> awaitedBy;    // tasks that await it (directly, or through a gather)
+    std::string name;                   // whole, up to kMaxTaskName characters
+    bool nameCut = false;               // longer than kMaxTaskName: cut there
+    // Tasks that await it, as CPython 3.14's `python -m asyncio pstree` has them: 3.14+ its
+    // fut_awaited_by; before, derived from the objects (asyncio_tasks.cpp: TaskLinks)
+    std::vector<uint64_t> awaitedBy;
+    std::vector<TaskAwaitEdge> waitsFor;  // pending: the tasks it cannot resume before
     std::vector<uint64_t> holds;        // asyncio locks a frame of it is inside `async with` of
 };
+
+// A task name longer than this (characters) is cut there (nameCut).
+constexpr size_t kMaxTaskName = size_t(1) << 20;
 
 struct AsyncioLoop {
     uint64_t address = 0;

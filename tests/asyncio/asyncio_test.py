@@ -198,12 +198,82 @@ def check_taskcycle(facts, report, status):
                "each step names the other task: %s" % json.dumps(cycles[0]["cycle"]))
 
 
-CHECKS = {"eager": check_eager, "taskcycle": check_taskcycle, "stuck": check_stuck, "lockcycle": check_lockcycle, "blocked": check_blocked, "twoloops": check_twoloops}
+def names_of(report):
+    return {t["address"]: t["name"] for l in report["event_loops"] for t in l["tasks"]}
+
+
+def check_shapes(facts, report, status):
+    """Each task's awaited_by is the one the program knows (FACTS["awaited_by"]: the tasks that
+    await it, directly or through a TaskGroup, shield, gather of gathers, wait or wait_for)."""
+    expect(status == 0, "exit status 0 (no error finding): %d" % status)
+    tasks = check_loops(facts, report)
+    for name, awaiters in sorted(facts["awaited_by"].items()):
+        got = sorted(tasks[name]["awaited_by"]) if name in tasks else None
+        want = sorted(h(facts["tasks"][a]) for a in awaiters)
+        names = names_of(report)
+        expect(got == want, "%s is awaited by %s: %s" % (name, awaiters or "none", [names.get(a, a) for a in got or []]))
+    expect(not [f for f in report["findings"] if f["code"] in ("deadlock", "event-loop-blocked")], "no task finding")
+
+
+def check_gathercycle(facts, report, status):
+    expect(status == 1, "exit status 1 (a deadlock): %d" % status)
+    tasks = check_loops(facts, report)
+    a, b, c = (h(facts["tasks"]["cycle-" + x]) for x in "abc")
+    main = h(facts["tasks"]["Task-1"])
+    for name, awaiters in (("cycle-a", [c, main]), ("cycle-b", [a, main]), ("cycle-c", [b, main])):
+        expect(sorted(tasks[name]["awaited_by"]) == sorted(awaiters), "%s is awaited by %s: %s" % (name, awaiters, tasks[name]["awaited_by"]))
+    cycles = [f for f in report["findings"] if f["code"] == "deadlock"]
+    expect(len(cycles) == 1 and cycles[0]["severity"] == "error", "one deadlock finding (error): %s" % [f["code"] for f in cycles])
+    if cycles:
+        steps = {s["task"]: s for s in cycles[0]["cycle"]}
+        expect(set(steps) == {a, b, c}, "the cycle is the three tasks: %s" % sorted(steps))
+        if set(steps) == {a, b, c}:
+            want = {a: ("gather", b), b: ("gather", c), c: ("task", a)}
+            for t, (kind, nxt) in want.items():
+                expect((steps[t]["waits_for"], steps[t]["held_by_task"]) == (kind, nxt),
+                       "%s waits for %s through %s: %s" % (t, nxt, kind, json.dumps(steps[t])))
+            expect(steps[a]["object"] == tasks["cycle-a"]["awaits"]["object"] and tasks["cycle-a"]["awaits"]["kind"] == "gather",
+                   "cycle-a's step names the gather it awaits: %s" % steps[a]["object"])
+            expect(steps[c]["at"]["python"]["line"] == line_of("    await box[key]"), "the cycle says where: %s" % steps[c].get("at"))
+
+
+def check_ready(facts, report, status):
+    expect(status in (0, 1), "exit status 0 or 1: %d" % status)
+    tasks = check_loops(facts, report)
+    woken = tasks["woken"]
+    expect(woken["state"] == "ready" and woken["awaits"] is None,
+           "woken (its Event set, its wakeup queued) is ready and awaits nothing: %s %s" % (woken["state"], json.dumps(woken["awaits"])))
+    frame_is(woken, 1, "wait_event", line_of("await event.wait()"), "woken")
+    expect(tasks["setter"]["state"] == "running", "setter runs: %s" % tasks["setter"]["state"])
+    awaits(tasks["Task-1"], "gather")
+    expect(report["event_loops"][0]["ready"] >= 1, "the loop's ready queue holds the wakeup: %s" % report["event_loops"][0]["ready"])
+
+
+def check_deep(facts, report, status):
+    expect(status == 0, "exit status 0: %d" % status)
+    tasks = check_loops(facts, report)  # the 10 kB name among them, whole
+    long = tasks.get(facts["long_name"])
+    expect(long is not None and long["name"] == facts["long_name"], "the %d-character name is whole in the JSON" % len(facts["long_name"]))
+    for i in range(2, facts["depth"] + 1):
+        by = tasks["link-%d" % i]["awaited_by"]
+        if by != [h(facts["tasks"]["link-%d" % (i - 1)])]:
+            expect(False, "link-%d is awaited by link-%d: %s" % (i, i - 1, by))
+            break
+    else:
+        expect(True, "each of link-2..link-%d is awaited by the one before" % facts["depth"])
+
+
+CHECKS = {"shapes": check_shapes, "gathercycle": check_gathercycle, "ready": check_ready, "deep": check_deep,
+          "eager": check_eager, "taskcycle": check_taskcycle, "stuck": check_stuck, "lockcycle": check_lockcycle, "blocked": check_blocked, "twoloops": check_twoloops}
 TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awaits asyncio.Event", "awaits asyncio.Queue"],
         "lockcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "holds asyncio lock %(lock_a)s", "holds asyncio lock %(lock_b)s"],
         "blocked": ["HANG  event loop", "is blocked in %(call)s()", "event-loop-blocked"],
         "twoloops": ["ASYNCIO (2 event loops, 4 tasks"], "eager": ["(T) 'eager-2'"],
-        "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"]}
+        "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"],
+        "shapes": ["(T) 'shielded'", "(T) 'gathered-c'"],
+        "gathercycle": ["HANG  deadlock: 3 asyncio tasks wait for each other", "awaits gather", ", which waits for task 'cycle-", "<- cycle: back to this task"],
+        "ready": ["(T) 'woken'", "ready (its wakeup is queued"],
+        "deep": ["'" + "L" * 200 + "'\u2026 (10044 more characters)", "\u2026 36 more tasks it awaits, deeper than 64 levels"]}
 
 
 def without_tasks(pytstates, args, report, status, live):
@@ -301,14 +371,20 @@ def gdb_oracle(core, facts, report, python, debug_dir=None):
     states = {0: "pending", 1: "cancelled", 2: "done"}
     for t in tasks:
         g = said[t["address"]]
-        if "name" in g:
+        if "name" in g and g.get("name_length", len(g["name"])) > len(g["name"]):  # cut by python-gdb's safety limit
+            expect(t["name"].startswith(g["name"]) and len(t["name"]) == g["name_length"],
+                   "gdb: task %s's %d-character name starts %s..." % (t["address"], g["name_length"], g["name"][:40]))
+        elif "name" in g:
             expect(g["name"] == t["name"], "gdb: task %s is named %s" % (t["address"], g["name"]))
         else:
             print("gdb has no python-gdb script for %s: task names and coroutine frames are not read by gdb" % python)
-        mine = "pending" if t["state"] == "running" else t["state"]
+        mine = "pending" if t["state"] in ("running", "ready") else t["state"]
         expect(states.get(g["state"]) == mine, "gdb: %s's fut_state is %s" % (t["name"], states.get(g["state"])))
         a = t["awaits"] or {}
-        if a.get("kind") in ("task", "future", "gather", "sleep") or not a:
+        if t["state"] == "ready":  # its step is queued: it awaits no future, or one that is done
+            expect(g["fut_waiter"] == "0x0" or g.get("waiter_state", 0) != 0,
+                   "gdb: ready %s's fut_waiter %s is none or done (fut_state %s)" % (t["name"], g["fut_waiter"], g.get("waiter_state")))
+        elif a.get("kind") in ("task", "future", "gather", "sleep") or not a:
             future = a.get("object")  # the awaited future itself
             expect((future or "0x0") == g["fut_waiter"], "gdb: %s's fut_waiter is %s (pytstates %s)" % (t["name"], g["fut_waiter"], future))
         else:  # an Event, Lock, Queue: its future is the one fut_waiter names
@@ -331,6 +407,55 @@ def gdb_oracle(core, facts, report, python, debug_dir=None):
                    % (want, said.get("_tops")))
             continue
         expect(want in out, "gdb's py-bt shows the running task's frame (%s)" % want)
+
+
+def cpython_oracle(launcher, env, pid, report):
+    """CPython 3.14's own reading of the same live process: `python3.14 -m asyncio ps PID` (a row
+    per task and awaiter, by id) and `pstree PID` (the await tree by name; on a cycle, status 1 and
+    the cycle's names), against the report's tasks and awaited_by."""
+    run = lambda what: subprocess.run(launcher + ["-m", "asyncio", what, str(pid)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, env=env, timeout=120)
+    tasks = [t for l in report["event_loops"] for t in l["tasks"] if t["state"] not in ("done", "cancelled")]
+    names = {t["address"]: t["name"] for t in tasks}
+    ours = {t["address"]: set(t["awaited_by"]) for t in tasks}
+    ps = run("ps")
+    expect(ps.returncode == 0, "python -m asyncio ps ran: %d %s" % (ps.returncode, ps.stderr.decode(errors="replace")[-500:]))
+    theirs = {}
+    for line in ps.stdout.decode(errors="replace").splitlines()[2:]:
+        words = line.split()
+        if len(words) >= 4 and words[1].startswith("0x"):
+            theirs.setdefault(words[1], set())
+            if words[-1] != "0x0":
+                theirs[words[1]].add(words[-1])
+    expect(set(theirs) == set(ours), "ps lists the report's %d tasks: %d (%s)" % (len(ours), len(theirs), sorted(set(theirs) ^ set(ours))))
+    same = [a for a in ours if theirs.get(a) == ours[a]]
+    expect(len(same) == len(ours), "ps: %d/%d tasks' awaiters are the report's%s" % (len(same), len(ours), "".join(
+        "\n      %s: ps %s, pytstates %s" % (names[a], sorted(names.get(x, x) for x in theirs.get(a, ())), sorted(names.get(x, x) for x in ours[a]))
+        for a in ours if a not in same)))
+    tree = run("pstree")
+    pairs = {(names.get(by, by), names[a]) for a in ours for by in ours[a]}
+    if tree.returncode == 1 and b"contains cycles" in tree.stderr:
+        cycles = [l[len("cycle: "):].split(" \u2192 ") for l in tree.stderr.decode().splitlines() if l.startswith("cycle: ")]
+        mine = [{s["task"] for s in f["cycle"]} for f in report["findings"] if f["code"] == "deadlock"]
+        expect(len(cycles) == len(mine) and all({n for n in c} in [{names[x] for x in m} for m in mine] for c in cycles),
+               "pstree's cycles %s are the report's deadlocks %s" % (cycles, [sorted(names[x] for x in m) for m in mine]))
+        return
+    expect(tree.returncode == 0, "python -m asyncio pstree ran: %d %s" % (tree.returncode, tree.stderr.decode(errors="replace")[-500:]))
+    # Each "(T) name" line's awaiter is the nearest "(T)" line above it at a smaller indent.
+    stack, edges = [], set()
+    for line in tree.stdout.decode(errors="replace").splitlines():
+        at = line.find("(T) ")
+        if at < 0:
+            continue
+        while stack and stack[-1][0] >= at:
+            stack.pop()
+        name = line[at + 4:]
+        if stack:
+            edges.add((stack[-1][1], name))
+        stack.append((at, name))
+    expect(edges == pairs, "pstree's %d awaiter edges are the report's %d%s" % (len(edges), len(pairs), "".join(
+        "\n      %s %s awaits %s" % (who, e[0], e[1]) for who, diff in (("only pstree:", edges - pairs), ("only pytstates:", pairs - edges))
+        for e in sorted(diff))))
 
 
 def unread(args):
@@ -363,7 +488,7 @@ def main():
     p.add_argument("--no-dwarf", action="store_true", help="pytstates reads no DWARF (the built-in tables)")
     p.add_argument("--python314-dir", default="")
     p.add_argument("--python315-dir", default="")
-    p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread", "locals"])
+    p.add_argument("kind", choices=["gcore", "live", "gdb", "lldb", "unread", "locals", "pstree"])
     args = p.parse_args()
     if args.kind == "unread":
         unread(args)
@@ -398,7 +523,15 @@ def main():
         print("CPython %s from Debian's unstable suite: %s" % (args.sid_version, python))
     argv = launcher + [PROGRAM, args.scenario]
     check = CHECKS[args.scenario]
-    if args.kind == "live":
+    if args.kind == "pstree":  # 3.14+: CPython's own tools on the same live process
+        with scenario.running(argv, env=env) as (proc, facts):
+            status, report, err = scenario.run_pytstates(args.pytstates, ["check"] + extra + ["--tasks", "--json", "--pid", str(proc.pid)])
+            expect(status in (0, 1), "check --tasks --pid ran: status %d %s" % (status, err.strip()))
+            if status in (0, 1):
+                check(facts, report, status)
+                cpython_oracle(launcher, env, proc.pid, report)
+            expect(proc.poll() is None, "the program runs on after the reads")
+    elif args.kind == "live":
         with scenario.running(argv, env=env) as (proc, facts):
             status, report, err = scenario.run_pytstates(args.pytstates, ["check"] + extra + ["--tasks", "--json", "--pid", str(proc.pid)])
             expect(status in (0, 1), "check --tasks --pid ran: status %d %s" % (status, err.strip()))

@@ -21,10 +21,14 @@ def main():
         task = gdb.parse_and_eval("(TaskObj*)%s" % address).dereference()
         facts = {"state": int(task["task_state"]), "fut_waiter": "0x%x" % int(task["task_fut_waiter"]),
                  "loop": "0x%x" % int(task["task_loop"])}
+        if int(task["task_fut_waiter"]):  # the awaited future's own state (done: the task is ready)
+            facts["waiter_state"] = int(gdb.parse_and_eval("((FutureObj*)%d)->fut_state" % int(task["task_fut_waiter"])))
         if libpython is not None:
             name = libpython.PyObjectPtr.from_pyobject_ptr(task["task_name"]).proxyval(set())
             # 3.12+ names a task lazily: the counter, which get_name() shows as "Task-N".
             facts["name"] = "Task-%d" % name if isinstance(name, int) else name
+            if isinstance(name, str):  # the script reads at most 1000 characters: the length, by gdb
+                facts["name_length"] = int(gdb.parse_and_eval("((PyASCIIObject*)%d)->length" % int(task["task_name"])))
             coro = gdb.parse_and_eval("(PyCoroObject*)%d" % int(task["task_coro"])).dereference()
             if int(coro["cr_frame_state"]) < 1:  # not completed: its frame is there
                 frame = libpython.PyFramePtr(gdb.parse_and_eval("(_PyInterpreterFrame*)%d" % int(coro["cr_iframe"].address)))

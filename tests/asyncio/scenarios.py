@@ -12,6 +12,12 @@ about itself: its tasks' id() and names, the loop thread's native id) and `READY
   eager     3.12+: tasks made by asyncio.eager_task_factory, stuck on an Event (they started running
             inside create_task, before the loop scheduled anything)
   many N    N pending tasks (the bench)
+  shapes    the awaited-by shapes CPython 3.14 records: a TaskGroup service (3.11+: workers and
+            nested groups), a shielded task, a gather of gathers, asyncio.wait (all and first) and
+            wait_for; FACTS["awaited_by"] names each task's awaiters
+  gathercycle  A awaits gather(B), B awaits gather(C), C awaits A
+  ready     a task whose Event was set while the loop's thread sleeps: its wakeup is queued
+  deep      a task named with 10 kB, and a chain of 100 tasks each awaiting the next
 """
 import asyncio
 import json
@@ -205,6 +211,154 @@ async def many_main(n):
     await asyncio.gather(*tasks)
 
 
+# ----------------------------------------------------------------- shapes
+
+def awaited_by(child, *awaiters):
+    FACTS.setdefault("awaited_by", {})[child] = sorted(awaiters)
+
+
+async def worker(kind, event, queue):
+    if kind == "event":
+        await (event.wait())
+    elif kind == "queue":
+        await queue.get()
+    else:
+        await sleep_long()
+
+
+async def group(name, event, queue):
+    async with asyncio.TaskGroup() as tg:
+        for i, kind in enumerate(("event", "sleep")):
+            note_task(tg.create_task(worker(kind, event, queue), name="%s-w%d" % (name, i)))
+            awaited_by("%s-w%d" % (name, i), name)
+
+
+async def service(event, queue):
+    async with asyncio.TaskGroup() as tg:
+        for i, kind in enumerate(("event", "queue", "sleep")):
+            note_task(tg.create_task(worker(kind, event, queue), name="worker-%d" % i))
+            awaited_by("worker-%d" % i, "service")
+        for i in range(2):
+            note_task(tg.create_task(group("group-%d" % i, event, queue), name="group-%d" % i))
+            awaited_by("group-%d" % i, "service")
+
+
+async def guard(inner):
+    await asyncio.shield(inner)
+
+
+async def gathers(a, b, c):
+    await asyncio.gather(asyncio.gather(a, b), c)
+
+
+async def waits_all(tasks):
+    await asyncio.wait(tasks)
+
+
+async def waits_first(tasks):
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def waits_for(task):
+    await asyncio.wait_for(task, 3600)
+
+
+async def shapes_main():
+    note_loop("main")
+    note_task(asyncio.current_task())
+    event, queue = asyncio.Event(), asyncio.Queue()
+    top = []
+
+    def start(coro, name):
+        top.append(note_task(asyncio.create_task(coro, name=name)))
+        awaited_by(name, "Task-1")
+        return top[-1]
+
+    def sleeper(name, *awaiters):
+        awaited_by(name, *awaiters)
+        return note_task(asyncio.create_task(sleep_long(), name=name))
+
+    if sys.version_info >= (3, 11):
+        start(service(event, queue), "service")
+    start(guard(sleeper("shielded", "guard")), "guard")
+    start(gathers(sleeper("gathered-a", "gathers"), sleeper("gathered-b", "gathers"), sleeper("gathered-c", "gathers")), "gathers")
+    waited = [sleeper("waited-%d" % i, "waits-all", "waits-first") for i in range(2)]
+    start(waits_all(waited), "waits-all")
+    start(waits_first(waited), "waits-first")
+    start(waits_for(sleeper("timed", "waits-for")), "waits-for")
+    awaited_by("Task-1")
+    await asyncio.sleep(0.2)
+    asyncio.get_running_loop().call_soon(announce)
+    await asyncio.gather(*top)
+
+
+# ----------------------------------------------------------------- gathercycle
+
+async def gather_one(box, key):
+    await asyncio.sleep(0.05)
+    await asyncio.gather(box[key])
+
+
+async def await_one(box, key):
+    await asyncio.sleep(0.05)
+    await box[key]
+
+
+async def gathercycle_main():
+    note_loop("main")
+    note_task(asyncio.current_task())
+    box = {}
+    box["a"] = note_task(asyncio.create_task(gather_one(box, "b"), name="cycle-a"))
+    box["b"] = note_task(asyncio.create_task(gather_one(box, "c"), name="cycle-b"))
+    box["c"] = note_task(asyncio.create_task(await_one(box, "a"), name="cycle-c"))
+    await asyncio.sleep(0.2)
+    asyncio.get_running_loop().call_soon(announce)
+    await asyncio.gather(*box.values())
+
+
+# ----------------------------------------------------------------- ready
+
+async def set_and_freeze(event):
+    event.set()  # the waiter's wakeup goes to the loop's ready queue, which never runs it
+    announce()
+    time.sleep(3600.0)
+
+
+async def ready_main():
+    note_loop("main")
+    note_task(asyncio.current_task())
+    event = asyncio.Event()
+    FACTS["event"] = id(event)
+    woken = note_task(asyncio.create_task(wait_event(event), name="woken"))
+    await asyncio.sleep(0.1)
+    setter = note_task(asyncio.create_task(set_and_freeze(event), name="setter"))
+    await asyncio.gather(woken, setter)
+
+
+# ----------------------------------------------------------------- deep
+
+LONG_NAME = "L" * 10240 + "-end"
+
+
+async def link(depth, n):
+    if depth < n:
+        await note_task(asyncio.create_task(link(depth + 1, n), name="link-%d" % (depth + 1)))
+    else:
+        await sleep_long()
+
+
+async def deep_main():
+    note_loop("main")
+    note_task(asyncio.current_task())
+    FACTS["long_name"] = LONG_NAME
+    FACTS["depth"] = 100
+    long = note_task(asyncio.create_task(sleep_long(), name=LONG_NAME))
+    first = note_task(asyncio.create_task(link(1, 100), name="link-1"))
+    await asyncio.sleep(0.3)
+    asyncio.get_running_loop().call_soon(announce)
+    await asyncio.gather(long, first)
+
+
 def main():
     mode = sys.argv[1]
     if mode == "stuck":
@@ -219,6 +373,8 @@ def main():
         asyncio.run(taskcycle_main())
     elif mode == "eager":
         asyncio.run(eager_main())
+    elif mode in ("shapes", "gathercycle", "ready", "deep"):
+        asyncio.run(globals()[mode + "_main"]())
     elif mode == "many":
         asyncio.run(many_main(int(sys.argv[2])))
     else:
