@@ -36,7 +36,7 @@ def walk(node):
 walk(schema)
 written = {}
 pattern = re.compile(r'\b(?:w\.field|w\.key|w\.fieldOrNull|addressOrNull\(w,|stringOrNull\(w,)\s*\(?\s*"([a-z_]+)"')
-for path in sorted(glob.glob(os.path.join(root, "commands", "render*.cpp"))):
+for path in sorted(glob.glob(os.path.join(root, "commands", "render", "render*.cpp"))):
     with open(path) as f:
         for n, line in enumerate(f, 1):
             for key in pattern.findall(line):
