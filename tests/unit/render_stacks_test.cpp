@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "commands/render/render_stacks.h"
 #include "symbols/cpython/asyncio_tasks.h"
@@ -27,8 +28,8 @@ TEST(RenderStacks, GreenletAndTaskShareFramesAndLocals) {
     AsyncioTask t;
     t.frames = twoFrames();
     std::ostringstream numbered, tree;
-    renderFramesText(numbered, "  ", g.frames, FrameLines::Numbered, 0);
-    renderFramesText(tree, "  ", t.frames, FrameLines::Tree, 0);
+    renderFramesText(numbered, "  ", g.frames, FrameLines::Numbered, 0, SIZE_MAX);
+    renderFramesText(tree, "  ", t.frames, FrameLines::Tree, 0, SIZE_MAX);
     EXPECT_EQ(numbered.str(),
               "  #0 wait (/usr/lib/python3.11/asyncio/locks.py:212)\n"
               "      Arguments:\n"
@@ -49,8 +50,8 @@ TEST(RenderStacks, GreenletAndTaskShareFramesAndLocals) {
 // directories kept; a path that fits, whole.
 TEST(RenderStacks, PathsCutToTheWidth) {
     std::ostringstream numbered, tree;
-    renderFramesText(numbered, "  ", twoFrames(), FrameLines::Numbered, 40);
-    renderFramesText(tree, "  ", twoFrames(), FrameLines::Tree, 41);
+    renderFramesText(numbered, "  ", twoFrames(), FrameLines::Numbered, 40, SIZE_MAX);
+    renderFramesText(tree, "  ", twoFrames(), FrameLines::Tree, 41, SIZE_MAX);
     EXPECT_EQ(numbered.str().substr(0, numbered.str().find('\n') + 1), "  #0 wait (\xe2\x80\xa6/asyncio/locks.py:212)\n");
     EXPECT_NE(numbered.str().find("  #1 main (/srv/app.py:9)\n"), std::string::npos);
     EXPECT_EQ(tree.str().substr(0, tree.str().find('\n') + 1), "  wait  \xe2\x80\xa6/python3.11/asyncio/locks.py:212\n");
@@ -62,14 +63,44 @@ TEST(RenderStacks, PathsCutToTheWidth) {
 TEST(RenderStacks, FramesJsonCarryLocalsOnlyWhereRead) {
     std::string out;
     JsonWriter w(out);
-    renderFramesJson(w, twoFrames());
+    w.beginObject();
+    renderFramesJson(w, twoFrames(), SIZE_MAX);
+    w.endObject();
     // The writer indents; no value here holds a space, so the bytes compare without them.
     out.erase(std::remove_if(out.begin(), out.end(), [](char c) { return c == ' ' || c == '\n'; }), out.end());
     EXPECT_EQ(out,
-              "[{\"file\":\"/usr/lib/python3.11/asyncio/locks.py\",\"function\":\"wait\",\"line\":212,\"locals\":["
+              "{\"frames\":[{\"file\":\"/usr/lib/python3.11/asyncio/locks.py\",\"function\":\"wait\",\"line\":212,\"locals\":["
               "{\"address\":\"0x7f00\",\"kind\":\"arg\",\"name\":\"self\",\"type\":\"Event\",\"value\":null},"
               "{\"address\":\"0x7f10\",\"kind\":\"local\",\"name\":\"fut\",\"type\":\"int\",\"value\":\"3\"}]},"
-              "{\"file\":\"/srv/app.py\",\"function\":\"main\",\"line\":9}]");
+              "{\"file\":\"/srv/app.py\",\"function\":\"main\",\"line\":9}]}");
+}
+
+// --frames N shows the first N frames and says what it left out; the stack itself is whole.
+TEST(RenderStacks, FramesLeftOutAreSaid) {
+    std::ostringstream one, none, all;
+    renderFramesText(one, "  ", twoFrames(), FrameLines::Numbered, 0, 1);
+    renderFramesText(none, "  ", twoFrames(), FrameLines::Numbered, 0, 0);
+    renderFramesText(all, "  ", twoFrames(), FrameLines::Numbered, 0, 2);
+    EXPECT_NE(one.str().find("  #0 wait ("), std::string::npos);
+    EXPECT_EQ(one.str().find("#1"), std::string::npos);
+    EXPECT_EQ(one.str().substr(one.str().rfind("  \xe2")), "  \xe2\x80\xa6 1 more frame: --frames\n");
+    EXPECT_EQ(none.str(), "  (2 frames not shown: --frames 0)\n");
+    EXPECT_EQ(all.str().find("more frame"), std::string::npos);
+    EXPECT_EQ(framesLeftOutWords(9, 5), "\xe2\x80\xa6 4 more frames: --frames");
+
+    for (size_t shown : {size_t(0), size_t(1), size_t(2)}) {
+        std::string out;
+        JsonWriter w(out);
+        w.beginObject();
+        renderFramesJson(w, twoFrames(), shown);
+        w.endObject();
+        out.erase(std::remove_if(out.begin(), out.end(), [](char c) { return c == ' ' || c == '\n'; }), out.end());
+        size_t functions = 0;
+        for (size_t at = out.find("\"function\""); at != std::string::npos; at = out.find("\"function\"", at + 1)) ++functions;
+        EXPECT_EQ(functions, shown);
+        bool said = out.find("\"frames_not_shown\":" + std::to_string(2 - shown) + "}") != std::string::npos;
+        EXPECT_EQ(said, shown < 2) << out;
+    }
 }
 
 TEST(RenderStacks, StateWords) {
