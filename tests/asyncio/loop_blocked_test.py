@@ -202,7 +202,8 @@ def main():
     p.add_argument("--python315-dir", default="")
     p.add_argument("--python", default="/usr/bin/python3.11", help="Debian 12's, unless --pyenv-version or --sid-version")
     p.add_argument("scenario", choices=["ticker", "threads"])
-    p.add_argument("kind", choices=["gcore", "live"])
+    p.add_argument("--gdb-script", help="kind gdb-live: the gdb module (build/plugin/gdb/pytstates.gdb)")
+    p.add_argument("kind", choices=["gcore", "live", "gdb-live"])
     args = p.parse_args()
     python, env, sysroot, launcher = args.python, None, [], None
     if args.pyenv_version:
@@ -228,7 +229,21 @@ def main():
         sys.exit(77)
     argv = (launcher or [python]) + [PROGRAM, args.scenario]
     json_args = ["check", "--tasks", "--json"]
-    if args.kind == "live":
+    if args.kind == "gdb-live":
+        # gdb attached to the running process: py-tstates-check --tasks --json, the timers due on the
+        # process's clock as the CLI's (symbols/debugger/debugger_target: a live process on this machine).
+        from debugger_batch import as_json, between, gdb, marked
+        with scenario.running(argv, env=env) as (proc, facts):
+            time.sleep(0.2)
+            before = time.monotonic()
+            _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates-check --tasks --json"), timeout=180)
+            after = time.monotonic()
+            report = as_json(between(out, "json"))
+            hangs = ("deadlock", "gil-held-while-blocked", "stop-the-world-blocked", "event-loop-blocked")
+            status = 1 if any(f["severity"] == "error" or f["code"] in hangs for f in report["findings"]) else 0
+            check_report(facts, report, status, True, before, after, None)
+            expect(proc.poll() is None, "the program runs on after gdb detached")
+    elif args.kind == "live":
         with scenario.running(argv, env=env) as (proc, facts):
             time.sleep(0.2)  # past the ticker's next timer
             before = time.monotonic()
