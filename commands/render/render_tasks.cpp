@@ -177,7 +177,14 @@ void renderTasksText(std::ostringstream& out, const Report& report, size_t width
             if (loop.timers->due) out << " (" << *loop.timers->due << " due)";
         }
         if (loop.runningTask && tasks.count(loop.runningTask)) out << ", running " << label(*tasks[loop.runningTask]);
-        else if (loop.lwp) out << ", no task running (it waits for I/O or a timer)";
+        else if (loop.lwp) {
+            // Said idle only where its thread's wait says it is in the selector (asyncio-loop).
+            const ThreadRow* row = nullptr;
+            for (const auto& t : report.threads)
+                if (t.lwp == *loop.lwp) row = &t;
+            bool idle = row && row->blockedOn && row->blockedOn->pythonKind == "asyncio-loop";
+            out << ", no task running" << (idle ? " (idle in its selector: it waits for I/O or a timer)" : "");
+        }
         out << "\n";
         tree(out, loop, tasks, children, holders, width);
     }

@@ -7,6 +7,7 @@
            call (nothing runs on the loop after it): the loop's id() and thread, the ready queue's
            length, every scheduled timer's `_when` (the loop's time() is time.monotonic()), and the
            loop's time() then.
+  callback a callback (loop.call_soon, no task) calls time.sleep(3600) on the loop's thread, beside a ticker.
   threads  three threads: the main one in threading.Event().wait(), one running a loop idle in its
            selector (a task on an asyncio.Event), one running the ticker loop above. Its facts: each
            loop's id() and LWP, each thread's LWP and what it blocks in.
@@ -88,6 +89,35 @@ async def idle_main(name, started):
     await waiter
 
 
+def freeze(loop_facts, started):
+    """A callback (no task) that blocks the loop's thread."""
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.05, print)  # a timer that falls due while the loop is blocked
+    loop_facts["ready"] = len(loop._ready)
+    loop_facts["timers"] = sorted(h._when for h in loop._scheduled if not h._cancelled)
+    started.set()
+    time.sleep(3600)
+
+
+async def callback_main(started):
+    loop = asyncio.get_running_loop()
+    facts = {"name": "callback", "loop": id(loop), "lwp": threading.get_native_id(), "blocked": True, "blocker": None}
+    FACTS["loops"].append(facts)
+    FACTS["tasks"]["Task-1"] = id(asyncio.current_task())
+    note_thread("MainThread", "syscall", SLEEP_CALL)
+    ticker = asyncio.create_task(tick(), name="callback-ticker")
+    FACTS["tasks"][ticker.get_name()] = id(ticker)
+    await asyncio.sleep(0.2)
+    loop.call_soon(freeze, facts, started)
+    await ticker
+
+
+def callback():
+    started = threading.Event()
+    threading.Thread(target=lambda: (started.wait(60), time.sleep(0.3), announce()), daemon=True).start()
+    asyncio.run(callback_main(started))
+
+
 def ticker():
     started = threading.Event()
     threading.Thread(target=lambda: (started.wait(60), time.sleep(0.3), announce()), daemon=True).start()
@@ -116,6 +146,8 @@ def main():
         ticker()
     elif mode == "threads":
         threads()
+    elif mode == "callback":
+        callback()
     else:
         sys.exit("unknown mode " + mode)
 

@@ -44,10 +44,12 @@ def h(n):
 
 
 def line_of(text):
+    """The line number where `text` (which may span lines) starts, once in the program."""
     with open(PROGRAM) as f:
-        lines = [i + 1 for i, line in enumerate(f) if text in line]
-    assert len(lines) == 1, (text, lines)
-    return lines[0]
+        source = f.read()
+    at = source.find(text)
+    assert at >= 0 and source.find(text, at + 1) < 0, text
+    return source.count("\n", 0, at) + 1 + len(text) - len(text.lstrip("\n"))
 
 
 SYSCALLS = {"clock_nanosleep": 230, "epoll_wait": 232, "epoll_pwait": 281, "select": 23}  # x86_64
@@ -136,15 +138,17 @@ def check_report(facts, report, status, live, before, after, stacks):
         if not f:
             continue
         call = next(t["call"] for t in facts["threads"] if t["lwp"] == fact["lwp"])
-        expect(f["severity"] == "warning" and f["lwp"] == fact["lwp"] and f["task"] == h(fact["blocker"]) and f["function"] == call,
-               "the finding: warning, LWP %d, task %s, %s: %s" % (fact["lwp"], h(fact["blocker"]), call,
+        blocker = h(fact["blocker"]) if fact["blocker"] else None  # None: a callback blocks it
+        expect(f["severity"] == "warning" and f["lwp"] == fact["lwp"] and f["task"] == blocker and f["function"] == call,
+               "the finding: warning, LWP %d, task %s, %s: %s" % (fact["lwp"], blocker, call,
                                                                  json.dumps({k: f.get(k) for k in ("severity", "lwp", "task", "function")})))
         expect((f.get("blocked_on") or {}).get("kind") == "syscall", "its blocked_on is the thread's: %s" % f.get("blocked_on"))
         expect(f.get("ready") == fact["ready"], "ready callbacks %s (the program: %d)" % (f.get("ready"), fact["ready"]))
         timers = f.get("timers") or {}
         expect(timers.get("scheduled") == len(fact["timers"]), "timers scheduled %s (the program: %d)" % (
             timers.get("scheduled"), len(fact["timers"])))
-        at = "block (%s:%d)" % (facts["file"], line_of("    time.sleep(3600)"))
+        at = ("block (%s:%d)" % (facts["file"], line_of("    time.sleep(3600)\n\n\nasync def ticker_main")) if blocker else
+              "inside one of its callbacks (no task runs) at freeze (%s:%d)" % (facts["file"], line_of("    time.sleep(3600)\n\n\nasync def callback_main")))
         expect(at in f["message"], "the message names the task's frame %s: %s" % (at, f["message"]))
         if live:
             low = sum(1 for w in fact["timers"] if w <= before)   # due before pytstates started
@@ -161,13 +165,14 @@ def check_report(facts, report, status, live, before, after, stacks):
             expect(timers.get("due") is None, "a core: no timer said due (no clock): %s" % timers.get("due"))
             expect("a core records no clock" in f["message"], "the message says the core has no clock: " + f["message"])
         loop = loops[fact["name"]][1] or {}
-        expect(loop.get("running_task") == h(fact["blocker"]), "the loop's running task is the blocker: %s" % loop.get("running_task"))
+        expect(loop.get("running_task") == blocker, "the loop's running task: %s (the program's: %s)" % (loop.get("running_task"), blocker))
 
 
 def check_text(text, facts):
     for fact in facts["loops"]:
         if fact["blocked"]:
-            expect("HANG  event loop %s is blocked by a task" % h(fact["loop"]) in text, "text: HANG event loop %s" % h(fact["loop"]))
+            by = "a task" if fact.get("blocker") else "a callback"
+            expect("HANG  event loop %s is blocked by %s" % (h(fact["loop"]), by) in text, "text: HANG event loop %s, by %s" % (h(fact["loop"]), by))
         else:
             expect("idle in the selector of asyncio event loop %s" % h(fact["loop"]) in text, "text: LWP %d idle in loop %s" % (
                 fact["lwp"], h(fact["loop"])))
@@ -201,8 +206,9 @@ def main():
     p.add_argument("--python314-dir", default="")
     p.add_argument("--python315-dir", default="")
     p.add_argument("--python", default="/usr/bin/python3.11", help="Debian 12's, unless --pyenv-version or --sid-version")
-    p.add_argument("scenario", choices=["ticker", "threads"])
-    p.add_argument("kind", choices=["gcore", "live"])
+    p.add_argument("scenario", choices=["ticker", "threads", "callback"])
+    p.add_argument("--gdb-script", help="kind gdb-live: the gdb module (build/plugin/gdb/pytstates.gdb)")
+    p.add_argument("kind", choices=["gcore", "live", "gdb-live"])
     args = p.parse_args()
     python, env, sysroot, launcher = args.python, None, [], None
     if args.pyenv_version:
@@ -228,7 +234,21 @@ def main():
         sys.exit(77)
     argv = (launcher or [python]) + [PROGRAM, args.scenario]
     json_args = ["check", "--tasks", "--json"]
-    if args.kind == "live":
+    if args.kind == "gdb-live":
+        # gdb attached to the running process: py-tstates-check --tasks --json, the timers due on the
+        # process's clock as the CLI's (symbols/debugger/debugger_target: a live process on this machine).
+        from debugger_batch import as_json, between, gdb, marked
+        with scenario.running(argv, env=env) as (proc, facts):
+            time.sleep(0.2)
+            before = time.monotonic()
+            _, out = gdb(args.gdb_script, ["-p", str(proc.pid)], marked("json", "py-tstates-check --tasks --json"), timeout=180)
+            after = time.monotonic()
+            report = as_json(between(out, "json"))
+            hangs = ("deadlock", "gil-held-while-blocked", "stop-the-world-blocked", "event-loop-blocked")
+            status = 1 if any(f["severity"] == "error" or f["code"] in hangs for f in report["findings"]) else 0
+            check_report(facts, report, status, True, before, after, None)
+            expect(proc.poll() is None, "the program runs on after gdb detached")
+    elif args.kind == "live":
         with scenario.running(argv, env=env) as (proc, facts):
             time.sleep(0.2)  # past the ticker's next timer
             before = time.monotonic()
