@@ -38,7 +38,7 @@ std::string label(const AsyncioTask& t) { return nameWords(t.name, t.nameCut) + 
 
 // The words of a task's state: "ready" is pending with its next step queued.
 std::string taskStateWords(const std::string& state) {
-    return state == "ready" ? "ready (its wakeup is queued: the future it awaited is done, or it awaits none)" : stateWords(state);
+    return state == "ready" ? "ready to run (its next step is queued)" : stateWords(state);
 }
 
 std::string awaitWords(const StackWait& a, const std::map<uint64_t, const AsyncioTask*>& tasks) {

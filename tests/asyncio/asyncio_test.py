@@ -272,7 +272,7 @@ TEXT = {"stuck": ["ASYNCIO (1 event loop, 8 tasks", "(T) 'child-a-inner'", "awai
         "taskcycle": ["HANG  deadlock: 2 asyncio tasks wait for each other", "<- cycle: back to this task"],
         "shapes": ["(T) 'shielded'", "(T) 'gathered-c'"],
         "gathercycle": ["HANG  deadlock: 3 asyncio tasks wait for each other", "awaits gather", ", which waits for task 'cycle-", "<- cycle: back to this task"],
-        "ready": ["(T) 'woken'", "ready (its wakeup is queued"],
+        "ready": ["(T) 'woken' ", "ready to run (its next step is queued)"],
         "deep": ["'" + "L" * 200 + "'\u2026 (10044 more characters)", "\u2026 36 more tasks it awaits, deeper than 64 levels"]}
 
 
