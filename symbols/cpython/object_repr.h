@@ -9,7 +9,8 @@
 //   bytes, int (any size), float, bool, None, list, tuple, dict, set, frozenset, nested, and
 //   subclasses of these that keep the builtin's tp_repr (a list subclass prints as a list);
 //   an object whose type keeps object.__repr__: `<module.Qualname object at 0x7f...>`; a class
-//   whose metaclass keeps type.__repr__: `<class 'module.Qualname'>`.
+//   whose metaclass keeps type.__repr__: `<class 'module.Qualname'>`; a Python function:
+//   `<function outer.<locals>.inner at 0x...>`.
 // Otherwise (a type with its own __repr__, which only running it could print):
 //   `<TYPE object at 0x...>` with TYPE its tp_name, and `exact` false.
 // An object whose header or type cannot be read: `<unreadable object at 0x...>`, `readable` false
@@ -48,8 +49,8 @@ struct ObjectRepr {
                              // nothing left as <TYPE object at ...>, nothing unreadable inside)
     bool truncated = false;  // cut by a limit (maxBytes, maxItems or maxDepth)
     // The value is a builtin CPython prints without running Python code (str, bytes, int, float,
-    // bool, None, list, tuple, dict, set, frozenset, their repr-keeping subclasses, a class, or an
-    // object.__repr__ object): what --locals' JSON gives as `value` (null otherwise).
+    // bool, None, list, tuple, dict, set, frozenset, their repr-keeping subclasses, a class, a
+    // function, or an object.__repr__ object): what --locals' JSON gives as `value` (null otherwise).
     bool builtin = false;
 };
 
@@ -63,7 +64,7 @@ public:
     ObjectRepr repr(uint64_t object, const ReprLimits& limits) const;
 
     // What repr() dispatches on: the builtin whose tp_repr the object's type has.
-    enum class Kind { Unreadable, Other, Default, None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet, Type };
+    enum class Kind { Unreadable, Other, Default, None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet, Type, Function };
     Kind kind(uint64_t object) const;
 
 private:

@@ -43,7 +43,7 @@ class MySet(set):  # set's repr, named: MySet({1})
 
 
 BUILTIN_REPRS = tuple(t.__repr__ for t in (object, type(None), bool, int, float, str, bytes, list, tuple, dict,
-                                           set, frozenset, type))
+                                           set, frozenset, type, type(lambda: None)))
 
 
 def runs_builtin_repr(v, seen=None):
@@ -168,6 +168,11 @@ def issue_values():
         deep = [deep]
     long_bytes = bytes(range(256)) * 8
     classes = [A, int, collections.OrderedDict, Outer.Inner, Abstract, type]
+
+    def closure():
+        return classes
+
+    functions = [closure, runs_builtin_repr, Outer.Inner.__init__]
     record("issue_values", locals())
     sys.stdout.write("FACTS " + json.dumps(FACTS) + "\nREADY\n")
     sys.stdout.flush()
