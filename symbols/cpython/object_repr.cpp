@@ -190,6 +190,22 @@ private:
             case Kind::Str: return writeStr(object);
             case Kind::Bytes: return writeBytes(object);
             case Kind::Default: put(info->defaultRepr + hexAddress(object) + ">"); return;
+            case Kind::Function: {  // func_repr: "<function %U at %p>" with its __qualname__
+                // PyFunctionObject.func_qualname: the 12th pointer after the header up to 3.9,
+                // the 4th of _Py_COMMON_FIELDS from 3.10 (3.15 too); the header ends after ob_type.
+                int64_t at = o_.layout().objectType + 8 + (o_.layout().minor <= 9 ? 88 : 24);
+                auto q = o_.memory().readPointer(object + at);
+                auto name = q && *q ? o_.str(*q, 256) : std::nullopt;
+                if (!name) return unreadable(object, "function");
+                put("<function " + *name + " at " + hexAddress(object) + ">");
+                return;
+            }
+            case Kind::Type: {  // a class: type_repr
+                auto name = r_.dottedName(object);
+                if (!name) return unreadable(object, "class");
+                put("<class '" + *name + "'>");
+                return;
+            }
             case Kind::List:
             case Kind::Tuple:
             case Kind::Dict:
@@ -343,6 +359,28 @@ ObjectRepr ReprReader::repr(uint64_t object, const ReprLimits& limits) const {
     return writer.run(object);
 }
 
+std::optional<std::string> ReprReader::dottedName(uint64_t type) const {
+    // object_repr's and type_repr's name: "module.qualname", the module left out when builtins
+    // (then tp_name); a static type's tp_name already is "module.name" or a builtin's bare name.
+    const Memory& memory = objects_.memory();
+    const CPythonLayout& layout = objects_.layout();
+    auto p = memory.readPointer(type + layout.typeName);
+    if (!p || !*p) return std::nullopt;
+    auto name = memory.readCString(*p, 128);
+    auto flags = layout.typeFlags == kAbsent ? std::nullopt : memory.readValue<uint64_t>(type + layout.typeFlags);
+    if (!name || name->empty() || !flags) return std::nullopt;
+    if (!(*flags & kTpflagsHeaptype)) return name;
+    if (layout.heapTypeName == kAbsent) return std::nullopt;
+    std::optional<std::string> module, qualname;
+    if (auto q = memory.readPointer(type + layout.heapTypeName + kQualnameFromHtName); q && *q)
+        qualname = readPyUnicode(memory, layout, *q, 256);
+    if (auto dict = memory.readPointer(type + layout.typeBase + kTypeDictFromBase); dict && *dict)
+        if (auto m = objects_.dictValue(*dict, "__module__")) module = objects_.str(*m, 256);
+    if (!qualname) return std::nullopt;
+    if (!module || *module == "builtins") return name;
+    return *module + "." + *qualname;
+}
+
 ReprReader::Kind ReprReader::kind(uint64_t object) const {
     auto type = objects_.type(object);
     if (!type) return Kind::Unreadable;
@@ -375,7 +413,8 @@ ReprReader::TypeInfo ReprReader::classify(uint64_t type) const {
     static const std::map<std::string, Kind> kBuiltins = {
         {"NoneType", Kind::None}, {"bool", Kind::Bool},   {"int", Kind::Int},   {"float", Kind::Float},
         {"str", Kind::Str},       {"bytes", Kind::Bytes}, {"list", Kind::List}, {"tuple", Kind::Tuple},
-        {"dict", Kind::Dict},     {"set", Kind::Set},     {"frozenset", Kind::FrozenSet},
+        {"dict", Kind::Dict},     {"set", Kind::Set},     {"frozenset", Kind::FrozenSet}, {"type", Kind::Type},
+        {"function", Kind::Function},
     };
     // The type and its bases: the first static builtin whose tp_repr the type has is the repr
     // CPython runs (a list subclass without __repr__ prints as a list); object's: the default.
@@ -405,19 +444,9 @@ ReprReader::TypeInfo ReprReader::classify(uint64_t type) const {
         t = *base;
     }
     if (info.kind == Kind::Default) {
-        // object_repr: "<module.qualname object at 0x...>", the module left out when builtins;
-        // a static type's tp_name already is "module.name" (or a builtin's bare name).
-        std::string shown = info.name;
-        if ((*flags & kTpflagsHeaptype) && layout.heapTypeName != kAbsent) {
-            std::optional<std::string> module, qualname;
-            if (auto q = memory.readPointer(type + layout.heapTypeName + kQualnameFromHtName); q && *q)
-                qualname = readPyUnicode(memory, layout, *q, 256);
-            if (auto dict = memory.readPointer(type + layout.typeBase + kTypeDictFromBase); dict && *dict)
-                if (auto m = objects_.dictValue(*dict, "__module__")) module = objects_.str(*m, 256);
-            if (qualname) shown = !module ? info.name : *module != "builtins" ? *module + "." + *qualname : *qualname;
-            else info.kind = Kind::Other;
-        }
-        info.defaultRepr = "<" + shown + " object at ";
+        auto shown = dottedName(type);
+        if (shown) info.defaultRepr = "<" + *shown + " object at ";
+        else info.kind = Kind::Other;
     }
     return info;
 }

@@ -8,7 +8,9 @@
 //   non-printable characters as \x.. \u.... \U........, printable ones as themselves in UTF-8),
 //   bytes, int (any size), float, bool, None, list, tuple, dict, set, frozenset, nested, and
 //   subclasses of these that keep the builtin's tp_repr (a list subclass prints as a list);
-//   an object whose type keeps object.__repr__: `<module.Qualname object at 0x7f...>`.
+//   an object whose type keeps object.__repr__: `<module.Qualname object at 0x7f...>`; a class
+//   whose metaclass keeps type.__repr__: `<class 'module.Qualname'>`; a Python function:
+//   `<function outer.<locals>.inner at 0x...>`.
 // Otherwise (a type with its own __repr__, which only running it could print):
 //   `<TYPE object at 0x...>` with TYPE its tp_name, and `exact` false.
 // An object whose header or type cannot be read: `<unreadable object at 0x...>`, `readable` false
@@ -26,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "symbols/cpython/object_reader.h"
@@ -46,8 +49,8 @@ struct ObjectRepr {
                              // nothing left as <TYPE object at ...>, nothing unreadable inside)
     bool truncated = false;  // cut by a limit (maxBytes, maxItems or maxDepth)
     // The value is a builtin CPython prints without running Python code (str, bytes, int, float,
-    // bool, None, list, tuple, dict, set, frozenset, their repr-keeping subclasses, or an
-    // object.__repr__ object): what --locals' JSON gives as `value` (null otherwise).
+    // bool, None, list, tuple, dict, set, frozenset, their repr-keeping subclasses, a class, a
+    // function, or an object.__repr__ object): what --locals' JSON gives as `value` (null otherwise).
     bool builtin = false;
 };
 
@@ -61,7 +64,7 @@ public:
     ObjectRepr repr(uint64_t object, const ReprLimits& limits) const;
 
     // What repr() dispatches on: the builtin whose tp_repr the object's type has.
-    enum class Kind { Unreadable, Other, Default, None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet };
+    enum class Kind { Unreadable, Other, Default, None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet, Type, Function };
     Kind kind(uint64_t object) const;
 
 private:
@@ -72,6 +75,8 @@ private:
         std::string setName;     // set_repr's type name for a set subclass ("MySet"); "" for set/frozenset
     };
     const TypeInfo& typeInfo(uint64_t type) const;
+    // A type's "module.Qualname" as object_repr and type_repr print it.
+    std::optional<std::string> dottedName(uint64_t type) const;
     TypeInfo classify(uint64_t type) const;
 
     const ObjectReader& objects_;

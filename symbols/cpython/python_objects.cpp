@@ -38,8 +38,10 @@ std::optional<std::u32string> readPyUnicodeCodePoints(const Memory& memory, cons
     auto size = memory.readValue<int64_t>(object + layout.unicodeLength);
     auto state = memory.readValue<uint32_t>(object + layout.unicodeState);
     if (!size || !state || *size < 0) return std::nullopt;
-    // state bit-field: interned:2, kind:3, compact:1, ascii:1 (same order in 3.8 - 3.14)
-    unsigned kind = (*state >> 2) & 7, compact = (*state >> 5) & 1, ascii = (*state >> 6) & 1;
+    // state bit-field: interned:2, kind:3, compact:1, ascii:1 (same order in 3.8 - 3.15); 3.14+'s
+    // free-threaded builds keep `interned` in a byte of its own (atomic), the bit-fields after it.
+    unsigned at = layout.freeThreaded && layout.minor >= 14 ? 8 : 2;
+    unsigned kind = (*state >> at) & 7, compact = (*state >> (at + 3)) & 1, ascii = (*state >> (at + 4)) & 1;
     if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1)) return std::nullopt;
     size_t n = std::min<size_t>(static_cast<size_t>(*size), maxChars);
     uint64_t data = object + (ascii ? layout.unicodeAsciiData : layout.unicodeCompactData);

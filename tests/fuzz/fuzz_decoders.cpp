@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the decoders that read what a damaged process left behind — line tables, pybind11
-// IDs, build-id notes, and Python str/bytes/dict objects in a memory made of the input.
+// IDs, build-id notes, and Python str/bytes/dict objects and reprs in a memory made of the input.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "symbols/cpython/layout.h"
 #include "symbols/cpython/line_table.h"
+#include "symbols/cpython/object_repr.h"
 #include "symbols/cpython/python_objects.h"
 #include "symbols/elf/elf_file.h"
 #include "symbols/pybind11/internals_id.h"
@@ -51,6 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         pytstates::readPyBytes(memory, layout, 0x1000);
         pytstates::readPyDict(memory, layout, 0x1000);
         pytstates::readTypeName(memory, layout, 0x1000);
+        pytstates::ObjectReader objects(memory, layout);
+        pytstates::ReprReader(objects).repr(0x1000);
     }
     return 0;
 }

@@ -72,7 +72,7 @@ def r(v):
 
 
 BUILTIN_REPRS = tuple(t.__repr__ for t in (object, type(None), bool, int, float, str, bytes, list, tuple, dict,
-                                           set, frozenset))
+                                           set, frozenset, type, type(lambda: None)))
 
 
 def tp_name(t):

@@ -5,6 +5,8 @@
 # surrogates, quotes, non-printables, sets, cycles, subclasses); prints each frame's locals as
 # repr() gives them (the program's word) with which repr CPython runs for each, then waits until
 # it is dumped (values_test.py). Runs on 3.8 - 3.15.
+import abc
+import collections
 import json
 import sys
 import time
@@ -23,6 +25,15 @@ class Custom:  # its own __repr__: only running it could print it
         return "Custom!"
 
 
+class Outer:
+    class Inner:  # type.__repr__: <class '__main__.Outer.Inner'>
+        pass
+
+
+class Abstract(abc.ABC):  # a metaclass (ABCMeta) that keeps type.__repr__
+    pass
+
+
 class MyList(list):  # list's repr
     pass
 
@@ -32,7 +43,7 @@ class MySet(set):  # set's repr, named: MySet({1})
 
 
 BUILTIN_REPRS = tuple(t.__repr__ for t in (object, type(None), bool, int, float, str, bytes, list, tuple, dict,
-                                           set, frozenset))
+                                           set, frozenset, type, type(lambda: None)))
 
 
 def runs_builtin_repr(v, seen=None):
@@ -156,6 +167,12 @@ def issue_values():
     for _ in range(40):
         deep = [deep]
     long_bytes = bytes(range(256)) * 8
+    classes = [A, int, collections.OrderedDict, Outer.Inner, Abstract, type]
+
+    def closure():
+        return classes
+
+    functions = [closure, runs_builtin_repr, Outer.Inner.__init__]
     record("issue_values", locals())
     sys.stdout.write("FACTS " + json.dumps(FACTS) + "\nREADY\n")
     sys.stdout.flush()
