@@ -98,6 +98,10 @@ public:
     // What a core says of its process (NT_PRPSINFO); nullopt for live targets (their /proc says
     // it) and debuggers' targets.
     virtual std::optional<ProcessFacts> processFacts() const { return std::nullopt; }
+    // The paths of the files the process had mapped, as the target itself lists them apart from
+    // its memory (a core's NT_FILE): what a core cut short still names when the link map is in
+    // the part cut off. Empty when the target keeps no such list.
+    virtual std::vector<std::string> mappedFilePaths() const { return {}; }
     // Where the kernel mapped the vDSO (AT_SYSINFO_EHDR); nullopt when unknown.
     virtual std::optional<uint64_t> vdsoAddress() const { return std::nullopt; }
     // The process's CLOCK_MONOTONIC (what time.monotonic() and an asyncio loop's time() read), in

@@ -26,7 +26,9 @@ std::string filesHelp(const Target& target) {
 
 namespace {
 
-std::string explainWhy(const Target& target, const std::vector<std::string>& rejected, bool* notPython) {
+// *notPython: nothing names CPython (its conclusion is the caller's to draw); *mappedPython: the
+// mapped file that names it where no loaded module does.
+std::string explainWhy(const Target& target, const std::vector<std::string>& rejected, bool* notPython, std::string* mappedPython) {
     const std::string head = "no initialised CPython runtime in the target: ";
     if (!rejected.empty()) {
         const std::string& why = rejected.front();
@@ -65,25 +67,42 @@ std::string explainWhy(const Target& target, const std::vector<std::string>& rej
                "); if CPython is linked into one of them, " +
                (exeUnreadable ? "give the program's file with --exe FILE if it was moved or rebuilt, or " : "") + filesHelp(target);
     }
+    size_t looked = target.modules().size();
+    std::string none = "no loaded module defines _PyRuntime (" + std::to_string(looked) + (looked == 1 ? " module" : " modules") + " looked at)";
+    // The link map names no CPython; the core's own list of mapped files (NT_FILE) may, where the
+    // link map is gone with the memory it lives in.
+    for (const auto& path : target.mappedFilePaths())
+        if (looksLikePython(path)) {
+            *mappedPython = path;
+            return head + "CPython was loaded (the core's mapped files name " + path + "), but " + none;
+        }
     *notPython = true;
-    return head + "no loaded module defines _PyRuntime (" + std::to_string(target.modules().size()) +
-           " modules looked at): the process does not run CPython";
+    return head + none;
 }
 
 }  // namespace
 
 NoRuntime explainNoRuntime(const Target& target, const std::vector<std::string>& rejected) {
     NoRuntime r;
-    r.why = explainWhy(target, rejected, &r.notPython);
+    std::string mappedPython;
+    r.why = explainWhy(target, rejected, &r.notPython, &mappedPython);
     for (const auto& w : target.warnings())
         if (w.find("truncated") != std::string::npos) {
-            // What is missing may be the runtime itself, or the link map that names its module.
-            r.why = w + ", so no CPython runtime could be found in what it holds (the runtime's memory, or the link map "
-                    "naming its module, may be in the part cut off); from what it holds: " + r.why;
-            r.notPython = false;
             r.truncated = true;
+            r.notPython = false;  // what is cut off may be CPython: nothing says it is not there
+            if (!mappedPython.empty()) {
+                // CPython was there: its memory, or the link map naming it, is what is missing.
+                r.why = w + ": CPython was loaded (the core's mapped files name " + mappedPython +
+                        ") but its memory is cut off, so no CPython runtime can be read from what the core holds "
+                        "(the link map naming its module, or _PyRuntime itself, is in the part cut off)";
+            } else {
+                // What is missing may be the runtime itself, or the link map that names its module.
+                r.why = w + ", so no CPython runtime could be found in what it holds (the runtime's memory, or the link map "
+                        "naming its module, may be in the part cut off); from what it holds: " + r.why;
+            }
             break;
         }
+    if (r.notPython) r.why += ": the process does not run CPython";
     return r;
 }
 

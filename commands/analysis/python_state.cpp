@@ -11,11 +11,17 @@ namespace {
 void nameThreads(const Target& target, Report& report) {
     std::map<uint64_t, std::string> byIdent;
     std::map<int64_t, PythonThreadNames::ByNativeId> byNativeId;
+    uint64_t mainIdent = 0;
+    int64_t mainNativeId = 0;
     for (const auto& rt : report.runtimes)
         for (const auto& interp : rt.interpreters) {
             PythonThreadNames names = readPythonThreadNames(target, rt, interp);
             byIdent.insert(names.byIdent.begin(), names.byIdent.end());  // the first interpreter's name wins
             byNativeId.insert(names.byNativeId.begin(), names.byNativeId.end());
+            if (!mainIdent && !mainNativeId && interp.main) {
+                mainIdent = names.mainIdent;
+                mainNativeId = names.mainNativeId;
+            }
         }
     for (auto& row : report.threads) {
         auto ident = byIdent.find(row.pthread);
@@ -23,10 +29,12 @@ void nameThreads(const Target& target, Report& report) {
         if (ident != byIdent.end() && row.pthread) {
             row.name = ident->second;
             row.nameSource = "threading";
+            row.threadingMain = mainIdent && row.pthread == mainIdent;
         } else if (native != byNativeId.end() && (!row.pthread || !native->second.ident)) {
             // by the native id only where the ident cannot say (see ByNativeId)
             row.name = native->second.name;
             row.nameSource = "threading";
+            row.threadingMain = mainNativeId && row.lwp == mainNativeId;
         } else if (auto comm = target.threadComm(row.lwp)) {
             row.name = *comm;
             row.nameSource = "kernel";

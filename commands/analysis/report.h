@@ -125,6 +125,9 @@ struct ThreadRow {
     // else the kernel's (comm); none: nothing names it (a core keeps only the main thread's comm).
     std::optional<std::string> name;
     std::string nameSource;  // "threading" or "kernel"
+    // Its name is threading._main_thread's: the thread threading was first imported on, which
+    // is not always the process's first thread (an embedder's worker).
+    bool threadingMain = false;
 };
 
 // One thread of a deadlock's cycle, as the finding tells it.

@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "commands/render/text_layout.h"
 #include "commands/version.h"
 
 namespace pytstates {
@@ -46,7 +47,7 @@ std::string Recording::startText() const {
     std::vector<std::string> order;
     for (const auto& p : plan_.probes)
         if (perFunction[p.function]++ == 0) order.push_back(p.function);
-    std::string out = "recording thread-state events through " + std::to_string(plan_.probes.size()) + " breakpoints in";
+    std::string out = "recording thread-state events through " + plural(plan_.probes.size(), "breakpoint") + " in";
     for (const auto& m : plan_.modules) out += " " + m;
     out += ":";
     for (size_t i = 0; i < order.size(); ++i) {
@@ -115,10 +116,10 @@ std::string armedText(bool running) {
 
 std::string recordStatusText(bool armed, size_t breakpoints, const HistoryLog* log) {
     if (armed) return "recording armed (waiting for the program to start and load CPython)\n";
-    std::string counts = log ? std::to_string(log->hits()) + " breakpoint hits, " + std::to_string(log->recorded()) + " events recorded, " +
+    std::string counts = log ? plural(log->hits(), "breakpoint hit") + ", " + plural(log->recorded(), "event") + " recorded, " +
                                    std::to_string(log->events().size()) + " kept, " + std::to_string(log->dropped()) + " dropped"
                              : "";
-    if (breakpoints) return "recording on: " + std::to_string(breakpoints) + " breakpoints" + (log ? ", " + counts : "") + "\n";
+    if (breakpoints) return "recording on: " + plural(breakpoints, "breakpoint") + (log ? ", " + counts : "") + "\n";
     return log ? "recording off: " + counts + " (the history stays: show, save)\n" : "recording off: nothing recorded\n";
 }
 

@@ -7,6 +7,7 @@
 
 #include "commands/render/render_stacks.h"
 #include "commands/render/text_encoding.h"
+#include "commands/render/text_layout.h"
 #include "symbols/text/base_name.h"
 #include "symbols/text/hex_address.h"
 
@@ -77,11 +78,12 @@ void renderGreenletModule(std::ostringstream& out, const Report& report, const G
     for (const auto& t : scan.threads) lwps.insert(t.lwp);
     out << "  greenlet " << (scan.version.empty() ? "?" : shown(scan.version)) << " (" << shown(baseName(scan.module)) << ", "
         << (scan.layoutSource == "dwarf" ? "layout from DWARF" : scan.layoutSource == "table" ? "built-in layout" : "no layout")
-        << "): " << scan.greenlets.size() << " greenlets on " << lwps.size() << " thread" << (lwps.size() == 1 ? "" : "s")
-        << ", " << scan.gcObjects << " objects on the collector's lists\n";
+        << "): " << plural(scan.greenlets.size(), "greenlet") << " on " << plural(lwps.size(), "thread") << ", "
+        << plural(scan.gcObjects, "object") << " on the collector's lists\n";
     if (!scan.problem.empty()) out << "  note: " << shown(scan.problem) << "\n";
     if (scan.rejected)
-        out << "  note: " << scan.rejected << " objects of greenlet's type did not point back from their implementation\n";
+        out << "  note: " << plural(scan.rejected, "object") << " of greenlet's type did not point back from "
+            << (scan.rejected == 1 ? "its" : "their") << " implementation\n";
     auto unowned = report.greenletsWithoutTstate(scan);
     if (unowned.empty()) return;
     out << "  under no thread state: " << greenletCounts(unowned) << "\n";

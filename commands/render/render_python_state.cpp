@@ -19,24 +19,38 @@ std::string quoted(const std::string& name) {
     return out + "\"";
 }
 
+// threading's main thread on another thread than the process's first (whose LWP is the pid): an
+// embedder's worker that imported threading first. Its "MainThread" would mislead unsaid.
+bool notFirstThread(const Report& report, const ThreadRow& row) {
+    return row.threadingMain && report.target.pid && row.lwp != report.target.pid;
+}
+
+// A thread's Python name, quoted, and why a "MainThread" that is not the first thread is called so.
+std::string pythonName(const Report& report, const ThreadRow& row) {
+    return quoted(*row.name) + (notFirstThread(report, row) ? " (threading's main thread, though not the process's first thread: "
+                                                              "threading was first imported on it)"
+                                                            : "");
+}
+
 }  // namespace
 
-std::string threadNameWords(const ThreadRow& row) {
+std::string threadNameWords(const Report& report, const ThreadRow& row) {
     if (!row.name) return "";
-    return (row.nameSource == "threading" ? "  name " : "  comm ") + quoted(*row.name);
+    return row.nameSource == "threading" ? "  name " + pythonName(report, row) : "  comm " + quoted(*row.name);
 }
 
 std::string tstateNameWords(const Report& report, uint64_t tstate) {
     auto lwp = report.lwpFor(tstate);
     if (!lwp) return "";
     for (const auto& row : report.threads)
-        if (row.lwp == *lwp && row.name && row.nameSource == "threading") return "  " + quoted(*row.name);
+        if (row.lwp == *lwp && row.name && row.nameSource == "threading") return "  " + pythonName(report, row);
     return "";
 }
 
 std::string lwpNameWords(const Report& report, int lwp) {
     for (const auto& row : report.threads)
-        if (row.lwp == lwp && row.name && row.nameSource == "threading") return " " + quoted(*row.name);
+        if (row.lwp == lwp && row.name && row.nameSource == "threading")
+            return " " + quoted(*row.name) + (notFirstThread(report, row) ? " (threading's main thread, not the process's first)" : "");
     return "";
 }
 

@@ -9,8 +9,9 @@
 
 namespace pytstates {
 
-// "  name \"worker-3\"" (Thread.name) or "  comm \"python3\"" (the kernel's); empty when none.
-std::string threadNameWords(const ThreadRow& row);
+// "  name \"worker-3\"" (Thread.name) or "  comm \"python3\"" (the kernel's); empty when none. A
+// "MainThread" that threading named on a thread other than the process's first says so.
+std::string threadNameWords(const Report& report, const ThreadRow& row);
 // The same for a thread state's line: only a name Python gave the thread that runs it.
 std::string tstateNameWords(const Report& report, uint64_t tstate);
 // " \"worker-3\"" after a thread's label in CRASH, HANG and the findings: only a name Python gave it.

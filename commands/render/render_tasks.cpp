@@ -198,7 +198,8 @@ bool renderTaskHang(std::ostringstream& out, const Report& report, bool color, s
             any = true;
             std::map<uint64_t, std::string> names;
             for (const auto& s : f.taskCycle) names[s.task] = "'" + shown(s.name) + "' ";
-            out << paint("HANG", Paint::Hang, color) << "  deadlock: " << f.taskCycle.size() << " asyncio tasks wait for each other\n";
+            out << paint("HANG", Paint::Hang, color) << "  deadlock: " << (f.taskCycle.size() == 1 ? std::string("1 asyncio task waits for itself")
+                                                                                     : std::to_string(f.taskCycle.size()) + " asyncio tasks wait for each other") << "\n";
             for (size_t i = 0; i < f.taskCycle.size(); ++i) {
                 const TaskCycleStep& s = f.taskCycle[i];
                 out << "  " << (i ? "-> " : "   ") << "task '" << shown(s.name) << "' " << hexAddress(s.task) << "  ";

@@ -499,7 +499,7 @@ ThreadTable threadTable(const Report& report, const RenderOptions& options) {
         std::string tail = t.nativeFrames.empty() ? "?" : t.nativeFrames.front().function.empty() ? "??" : shown(shortFunction(t.nativeFrames.front().function));
         if (t.blockedOn && t.blockedOn->kind != WaitKind::None)
             tail += "  [" + shown(blockedOnWords(*t.blockedOn) + finalizingWaitWords(*t.blockedOn)) + "]";
-        table.tails.push_back(tail + threadNameWords(t));
+        table.tails.push_back(tail + threadNameWords(report, t));
     }
     return table;
 }
@@ -604,7 +604,7 @@ std::string renderText(const Report& report, const RenderOptions& options) {
     if (ns.size() > 1) where.push_back("pid " + std::to_string(ns.back()) + " in its own PID namespace");
     if (report.target.root != "/") where.push_back("its root is " + shown(report.target.root));
     for (size_t i = 0; i < where.size(); ++i) out << (i ? "; " : " (") << where[i] << (i + 1 == where.size() ? ")" : "");
-    out << "  " << shown(report.target.executable) << "  " << report.threads.size() << " threads";
+    out << "  " << shown(report.target.executable) << "  " << plural(report.threads.size(), "thread");
     if (report.target.stoppedMs) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "  (stopped %.1f ms)", *report.target.stoppedMs);

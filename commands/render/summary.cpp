@@ -33,8 +33,6 @@ std::string hangWords(const Finding& f) {
     }
 }
 
-std::string plural(size_t n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
-
 }  // namespace
 
 int reportExitStatus(const Report& report) {

@@ -6,6 +6,8 @@
 
 namespace pytstates {
 
+std::string plural(size_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
 namespace {
 
 // Where the escape starting at i ends (one past its final letter), or i when none starts there.

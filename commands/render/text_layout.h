@@ -11,6 +11,9 @@ namespace pytstates {
 // Columns a line takes: UTF-8 sequences count one, colour escapes (ESC [ ... m) none.
 size_t displayWidth(const std::string& line);
 
+// "1 thread", "2 threads": a count and its noun, plural unless it is one.
+std::string plural(size_t n, const std::string& noun);
+
 // The words of text on lines of at most width columns, each starting with indent; width 0:
 // one line.
 std::string wrapText(const std::string& text, size_t width, const std::string& indent);

@@ -64,6 +64,14 @@ std::optional<uint64_t> CoreTarget::vdsoAddress() const {
     return v;
 }
 
+std::vector<std::string> CoreTarget::mappedFilePaths() const {
+    std::vector<std::string> paths;
+    if (synthesizedMappings_) return paths;  // made from the link map: nothing it does not list
+    for (const auto& m : mappings_)
+        if (!m.path.empty() && std::find(paths.begin(), paths.end(), m.path) == paths.end()) paths.push_back(m.path);
+    return paths;
+}
+
 size_t CoreTarget::read(uint64_t addr, void* buf, size_t len, bool keep) const {
     countRead(len);
     auto* out = static_cast<unsigned char*>(buf);

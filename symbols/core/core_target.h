@@ -40,6 +40,7 @@ public:
     std::optional<ProcessFacts> processFacts() const override { return core_.processFacts(); }
     std::string sysroot() const override { return search_.sysroot; }
     std::optional<uint64_t> vdsoAddress() const override;
+    std::vector<std::string> mappedFilePaths() const override;
     const CoreFile& core() const { return core_; }
 
 private:

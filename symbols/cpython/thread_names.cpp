@@ -50,6 +50,12 @@ PythonThreadNames readPythonThreadNames(const Target& target, const Runtime& run
         return out;
     }
     for (const auto& e : *entries) addThread(reader, e.value, reader.integer(e.key), out);
+    if (auto main = reader.moduleGlobal(sysdict, "threading", "_main_thread")) {
+        if (auto i = reader.attribute(*main, "_ident"))
+            if (auto ident = reader.integer(*i); ident && *ident) out.mainIdent = static_cast<uint64_t>(*ident);
+        if (auto n = reader.attribute(*main, "_native_id"))
+            if (auto id = reader.integer(*n); id && *id > 0) out.mainNativeId = *id;
+    }
     // Started, not yet in _active: the new thread registers itself in _bootstrap_inner; its
     // ident is set by then (3.8-3.12: _set_ident first; 3.13+: start() sets it).
     if (auto limbo = reader.moduleGlobal(sysdict, "threading", "_limbo"))

@@ -25,6 +25,10 @@ struct PythonThreadNames {
         uint64_t ident = 0;
     };
     std::map<int64_t, ByNativeId> byNativeId;
+    // threading._main_thread's ident and native id (0: none read): the Thread threading made for
+    // the thread it was first imported on, named "MainThread" whichever thread that was.
+    uint64_t mainIdent = 0;
+    int64_t mainNativeId = 0;
     std::string note;  // why nothing was read (no threading module, an unreadable registry)
 };
 

@@ -294,7 +294,8 @@ std::optional<GreenletScan> scanGreenlets(const Target& target, const GlibcKeys*
     inheritThreads(&scan);
     if (scan.greenlets.empty() && scan.rejected) {
         scan.problem = "the greenlet " + scan.version + " layout (" + scan.layoutSource + ") does not fit: none of " +
-                       std::to_string(scan.rejected) + " objects of greenlet's type points back from its implementation";
+                       std::to_string(scan.rejected) + (scan.rejected == 1 ? " object" : " objects") +
+                       " of greenlet's type points back from its implementation";
     }
     return scan;
 }

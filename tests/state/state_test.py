@@ -133,6 +133,65 @@ def names_case(args):
         scenario.cleanup(core)
 
 
+def main_elsewhere_case(args):
+    """A "MainThread" on a thread that is not the process's first says so, where the program's
+    own threading says its main thread is that worker (up to 3.12); nowhere else."""
+    argv = [python_for(args.python), os.path.join(HERE, "main_elsewhere.py")]
+    note = "(threading's main thread, though not the process's first thread: threading was first imported on it)"
+
+    def check(report, text, facts):
+        rows = rows_of(report)
+        worker = rows.get(facts["worker_lwp"])
+        expect(worker is not None and facts["worker_lwp"] != facts["pid"], "the worker LWP %d is listed" % facts["worker_lwp"], report)
+        lines = [l for l in text.splitlines() if re.match(r"^\s+(\d+\s+)?%d\s" % facts["worker_lwp"], l)]
+        expect(len(lines) == 1, "the worker's row in the thread table:\n" + text)
+        if facts["main_ident_is_worker"]:
+            expect(worker.get("name") == facts["worker_name"] == "MainThread" and worker.get("name_source") == "threading",
+                   "threading named the worker MainThread", report)
+            expect(lines[0].endswith('name "MainThread" ' + note), "the worker's row says why it is MainThread:\n" + lines[0])
+        else:
+            expect(note not in text and "not the process's first" not in text,
+                   "threading's main thread is the process's first: no note\n" + text)
+        first = [l for l in text.splitlines() if re.match(r"^\s+(\d+\s+)?%d\s" % facts["pid"], l)]
+        expect(not first or "not the process's first" not in first[0], "the first thread has no note:\n" + "\n".join(first))
+        print("main-elsewhere (%s): %s" % (args.kind, lines[0].strip()[-170:]))
+
+    if args.kind == "live":
+        with scenario.running(argv) as (proc, facts):
+            _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--pid", str(proc.pid), "--json"], 0)
+            _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--width", "0", "--pid", str(proc.pid)], 0)
+            check(report, text, facts)
+        return
+    facts, core = scenario.take_core(argv, args.kind)
+    try:
+        quiet = scenario.quiet_status(args.kind)
+        _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json"], quiet)
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--width", "0", "--core", core], quiet)
+        check(report, text, facts)
+    finally:
+        scenario.cleanup(core)
+
+
+def one_thread_case(args):
+    """A process of one thread and one thread state: every count in the text is singular (the
+    header's "1 thread", the interpreter's "1 thread state", the OS THREADS table, the last line)."""
+    program = 'import sys; print("FACTS {}", flush=True); print("READY", flush=True); sys.stdin.readline()'
+    facts, core = scenario.take_core([python_for(args.python), "-c", program], args.kind)
+    try:
+        _, report, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--core", core, "--json"], scenario.quiet_status(args.kind))
+        expect(len(report["threads"]) == 1, "one thread", report["threads"])
+        _, text, _ = scenario.run_pytstates(args.pytstates, ["tstates", "--width", "0", "--core", core], scenario.quiet_status(args.kind))
+        head = text.splitlines()[0]
+        expect(head.endswith("  1 thread") and "1 thread state\n" in text and "OS THREADS (1)" in text and
+               "pytstates: 1 thread, 1 thread state, no crash; exit 0" in text and not re.search(r"\b1 [a-z ]*?s\b(?! state)", head),
+               "one of each, said as one:\n" + text)
+        plural = re.findall(r"(?<![\w.x-])1 (?:thread|thread state|record|greenlet|task|event loop|module|object|breakpoint)s\b", text)
+        expect(not plural, "no count of one in the plural: %s\n%s" % (plural, text))
+        print("one thread: %s / %s" % (head, text.strip().splitlines()[-1]))
+    finally:
+        scenario.cleanup(core)
+
+
 # ---------------------------------------------------------------- GC
 
 def gc_expr(version):
@@ -367,9 +426,9 @@ def main():
     p.add_argument("--plugin")
     p.add_argument("--no-dwarf", action="store_true", help="gc: pytstates --no-dwarf (the built-in table)")
     p.add_argument("--sid-dir", help="exit-hang-sid: scripts/debian-python 3.14's directory")
-    p.add_argument("case", choices=["names", "gc", "exit-hang", "exit-ends", "exit-hang-sid", "debuggers", "debuggers-exit-hang"])
+    p.add_argument("case", choices=["names", "main-elsewhere", "one-thread", "gc", "exit-hang", "exit-ends", "exit-hang-sid", "debuggers", "debuggers-exit-hang"])
     args = p.parse_args()
-    {"names": names_case, "gc": gc_case, "exit-hang": exit_case, "exit-ends": exit_case, "exit-hang-sid": exit_sid_case, "debuggers": debuggers_case,
+    {"names": names_case, "main-elsewhere": main_elsewhere_case, "one-thread": one_thread_case, "gc": gc_case, "exit-hang": exit_case, "exit-ends": exit_case, "exit-hang-sid": exit_sid_case, "debuggers": debuggers_case,
      "debuggers-exit-hang": debuggers_exit_hang_case}[args.case](args)
 
 
