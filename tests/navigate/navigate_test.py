@@ -90,7 +90,8 @@ def python_core(args):
         expect(between(out, "loc3").strip() == "depth = 2", "#3 is crasher(2): " + between(out, "loc3"))
         expect(frames(between(out, "down2"))[0][0] == 1, "pyt-down 2: #1")
         loc1 = between(out, "loc1")
-        expect("depth = 0" in loc1 and "line = %d" % facts["line"] in loc1 and "files = " in loc1,
+        files = {"file": facts["file"], "ctypes_file": facts["ctypes_file"]}
+        expect("depth = 0" in loc1 and "line = %d" % facts["line"] in loc1 and "files = %r" % files in loc1,
                "crasher(0)'s locals as the program made them:\n" + loc1)
         expect(between(out, "pdepth").strip() == "local 'depth' = 0" and between(out, "pline").strip() == "local 'line' = %d" % facts["line"],
                "pyt print finds locals")
