@@ -111,7 +111,8 @@ def python_core(args):
         expect(every.count("thread state 0x") == 2 and "_wait_for_tstate_lock" in every and "string_at" in every,
                "thread apply all pyt bt: both threads:\n" + every)
         native = between(out, "native")
-        expect(re.search(r"_PyEval_EvalFrameDefault.*\n\s+\*?\(Python\) #0 string_at", native), "pyt bt -native:\n" + native)
+        m = re.search(r"^#(\d+)\s+0x[0-9a-f]+ in _PyEval_EvalFrameDefault.*\n\s+\*?\(Python\) #0 string_at", native, re.M)
+        expect(m is not None and int(m.group(1)) == ours[0][4], "pyt bt -native: the eval frame numbered as gdb does (#%s):\n%s" % (ours[0][4], native))
         expect("frame 0x" in between(out, "full") and "depth = 0" in between(out, "full"), "pyt bt -full: locals and addresses")
         print("pyt bt: %d frames, as py-bt and the program; up/down/frame on C #%d/#%d" % (len(ours), level, level2))
     finally:
@@ -254,6 +255,31 @@ def view_api(args):
         scenario.cleanup(core)
 
 
+def asyncio_core(args):
+    """Two threads, each running its own event loop with a stuck task (tests/asyncio's twoloops):
+    pyt thread selects the thread running a task's loop, by the task's name and by its address,
+    and a Python thread by its name."""
+    program = os.path.join(HERE, "..", "asyncio", "scenarios.py")
+    facts, core = scenario.take_core([scenario.PYTHON, program, "twoloops"], "gcore")
+    try:
+        loops = {l["name"]: l for l in facts["loops"]}
+        cmds = []
+        for name in ("loop-one", "loop-two"):
+            cmds += marked(name + "-name", "pyt thread %s-waiter" % name) + marked(name + "-addr", "pyt thread %d" % facts["tasks"][name + "-waiter"])
+            cmds += marked(name + "-bt", "pyt bt") + marked(name + "-thread", "pyt thread %s" % loops[name]["thread"])
+        _, out = gdb(args.gdb_script, [scenario.PYTHON, core], cmds)
+        no_traceback(out)
+        for name in ("loop-one", "loop-two"):
+            lwp = loops[name]["lwp"]
+            for how in ("name", "addr", "thread"):
+                expect("(LWP %d)" % lwp in between(out, name + "-" + how), "pyt thread (%s of %s) selects LWP %d:\n%s" % (how, name, lwp, between(out, name + "-" + how)))
+            expect('LWP %d "%s"' % (lwp, loops[name]["thread"]) in between(out, name + "-bt") and "_run_once" in between(out, name + "-bt"),
+                   "pyt bt on the loop's thread:\n" + between(out, name + "-bt"))
+        print("pyt thread: two tasks' loops, by name and address, and their threads")
+    finally:
+        scenario.cleanup(core)
+
+
 def errors(args):
     """No process: one line; help pyt; libpython's names are not ours."""
     _, out = gdb(args.gdb_script, [], marked("none", "pyt bt") + marked("help", "help pyt") + marked("hbt", "help pyt-bt") +
@@ -269,12 +295,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "errors"])
+    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "asyncio-core", "errors"])
     args = p.parse_args()
     if args.case.startswith("stripped-core-"):
         stripped_core(args, args.case[len("stripped-core-"):])
     else:
-        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "errors": errors}[args.case](args)
+        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "asyncio-core": asyncio_core, "errors": errors}[args.case](args)
     print("PASS navigate " + args.case)
 
 
