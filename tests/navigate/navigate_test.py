@@ -172,7 +172,8 @@ def stripped_core(args, version):
         try:
             cmds = (["set solib-search-path " + work] + marked("info", "info sharedlibrary libpython") + marked("pybt", "py-bt") +
                     marked("bt", "pyt bt") + marked("up", "pyt up") + marked("fup", "frame") + marked("loc", "pyt locals") +
-                    marked("all", "thread apply all pyt bt"))
+                    marked("all", "thread apply all pyt bt") + marked("ts", "pyt tstate") + marked("print", "pyt print line") +
+                    marked("main", "pyt thread MainThread") + marked("mainbt", "pyt bt"))
             _, out = gdb(args.gdb_script, [exe, core], cmds)
             no_traceback(out)
             expect(work in between(out, "info") and "(*)" in between(out, "info"), "gdb loads the stripped libpython, no debugging information:\n" + between(out, "info"))
@@ -186,6 +187,10 @@ def stripped_core(args, version):
             loc = between(out, "loc")
             expect("depth = 0" in loc and "line = %d" % facts["line"] in loc, "crasher(0)'s locals:\n" + loc)
             expect(between(out, "all").count("thread state 0x") == 2, "thread apply all pyt bt")
+            expect("runs on LWP %d" % facts["lwp"] in between(out, "ts"), "pyt tstate:\n" + between(out, "ts"))
+            expect(between(out, "print").strip() == "local 'line' = %d" % facts["line"], "pyt print: " + between(out, "print"))
+            expect("Switching to thread" in between(out, "main") and " join (" in between(out, "mainbt") and
+                   '"MainThread"' in between(out, "mainbt"), "pyt thread MainThread, pyt bt there:\n" + between(out, "mainbt"))
             print("stripped %s: %d frames, pyt up on C #%d" % (version, len(ours), level))
         finally:
             scenario.cleanup(core)
