@@ -234,6 +234,8 @@ def view_api(args):
         _, out = gdb(args.gdb_script, [scenario.PYTHON, core], ["source " + os.path.join(HERE, "view_questions.py")])
         no_traceback(out)
         got = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"^VIEW (\S+) (.*)$", out, re.M)}
+        wanted = "ctypes" if os.environ.get("PYTSTATES_CORE") == "ctypes" else "pybind11"
+        expect(got["binding"]["binding"] == wanted, "the %s binding answered" % wanted, got["binding"])
         stack = got["stack"]
         expect(stack["lwp"] == facts["lwp"] and stack["thread_name"] == "crasher" and stack["gil"] == "holds" and
                [f["function"] for f in stack["frames"]][:4] == ["string_at", "crasher", "crasher", "crasher"] and
@@ -300,12 +302,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "asyncio-core", "errors"])
+    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "view-api-ctypes", "asyncio-core", "errors"])
     args = p.parse_args()
     if args.case.startswith("stripped-core-"):
         stripped_core(args, args.case[len("stripped-core-"):])
     else:
-        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "asyncio-core": asyncio_core, "errors": errors}[args.case](args)
+        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "view-api-ctypes": view_api, "asyncio-core": asyncio_core, "errors": errors}[args.case](args)
     print("PASS navigate " + args.case)
 
 
