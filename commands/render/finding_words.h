@@ -36,6 +36,8 @@ std::string pythonWaitWords(const std::string& kind, uint64_t object, const std:
 std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine, const std::string& name);
 // A thread's wait in full: its kind and object, the Python words, its holder and the holder's evidence.
 std::string blockedOnWords(const BlockedOn& b);
+// What the memory at a thread-state pointer in no list shows ("its memory now holds ...").
+std::string tstateMemoryWords(const TstateMemory& m);
 
 // What waits on an event loop: "2 callbacks ready to run, 3 timers scheduled, 1 due (the earliest
 // 4.031 s ago)"; a core's timers: "3 timers scheduled (a core records no clock: ...)".
