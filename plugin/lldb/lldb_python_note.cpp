@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugin/lldb/lldb_python_note.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace pytstates::lldbfront {
+
+namespace {
+
+bool hasEmbeddedInterpreter(const std::string& dir) {
+    return !dir.empty() && access((dir + "/lldb/embedded_interpreter.py").c_str(), R_OK) == 0;
+}
+
+// Where this lldb's own lldb module lies: beside liblldb (its LLVM tree's lib/python3.X/dist-packages).
+std::string moduleDirBesideLiblldb() {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&lldb::SBHostOS::GetLLDBPythonPath), &info) || !info.dli_fname) return "";
+    std::string lib = info.dli_fname;
+    size_t slash = lib.rfind('/');
+    if (slash == std::string::npos) return "";
+    std::string pattern = lib.substr(0, slash) + "/python3*/dist-packages/lldb/embedded_interpreter.py";
+    glob_t found{};
+    std::string dir;
+    if (glob(pattern.c_str(), 0, nullptr, &found) == 0 && found.gl_pathc > 0) {
+        dir = found.gl_pathv[0];
+        dir = dir.substr(0, dir.size() - std::string("/lldb/embedded_interpreter.py").size());
+    }
+    globfree(&found);
+    return dir;
+}
+
+}  // namespace
+
+std::string brokenPythonNote() {
+    char path[4096] = "";
+    lldb::SBFileSpec python = lldb::SBHostOS::GetLLDBPythonPath();
+    if (!python.IsValid() || python.GetPath(path, sizeof path) == 0) return "";  // an lldb without Python
+    if (hasEmbeddedInterpreter(path)) return "";
+    // PYTHONPATH may name the right directory (Debian: /usr/lib/llvm-14/lib/python3.11/dist-packages).
+    const char* env = std::getenv("PYTHONPATH");
+    std::string list = env ? env : "";
+    for (size_t start = 0; start <= list.size();) {
+        size_t colon = list.find(':', start);
+        std::string dir = list.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+        if (hasEmbeddedInterpreter(dir)) return "";
+        if (colon == std::string::npos) break;
+        start = colon + 1;
+    }
+    std::string fix = moduleDirBesideLiblldb();
+    return std::string("pytstates: the ModuleNotFoundError (lldb.embedded_interpreter) and NameError (run_one_line) tracebacks are "
+                       "this lldb's own, not pytstates': its Python looks for its lldb module in ") +
+           path + ", where there is none (Debian's lldb-14 as shipped); the pytstates plugin does not need it." +
+           (fix.empty() ? std::string() : " PYTHONPATH=" + fix + " repairs lldb's Python.") + "\n";
+}
+
+}  // namespace pytstates::lldbfront
