@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/lldb/lldb_python_note.h"
 
-#include <dlfcn.h>
 #include <glob.h>
 #include <unistd.h>
 
@@ -16,14 +15,7 @@ bool hasEmbeddedInterpreter(const std::string& dir) {
     return !dir.empty() && access((dir + "/lldb/embedded_interpreter.py").c_str(), R_OK) == 0;
 }
 
-// Where this lldb's own lldb module lies: beside liblldb (its LLVM tree's lib/python3.X/dist-packages).
-std::string moduleDirBesideLiblldb() {
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&lldb::SBHostOS::GetLLDBPythonPath), &info) || !info.dli_fname) return "";
-    std::string lib = info.dli_fname;
-    size_t slash = lib.rfind('/');
-    if (slash == std::string::npos) return "";
-    std::string pattern = lib.substr(0, slash) + "/python3*/dist-packages/lldb/embedded_interpreter.py";
+std::string firstMatch(const std::string& pattern) {
     glob_t found{};
     std::string dir;
     if (glob(pattern.c_str(), 0, nullptr, &found) == 0 && found.gl_pathc > 0) {
@@ -32,6 +24,17 @@ std::string moduleDirBesideLiblldb() {
     }
     globfree(&found);
     return dir;
+}
+
+// Where this lldb's own lldb module lies: its LLVM tree's lib/python3.X/dist-packages (Debian:
+// /usr/lib/llvm-N, whose lib/ links to liblldb in the multiarch directory).
+std::string lldbModuleDir() {
+    const char* version = lldb::SBDebugger::GetVersionString();  // "lldb version 14.0.6 ..."
+    std::string text = version ? version : "";
+    size_t digit = text.find_first_of("0123456789");
+    if (digit == std::string::npos) return "";
+    std::string major = text.substr(digit, text.find_first_not_of("0123456789", digit) - digit);
+    return firstMatch("/usr/lib/llvm-" + major + "/lib/python3*/dist-packages/lldb/embedded_interpreter.py");
 }
 
 }  // namespace
@@ -51,7 +54,7 @@ std::string brokenPythonNote() {
         if (colon == std::string::npos) break;
         start = colon + 1;
     }
-    std::string fix = moduleDirBesideLiblldb();
+    std::string fix = lldbModuleDir();
     return std::string("pytstates: the ModuleNotFoundError (lldb.embedded_interpreter) and NameError (run_one_line) tracebacks are "
                        "this lldb's own, not pytstates': its Python looks for its lldb module in ") +
            path + ", where there is none (Debian's lldb-14 as shipped); the pytstates plugin does not need it." +

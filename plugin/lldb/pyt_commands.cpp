@@ -136,7 +136,15 @@ private:
             else if (isOption(a, "locals")) locals = true;
             else return fail(result, "unknown option " + a + " (pyt bt [--full] [--native] [--locals])");
         }
-        return asked(stop, {{"ask", "bt"}, {"lwp", stop.lwp}, {"native", native}, {"locals", locals}, {"full", full}}, result);
+        json question{{"ask", "bt"}, {"lwp", stop.lwp}, {"native", native}, {"locals", locals}, {"full", full}};
+        // lldb's frame number of each eval frame ("[C #L]"), and the Python frame selected ('*').
+        std::vector<uint32_t> evals = evalFrameIndexes(stop.thread);
+        question["eval_levels"] = evals;
+        Answer stack = askView(stop.process, {{"ask", "stack"}, {"lwp", stop.lwp}});
+        if (stack.ok())
+            if (auto it = stack.json.find("frames"); it != stack.json.end() && it->is_array() && !it->empty())
+                if (auto k = selectedPythonFrame(stop.thread, *it, evals)) question["selected"] = *k;
+        return asked(stop, question, result);
     }
 
     // The thread's Python frames and the one selected; false (result failed) when it runs none.
@@ -174,7 +182,7 @@ private:
             // up is to frame k itself, as libpython's py-up steps to the next eval frame.
             int64_t g = frames[k].value("eval_group", int64_t{-1});
             bool below = g >= 0 && static_cast<size_t>(g) < evals.size() && stop.thread.GetSelectedFrame().GetFrameID() < evals[g];
-            size_t step = below ? n - 1 : n;
+            size_t step = below ? (n > 0 ? n - 1 : 0) : n;
             if (!below && k + 1 >= frames.size()) return fail(result, "unable to find an older Python frame");
             target = std::min<size_t>(frames.size() - 1, k + step);
         } else {
@@ -182,15 +190,9 @@ private:
             target = k >= n ? k - n : 0;
         }
         std::optional<uint32_t> c = selectPythonFrame(stop.thread, frames, target, evals);
-        std::string text = frameLine(frames[target]);
-        lldb::SBStream where;
-        if (c) {
-            stop.thread.GetFrameAtIndex(*c).GetDescription(where);
-            text += "  evaluated by ";
-            text += where.GetData() ? where.GetData() : "";
-        } else {
-            text += "  lldb shows no _PyEval_EvalFrameDefault frame for it: the selected C frame is unchanged\n";
-        }
+        Answer a = askView(stop.process, {{"ask", "frame"}, {"lwp", stop.lwp}, {"frame", target}, {"eval_levels", evals}});
+        std::string text = a.ok() && !a.text().empty() ? withNewline(a.text()) : frameLine(frames[target]);
+        if (!c) text += "lldb shows no _PyEval_EvalFrameDefault frame for it: the selected C frame is unchanged\n";
         return done(result, text);
     }
 

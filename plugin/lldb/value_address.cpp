@@ -61,11 +61,19 @@ std::optional<uint64_t> addressOf(lldb::SBTarget target, lldb::SBFrame frame, co
     std::string reason;
     if (auto v = valueAddress(value, &reason)) return v;
     if (why) {
-        while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
-        // lldb's "error: " prefix, and its further lines, are lldb's own: one line here.
-        if (reason.rfind("error: ", 0) == 0) reason = reason.substr(7);
-        size_t nl = reason.find('\n');
-        if (nl != std::string::npos) reason = reason.substr(0, nl);
+        // lldb's lines ("expression failed to parse:", "error: <user expression 0>:1:1: ...") as one.
+        std::string line;
+        for (size_t start = 0; start < reason.size();) {
+            size_t nl = reason.find('\n', start);
+            std::string part = reason.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+            start = nl == std::string::npos ? reason.size() : nl + 1;
+            if (part.rfind("error: ", 0) == 0) part = part.substr(7);
+            else if (!line.empty()) continue;  // the expression and a caret under it
+            while (!part.empty() && (part.back() == ' ' || part.back() == '\r')) part.pop_back();
+            if (part.empty()) continue;
+            line += (line.empty() ? "" : " ") + part;
+        }
+        reason = line;
         *why = "lldb cannot evaluate " + expression + (reason.empty() ? "" : ": " + reason);
     }
     return std::nullopt;

@@ -37,9 +37,12 @@ def _open_view(process):
     live = front._is_live(process)
     local = front._is_local(target, live)
     threads, numbers, crash = front._threads(target, process, live, local)
-    return core.view_open([], front._reader(target, process), threads, front._auxv(target, process, live, local),
-                          front._executable(target), process.GetProcessID(), live, local, numbers, "", crash,
-                          front._debug_dirs(target.GetDebugger()))
+    view, error = core.view_open([], front._reader(target, process), threads, front._auxv(target, process, live, local),
+                                 front._executable(target), process.GetProcessID(), live, local, numbers, "", crash,
+                                 front._debug_dirs(target.GetDebugger()))
+    if view is None:
+        raise ValueError(error or "the engine opened no view")
+    return view
 
 
 def ask(process, question):
@@ -60,9 +63,10 @@ def ask(process, question):
         _cache["key"] = key
     if _cache["view"] is None:
         raise Failure(_cache["failure"] or "no view of this stop")
-    answer = _cache["view"].ask(json.dumps(question))
-    if isinstance(answer, (str, bytes)):
-        answer = json.loads(answer)
+    status, answer, error = _cache["view"].ask(json.dumps(question))
+    if status != 0:
+        raise Failure(error or "no answer")
+    answer = json.loads(answer)
     if not isinstance(answer, dict):
         raise Failure("the engine's answer is no JSON object")
     return answer
@@ -234,7 +238,17 @@ def bt(stop, args, full=False):
             locals_ = True
         else:
             raise Failure("unknown option %s (pyt bt [--full] [--native] [--locals])" % a)
-    return _text(ask(stop.process, {"ask": "bt", "lwp": stop.lwp, "native": native, "locals": locals_, "full": full}))
+    question = {"ask": "bt", "lwp": stop.lwp, "native": native, "locals": locals_, "full": full}
+    # lldb's frame number of each eval frame ("[C #L]"), and the Python frame selected ('*').
+    evals = eval_frame_indexes(stop.thread)
+    question["eval_levels"] = evals
+    try:
+        frames = ask(stop.process, {"ask": "stack", "lwp": stop.lwp}).get("frames")
+        if isinstance(frames, list) and frames:
+            question["selected"] = selected_python_frame(stop.thread, frames, evals)
+    except Failure:
+        pass  # bt says why
+    return _text(ask(stop.process, question))
 
 
 def move(stop, args, verb):
@@ -249,21 +263,26 @@ def move(stop, args, verb):
         if wanted >= len(frames):
             raise Failure("no Python frame %d: the thread runs %d" % (wanted, len(frames)))
     elif verb == "up":
-        if k + 1 >= len(frames):
+        # From a C frame below the one that evaluates frame k (take_gil, say), the first step up
+        # is to frame k itself, as libpython's py-up steps to the next eval frame.
+        g = _group(frames[k])
+        below = 0 <= g < len(evals) and stop.thread.GetSelectedFrame().GetFrameID() < evals[g]
+        step = (1 if n is None else n) - (1 if below else 0)
+        if not below and k + 1 >= len(frames):
             raise Failure("unable to find an older Python frame")
-        wanted = min(len(frames) - 1, k + (1 if n is None else n))
+        wanted = min(len(frames) - 1, k + max(step, 0))
     else:
         if k == 0:
             raise Failure("unable to find a newer Python frame")
         wanted = max(0, k - (1 if n is None else n))
     chosen = select_python_frame(stop.thread, frames, wanted, evals)
-    text = _frame_line(frames[wanted])
-    if chosen is not None:
-        where = lldb.SBStream()
-        stop.thread.GetFrameAtIndex(chosen).GetDescription(where)
-        text += "  evaluated by " + (where.GetData() or "")
-    else:
-        text += "  lldb shows no _PyEval_EvalFrameDefault frame for it: the selected C frame is unchanged\n"
+    try:
+        text = _with_newline(_text(ask(stop.process, {"ask": "frame", "lwp": stop.lwp, "frame": wanted, "eval_levels": evals})))
+    except Failure:
+        text = ""
+    text = text or _frame_line(frames[wanted])
+    if chosen is None:
+        text += "lldb shows no _PyEval_EvalFrameDefault frame for it: the selected C frame is unchanged\n"
     return text
 
 
@@ -369,11 +388,12 @@ def run_verb(verb, debugger, command, exe_ctx, result):
 
 
 def _summary(value, ask_what):
+    """The view's one line for the value's address; "" (lldb's own display alone) when there is none."""
     try:
         error = lldb.SBError()
         address = value.GetValueAsUnsigned(error, 0)
         if error.Fail() or address == 0:
-            return None
+            return ""
         answer = ask(value.GetProcess(), {"ask": ask_what, "address": address})
         summary = answer.get("summary")
         if isinstance(summary, str) and summary:
@@ -383,8 +403,8 @@ def _summary(value, ask_what):
         if isinstance(answer.get("type"), str):
             return "<%s>" % answer["type"]
     except Exception:  # lldb's own display stays as it is
-        return None
-    return None
+        return ""
+    return ""
 
 
 def tstate_summary(value, internal_dict):
@@ -424,7 +444,7 @@ for _verb, _help, _syntax in VERBS:
 
 
 def _quote(text):
-    return "'" + text.replace("'", "") + "'"
+    return '"' + text.replace('"', "'").replace("\\", "") + '"'
 
 
 def register(debugger, entry_module):
