@@ -189,7 +189,9 @@ private:
             if (k == 0) return fail(result, "unable to find a newer Python frame");
             target = k >= n ? k - n : 0;
         }
-        std::optional<uint32_t> c = selectPythonFrame(stop.thread, frames, target, evals);
+        // A bare `pyt frame` shows the selected Python frame and leaves lldb's selection alone.
+        bool moves = verb_ != Verb::Frame || counted;
+        std::optional<uint32_t> c = moves ? selectPythonFrame(stop.thread, frames, target, evals) : std::optional<uint32_t>(0);
         Answer a = askView(stop.process, {{"ask", "frame"}, {"lwp", stop.lwp}, {"frame", target}, {"eval_levels", evals}});
         std::string text = a.ok() && !a.text().empty() ? withNewline(a.text()) : frameLine(frames[target]);
         if (!c) text += "lldb shows no _PyEval_EvalFrameDefault frame for it: the selected C frame is unchanged\n";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // lldb's summaries of PyThreadState *, PyInterpreterState * and PyObject * (category "pytstates"):
 // what the view of the current stop says of the address, so that `frame variable`, `bt`'s
-// arguments and `print` show `tstate = 0x7ffff0000b70 stale: in no interpreter's list; ...`.
+// arguments and `print` show `tstate=0x00007ffff0000b70 <stale: in no interpreter's list; ...>`.
 // A summary never fails loudly: no process, no CPython, NULL or an unreadable answer leave
 // lldb's own display as it is.
 #include <string>
@@ -33,7 +33,9 @@ bool summarise(lldb::SBValue& value, lldb::SBStream& out, const char* ask) {
             else if (type != a.json.end() && type->is_string()) text = "<" + type->get<std::string>() + ">";
         }
         if (text.empty()) return false;
-        out.Printf("%s", text.c_str());
+        // The value hidden (lldb's bt shows an argument's summary instead of its value): the
+        // address first, as lldb prints a pointer, then the view's words.
+        out.Printf("0x%016llx <%s>", static_cast<unsigned long long>(address), text.c_str());
         return true;
     } catch (...) {
         return false;
@@ -63,7 +65,7 @@ void addTypeSummaries(lldb::SBDebugger debugger) {
         {"^(PyObject|(struct )?_object) \\*$", objectSummary, "pytstates: the object as Python prints it"},
     };
     for (const auto& e : entries) {
-        lldb::SBTypeSummary summary = lldb::SBTypeSummary::CreateWithCallback(e.callback, lldb::eTypeOptionCascade, e.description);
+        lldb::SBTypeSummary summary = lldb::SBTypeSummary::CreateWithCallback(e.callback, lldb::eTypeOptionCascade | lldb::eTypeOptionHideValue, e.description);
         category.AddTypeSummary(lldb::SBTypeNameSpecifier(e.regex, true), summary);
     }
     category.SetEnabled(true);

@@ -275,7 +275,8 @@ def move(stop, args, verb):
         if k == 0:
             raise Failure("unable to find a newer Python frame")
         wanted = max(0, k - (1 if n is None else n))
-    chosen = select_python_frame(stop.thread, frames, wanted, evals)
+    # A bare `pyt frame` shows the selected Python frame and leaves lldb's selection alone.
+    chosen = select_python_frame(stop.thread, frames, wanted, evals) if verb != "frame" or n is not None else 0
     try:
         text = _with_newline(_text(ask(stop.process, {"ask": "frame", "lwp": stop.lwp, "frame": wanted, "eval_levels": evals})))
     except Failure:
@@ -388,23 +389,26 @@ def run_verb(verb, debugger, command, exe_ctx, result):
 
 
 def _summary(value, ask_what):
-    """The view's one line for the value's address; "" (lldb's own display alone) when there is none."""
+    """The value's address, as lldb prints a pointer, and the view's one line for it (the value is
+    hidden: lldb's bt shows an argument's summary instead of its value); the address alone when
+    the view has nothing to say."""
+    address = 0
     try:
         error = lldb.SBError()
         address = value.GetValueAsUnsigned(error, 0)
-        if error.Fail() or address == 0:
+        if error.Fail():
             return ""
+        if address == 0:
+            return "0x%016x" % 0
         answer = ask(value.GetProcess(), {"ask": ask_what, "address": address})
-        summary = answer.get("summary")
-        if isinstance(summary, str) and summary:
-            return summary
-        if isinstance(answer.get("repr"), str):
-            return answer["repr"]
-        if isinstance(answer.get("type"), str):
-            return "<%s>" % answer["type"]
+        words = answer.get("summary")
+        if not (isinstance(words, str) and words):
+            words = answer.get("repr") if isinstance(answer.get("repr"), str) else None
+        if words:
+            return "0x%016x <%s>" % (address, words)
     except Exception:  # lldb's own display stays as it is
-        return ""
-    return ""
+        pass
+    return "0x%016x" % address
 
 
 def tstate_summary(value, internal_dict):
@@ -460,5 +464,5 @@ def register(debugger, entry_module):
         for name in ("pyt " + verb, "pyt-" + verb):
             interpreter.HandleCommand("command script add -o -f %s -h %s %s" % (function, _quote(help_text), name), ignored)
     for function, regex in SUMMARIES:
-        interpreter.HandleCommand("type summary add -w pytstates -F %s.%s -x %s" % (entry_module, function, _quote(regex)), ignored)
+        interpreter.HandleCommand("type summary add -v -w pytstates -F %s.%s -x %s" % (entry_module, function, _quote(regex)), ignored)
     interpreter.HandleCommand("type category enable pytstates", ignored)
