@@ -7,14 +7,6 @@
 #include "plugin/engine/pytstates.h"
 #include "plugin/lldb/lldb_target.h"
 
-// TEMPORARY until gdb-nav's view API is merged: weak, so that the plumbing builds and says so.
-extern "C" {
-typedef struct pytstates_view pytstates_view;
-__attribute__((weak)) int pytstates_view_open(const pytstates_target*, const char* const*, size_t, pytstates_view**, char**);
-__attribute__((weak)) int pytstates_view_ask(pytstates_view*, const char*, char**, char**);
-__attribute__((weak)) void pytstates_view_close(pytstates_view*);
-}
-
 namespace pytstates::lldbfront {
 
 namespace {
@@ -56,10 +48,6 @@ Answer askView(lldb::SBProcess process, const nlohmann::json& question) {
     lldb::StateType state = process.GetState();
     if (state == lldb::eStateRunning || state == lldb::eStateStepping) {
         answer.error = "the process is running: stop it first (process interrupt)";
-        return answer;
-    }
-    if (!pytstates_view_open) {
-        answer.error = "this libpytstates has no debugger view";
         return answer;
     }
     uint32_t id = process.GetUniqueID(), stop = process.GetStopID();

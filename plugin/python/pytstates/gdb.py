@@ -410,3 +410,5 @@ _PyTstatesCommand("py-tstates", "tstates")
 _PyTstatesCommand("pybind-internals", "internals")
 _PyTstatesCommand("py-tstates-check", "check")
 _RecordCommand()
+
+from . import gdb_nav  # noqa: E402,F401 (pyt: Python frames, navigation, pointers explained)
