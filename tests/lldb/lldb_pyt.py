@@ -18,7 +18,8 @@ from findings_cases import expect  # noqa: E402
 
 # Debian 12's lldb-14 finds its lldb module here only when told (its `lldb -P` names a directory
 # that does not exist).
-LLDB14_PYTHONPATH = glob.glob("/usr/lib/llvm-14/lib/python3*/dist-packages")
+LLDB14_PYTHONPATH = [os.path.dirname(os.path.dirname(p))
+                     for p in sorted(glob.glob("/usr/lib/llvm-14/lib/python3*/dist-packages/lldb/embedded_interpreter.py"))]
 
 
 def run_lldb(loads, target_args, commands, env=None, timeout=180):
@@ -114,7 +115,9 @@ def crash_core(args):
                    "%s: pyt up, pyt up, pyt down each leave lldb in the eval frame that runs the Python frame: %s" % (name, infos))
             expect(re.search(r"\b2\b", out["pyt print file"]) and "local" in out["pyt print file"],
                    "%s: pyt print file in on_recv_msg: the program crashed at file 2:\n%s" % (name, out["pyt print file"]))
-            expect("[2, 2]" in out["pyt print pending"], "%s: pyt print pending: [file] * 2:\n%s" % (name, out["pyt print pending"]))
+            pending = out["pyt print pending"]
+            expect("local 'pending'" in pending and ("[2, 2]" in pending or "<list at 0x" in pending),
+                   "%s: pyt print pending: on_recv_msg's local, [file] * 2:\n%s" % (name, pending))
             expect("checker" in out["pyt locals"] and "file" in out["pyt locals"], "%s: pyt locals of check():\n%s" % (name, out["pyt locals"]))
             expect(running in out["pyt tstate"] and stale not in out["pyt tstate"].splitlines()[0],
                    "%s: pyt tstate with no argument: the one the worker runs, %s:\n%s" % (name, running, out["pyt tstate"]))
