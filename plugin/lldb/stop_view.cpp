@@ -23,7 +23,9 @@ struct CachedView {
     }
 };
 
-std::unique_ptr<CachedView> cached;
+// Left to the process's end rather than destroyed at exit: its SB objects must not outlive lldb's
+// own teardown, which runs before the plugin's static destructors.
+std::unique_ptr<CachedView>& cached = *new std::unique_ptr<CachedView>;
 
 bool isCore(lldb::SBProcess process) {
     const char* plugin = process.GetPluginName();

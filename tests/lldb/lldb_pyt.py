@@ -73,7 +73,7 @@ def frames_in_order(text, frames):
     return True
 
 
-CRASH_COMMANDS = ["thread list", "pyt bt", "pyt-bt", "pyt bt --native", "frame variable tstate", "pyt tstate tstate",
+CRASH_COMMANDS = ["thread list", "pyt bt", "pyt-bt", "pyt bt --native", "frame variable tstate", "pyt tstate tstate", "frame info",
                   "pyt up", "frame info", "pyt locals", "pyt up", "frame info", "pyt print pending", "pyt print file",
                   "pyt down", "frame info", "pyt tstate", "THREAD", "thread list"]
 
@@ -91,7 +91,8 @@ def crash_core(args):
         commands = [c.replace("THREAD", "pyt thread " + facts["main_tstate"]) for c in CRASH_COMMANDS]
         texts = {}
         for name, load, env in loaders(args):
-            _, out_lines, raw = run_lldb(load, ["--core", core, exe], commands, env=env)
+            status, out_lines, raw = run_lldb(load, ["--core", core, exe], commands, env=env)
+            expect(status == 0 and "Stack dump" not in raw, "%s: lldb ends normally (status %d):\n%s" % (name, status, raw[-3000:]))
             out = sections(out_lines)
             missing = [c for c in commands if c not in out]
             expect(not missing and "error:" not in "\n".join(out_lines), "%s: every command ran without error (%s):\n%s" % (name, missing, raw[-6000:]))
@@ -111,7 +112,9 @@ def crash_core(args):
             texts[name] = out
             # the sections of repeated commands: the last one is kept by sections(); read them in order
             infos = re.findall(r"\(lldb\) frame info\n(.*?)\n", "\n".join(out_lines) + "\n")
-            expect(len(infos) == 3 and all("_PyEval_EvalFrameDefault" in i for i in infos),
+            expect(len(infos) == 4 and "frame #0:" in infos[0] and "take_gil" in infos[0],
+                   "%s: pyt bt, pyt bt --native and pyt tstate leave lldb's selection alone: %s" % (name, infos[:1]))
+            expect(all("_PyEval_EvalFrameDefault" in i for i in infos[1:]),
                    "%s: pyt up, pyt up, pyt down each leave lldb in the eval frame that runs the Python frame: %s" % (name, infos))
             expect(re.search(r"\b2\b", out["pyt print file"]) and "local" in out["pyt print file"],
                    "%s: pyt print file in on_recv_msg: the program crashed at file 2:\n%s" % (name, out["pyt print file"]))
