@@ -88,6 +88,7 @@ def ask(question):
 def _lwp(thread=None):
     thread = thread or gdb.selected_thread()
     if thread is None:
+        view()  # says what is missing: no process or core
         raise _Refused("no thread selected")
     return thread.ptid[1] or thread.ptid[0]
 
@@ -293,9 +294,9 @@ class _Move(_Command):
         index = _selected_index(stack, levels)
         wanted = index + self._step * count
         if wanted < 0:
-            raise _Refused("no newer Python frame: #%d is the innermost" % index)
+            raise _Refused("no Python frame %d newer than #%d (#0 is the innermost)" % (count, index))
         if wanted >= len(stack["frames"]):
-            raise _Refused("no older Python frame: #%d is the outermost" % index)
+            raise _Refused("no Python frame %d older than #%d (#%d is the outermost)" % (count, index, len(stack["frames"]) - 1))
         _select(stack, levels, wanted)
         gdb.write(_frame_text(stack, levels, wanted))
 
