@@ -35,7 +35,10 @@ bool summarise(lldb::SBValue& value, lldb::SBStream& out, const char* ask) {
         if (text.empty()) return false;
         // The value hidden (lldb's bt shows an argument's summary instead of its value): the
         // address first, as lldb prints a pointer, then the view's words.
-        out.Printf("0x%016llx <%s>", static_cast<unsigned long long>(address), text.c_str());
+        // An object's repr as Python prints it ("(2,)", "<module object at ...>"); a thread
+        // state's or interpreter's words in <...>.
+        bool object = std::string(ask) == "object";
+        out.Printf(object ? "0x%016llx %s" : "0x%016llx <%s>", static_cast<unsigned long long>(address), text.c_str());
         return true;
     } catch (...) {
         return false;

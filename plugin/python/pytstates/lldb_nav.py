@@ -405,7 +405,8 @@ def _summary(value, ask_what):
         if not (isinstance(words, str) and words):
             words = answer.get("repr") if isinstance(answer.get("repr"), str) else None
         if words:
-            return "0x%016x <%s>" % (address, words)
+            # An object's repr as Python prints it; a thread state's or interpreter's words in <...>.
+            return ("0x%016x %s" if ask_what == "object" else "0x%016x <%s>") % (address, words)
     except Exception:  # lldb's own display stays as it is
         pass
     return "0x%016x" % address
