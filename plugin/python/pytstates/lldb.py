@@ -287,6 +287,11 @@ _ARMED_HOOK = "pytstates_record_armed"  # no "-": lldb refuses it in a breakpoin
 # callbacks by a name in its session ("pytstates.probe_hit"), which this package's is not.
 _entry = {"module": __name__}
 ENTRY_POINTS = ("py_tstates", "pybind_internals", "py_tstates_check", "py_tstates_record", "probe_hit", "exit_hit", "armed_hit")
+# The pyt commands and the summaries (lldb_nav): reached through this module's names too.
+from . import lldb_nav as _nav  # noqa: E402
+ENTRY_POINTS += _nav.ENTRY_POINTS
+for _name in _nav.ENTRY_POINTS:
+    globals()[_name] = getattr(_nav, _name)
 
 
 def _pcs(thread):
@@ -507,6 +512,7 @@ def register(debugger, entry_module):
             help_text = _core.help(command) if command else _core.record_help()
         first = help_text.strip().splitlines()[0] if help_text.strip() else name
         debugger.HandleCommand("command script add -o -f %s.%s -h %s %s" % (entry_module, function, _quote(first), name))
+    _nav.register(debugger, entry_module)
 
 
 def _quote(text):

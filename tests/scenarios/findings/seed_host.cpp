@@ -12,6 +12,9 @@
 //                          state while the worker holds the GIL with file 2's own state: the
 //                          crash comes with the GIL held by another state of the crashing thread.
 //                          FACTS (with held_tstate) and READY come at file 2, just before the call.
+//   seed_host svr2 crash-py
+//                          as crash, but each file's work is called from Python (seed_logic.py's
+//                          on_recv_msg), as the seed's service did: the crash has Python frames.
 //
 // Prints "FACTS {json}" and "READY" before pausing (pause.h); the pause blocks without the GIL.
 #include <pybind11/embed.h>
@@ -54,7 +57,8 @@ int main(int argc, char** argv) {
     }
     bool importOnMain = std::strcmp(argv[1], "svr1") == 0;
     bool held = std::strcmp(argv[2], "crash-held") == 0;
-    bool crash = held || std::strcmp(argv[2], "crash") == 0;
+    bool viaPython = std::strcmp(argv[2], "crash-py") == 0;
+    bool crash = held || viaPython || std::strcmp(argv[2], "crash") == 0;
     std::string dir = argv[0];
     dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
 
@@ -96,6 +100,8 @@ int main(int argc, char** argv) {
                                 hex(used).c_str(), host, PYBIND11_INTERNALS_ID, moduleKey, moduleId.c_str());
                     std::fflush(stdout);
                     checker.attr("work_held")(file);  // takes the stale state with the GIL held: crashes
+                } else if (viaPython) {
+                    py::module_::import("seed_logic").attr("on_recv_msg")(checker, file);
                 } else {
                     checker.attr("work")(file);
                 }
