@@ -410,3 +410,5 @@ _PyTstatesCommand("py-tstates", "tstates")
 _PyTstatesCommand("pybind-internals", "internals")
 _PyTstatesCommand("py-tstates-check", "check")
 _RecordCommand()
+# gdb's own bt, print and info threads with Python in them; libpython.py's names (gdb_*.py).
+from . import gdb_frames, gdb_printers, gdb_threads, gdb_libpython  # noqa: E402,F401
