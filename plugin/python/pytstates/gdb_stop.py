@@ -37,12 +37,12 @@ def _connect():
 
 
 def _view_ask(question):
-    """gdb-nav's view, opened once per stop (gdb.py): the answer as a dict."""
-    from . import gdb as front
-    asker = getattr(front, "view_ask", None)
-    if asker is None:
-        raise Unavailable("this pytstates has no view of the stop")
-    return asker(question)
+    """The view the pyt commands use (gdb_nav.py: opened once per stop): the answer as a dict."""
+    try:
+        from . import gdb_nav
+    except ImportError as e:
+        raise Unavailable("this pytstates has no view of the stop (%s)" % e)
+    return gdb_nav.ask(question)
 
 
 def ask(question):
