@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """scripts/bench's gdb figures for gdb's own bt with pytstates loaded (issue 42: bt with the frame
-filter <= 1.2 x plain bt on the seed's crash core). In one gdb -batch each: gdb alone (no
-pytstates) and gdb with pytstates, `bt` timed inside gdb (Python's perf_counter around
-gdb.execute, the output kept in a string): the first bt (with pytstates: the view of the stop is
-opened there, the analysis of the whole process), then the median of 20 more. Figures only."""
+filter <= 1.2 x plain bt on the seed's crash core). `bt` is timed inside gdb (Python's perf_counter
+around gdb.execute, the output kept in a string): the first bt of gdb alone and of gdb with
+pytstates (the view of the stop, the analysis of the whole process, is opened there), then in one
+session bt with pytstates' frame filter and printers enabled and disabled in turn, so that a loaded
+machine's drift falls on both alike. Figures only."""
 import os
 import re
 import statistics
@@ -16,46 +17,55 @@ def _once(command):
     t = time.perf_counter()
     out = gdb.execute(command, to_string=True)
     return time.perf_counter() - t, out
-for _command in COMMANDS:
-    _first, _out = _once(_command)
-    _warm = statistics.median([_once(_command)[0] for _ in range(20)])
-    print("BT-TIME %r first=%.6f warm=%.6f rows=%d python_rows=%d" % (_command, _first, _warm, _out.count("\n#") + 1,
-                                                                     _out.count("(Python) ")))
+def _ours(on):
+    for what in ("frame-filter global pytstates", "pretty-printer progspace pytstates"):
+        gdb.execute(("enable " if on else "disable ") + what, to_string=True)
+_first, _out = _once("bt")
+print("BT-FIRST %.6f rows=%d python_rows=%d" % (_first, _out.count("\\n#") + 1, _out.count("(Python) ")))
+if WITH_PYTSTATES:
+    _on, _off, _plain = [], [], []
+    for _ in range(RUNS):  # interleaved: a loaded machine's drift falls on both alike
+        _ours(False)
+        _off.append(_once("bt")[0])
+        _ours(True)
+        _on.append(_once("bt")[0])
+        _plain.append(_once("bt -no-filters")[0])
+    print("BT-WARM on=%.6f off=%.6f plain=%.6f" % (statistics.median(_on), statistics.median(_off), statistics.median(_plain)))
 '''
 
 
-def _times(gdb_script, target, commands, with_pytstates, before=()):
+def _gdb(gdb_script, target, with_pytstates, runs):
     with tempfile.NamedTemporaryFile("w", suffix=".py", prefix="pytstates-bt-timer-", delete=False) as f:
-        f.write("COMMANDS = %r\n" % (list(commands),) + TIMER)
+        f.write("WITH_PYTSTATES = %r\nRUNS = %d\n" % (with_pytstates, runs) + TIMER)
         timer = f.name
     try:
         argv = ["gdb", "-q", "-batch", "-nx", "-iex", "set debuginfod enabled off"]
         if with_pytstates:
             argv += ["-ex", "source " + gdb_script]
-        for c in before:
-            argv += ["-ex", c]
         argv += ["-ex", "source " + timer] + list(target)
-        out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600).stdout.decode(
+        out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900).stdout.decode(
             errors="replace")
     finally:
         os.unlink(timer)
-    found = {m.group(1): (float(m.group(2)), float(m.group(3)), int(m.group(4)), int(m.group(5)))
-             for m in re.finditer(r"BT-TIME '(.*)' first=([\d.]+) warm=([\d.]+) rows=(\d+) python_rows=(\d+)", out)}
-    if len(found) != len(commands):
+    first = re.search(r"BT-FIRST ([\d.]+) rows=(\d+) python_rows=(\d+)", out)
+    warm = re.search(r"BT-WARM on=([\d.]+) off=([\d.]+) plain=([\d.]+)", out)
+    if first is None or (with_pytstates and warm is None):
         raise RuntimeError("gdb printed no timing:\n" + out[-2000:])
-    return found
+    return first, warm
 
 
-def figures(label, gdb_script, target, before=()):
-    """Prints bt's figures on one target: gdb alone, then with pytstates (filter on and off)."""
-    alone = _times(gdb_script, target, ["bt"], False, before)["bt"]
-    ours = _times(gdb_script, target, ["bt", "bt -no-filters"], True, before)
-    bt, plain = ours["bt"], ours["bt -no-filters"]
-    print("%s: bt, gdb alone: first %.1f ms, then %.1f ms (median of 20; %d frames)" % (label, alone[0] * 1e3, alone[1] * 1e3, alone[2]))
-    print("%s: bt, pytstates loaded: first %.1f ms (opens the view of the stop), then %.1f ms (%d Python rows) = %.2f x gdb alone "
-          "(goal <= 1.2 x)" % (label, bt[0] * 1e3, bt[1] * 1e3, bt[3], bt[1] / alone[1]))
-    print("%s: bt -no-filters, pytstates loaded (printers only): %.1f ms = %.2f x gdb alone" % (label, plain[1] * 1e3, plain[1] / alone[1]))
-    return bt[1] / alone[1]
+def figures(label, gdb_script, target, runs=20):
+    """bt's figures on one target: the first bt of gdb alone and of gdb with pytstates (which opens
+    the view there), then, in the session with pytstates, bt with pytstates' filter and printers
+    disabled and enabled in turn (median of `runs` each)."""
+    alone, _ = _gdb(gdb_script, target, False, runs)
+    first, warm = _gdb(gdb_script, target, True, runs)
+    on, off, plain = (float(warm.group(i)) for i in (1, 2, 3))
+    print("%s: first bt, gdb alone %.0f ms; with pytstates %.0f ms (the view of the stop is opened there; %s frames, %s Python rows)" % (
+        label, float(alone.group(1)) * 1e3, float(first.group(1)) * 1e3, first.group(2), first.group(3)))
+    print("%s: bt %.1f ms with pytstates' filter and printers, %.1f ms without = %.2f x (goal <= 1.2 x); bt -no-filters %.1f ms "
+          "(median of %d, interleaved)" % (label, on * 1e3, off * 1e3, on / off, plain * 1e3, runs))
+    return on / off
 
 
 def run(build, scenario):
