@@ -21,7 +21,7 @@ def _ours(on):
     for what in ("frame-filter global pytstates", "pretty-printer progspace pytstates"):
         gdb.execute(("enable " if on else "disable ") + what, to_string=True)
 _first, _out = _once("bt")
-print("BT-FIRST %.6f rows=%d python_rows=%d" % (_first, _out.count("\\n#") + 1, _out.count("(Python) ")))
+print("BT-FIRST %.6f rows=%d python_rows=%d" % (_first, _out.count("\n#") + 1, _out.count("(Python) ")))
 if WITH_PYTSTATES:
     _on, _off, _plain = [], [], []
     for _ in range(RUNS):  # interleaved: a loaded machine's drift falls on both alike
