@@ -3,10 +3,12 @@
 (threading.Thread's name), through gdb.InferiorThread.name: `set pyt thread-names off` gives
 gdb's own names back.
 
-The names are read once per stop, when gdb is about to prompt or when anything first asks the
-view of the stop (gdb -batch has no prompt), or by `set pyt thread-names on`: a program with no CPython loaded costs one symbol
-lookup per stop. A thread we named whose Python name is gone gets gdb's name back; a name the user
-gave with `thread name` is left alone.
+The names are read once per stop, when anything first asks pytstates about the stop (bt on a
+thread that runs Python, a printer, a pyt command, `set pyt thread-names on`), and at the prompt
+of a core (one stop: the analysis is paid once). A live process is not analysed at each prompt
+for the names alone (stepping through C would pay for it at every step): until something asks,
+the names of the last stop stay. A thread we named whose Python name is gone gets gdb's name
+back; a name the user gave with `thread name` is left alone.
 """
 import gdb
 
@@ -126,9 +128,19 @@ When on, pytstates names every thread that runs Python under a name (gdb.Inferio
         return "Python thread names in info threads are %s." % svalue
 
 
-def _before_prompt():
+def _on_first_answer():
     try:
         name_threads()
+    except Exception:  # never a traceback in the middle of a bt or a print
+        pass
+
+
+def _before_prompt():
+    try:
+        from .gdb import _is_live
+        inferior = gdb.selected_inferior()
+        if inferior is not None and inferior.threads() and not _is_live(inferior):
+            name_threads()
     except Exception:  # never a traceback at the prompt
         pass
 
@@ -139,5 +151,5 @@ def _on_exited(_event):
 
 ThreadNames()
 gdb.events.before_prompt.connect(_before_prompt)
-gdb_stop.first_answer.append(_before_prompt)  # gdb -batch has no prompt: the first answer names them
+gdb_stop.first_answer.append(_on_first_answer)
 gdb.events.exited.connect(_on_exited)
