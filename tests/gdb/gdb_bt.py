@@ -77,9 +77,11 @@ def seed_core(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     facts, core = scenario.take_core([exe, "svr2", "crash"], "crash")
     try:
-        cmds = (marked("bt", "bt 1") + marked("plain", "bt -no-filters 1") + marked("print", "print tstate") +
+        cmds = (["thread 2", "frame 1"] + marked("sel1", "thread") + marked("fsel1", "frame") + ["thread 1", "frame 0"] +
+                marked("bt", "bt 1") + marked("plain", "bt -no-filters 1") + marked("print", "print tstate") +
                 marked("holder", "print $py_gil_holder()") + marked("json", "py-tstates-check --json") +
-                marked("tstate", "print $py_tstate()"))
+                marked("tstate", "print $py_tstate()") + ["thread 2", "frame 1"] + marked("all", "thread apply all bt") +
+                marked("threads", "info threads") + marked("sel2", "thread") + marked("fsel2", "frame"))
         _, out = gdb(args.gdb_script, [exe, core], cmds)
         printed = between(out, "print").strip()
         deleted = int(facts["deleted_tstate"], 16)
@@ -100,8 +102,12 @@ def seed_core(args):
         shown = between(out, "holder").strip()
         expect(re.match(r"^\$2 = (\(PyThreadState \*\) )?0x%x\b" % holder, shown) is not None,
                "$py_gil_holder() is the report's holder 0x%x: %s" % (holder, shown))
+        expect(between(out, "sel1") == between(out, "sel2") and between(out, "fsel1") == between(out, "fsel2"),
+               "bt, the printers, $py_tstate() and info threads leave the selected thread and frame alone:\n%s\n%s" % (
+                   between(out, "fsel1"), between(out, "fsel2")))
+        expect(between(out, "all").count("<stale: ") >= 2, "thread apply all bt explains the pointer too")
         print("print tstate: %s" % printed)
-        print("bt: %s" % bt.strip().splitlines()[0])
+        print("bt: %s" % [l for l in bt.splitlines() if l.startswith("#0")][0])
         print("$py_gil_holder(): %s" % shown)
         print("$py_tstate() on the crashed thread: %s" % between(out, "tstate").strip())
     finally:
@@ -149,6 +155,10 @@ def live_worker(args):
         expect(python_rows(between(out, "worker")) == facts["worker_stack"],
                "the worker's bt: %s\n%s" % (python_rows(between(out, "worker")), facts["worker_stack"]))
         expect(python_rows(between(out, "main")) == facts["stack"], "the main thread's bt")
+        _, switched = gdb(args.gdb_script, [scenario.PYTHON, core], ["disable frame-filter global pytstates"] + marked("off", "bt") +
+                          ["enable frame-filter global pytstates"] + marked("on", "bt") + marked("hide", "bt -hide"))
+        expect(python_rows(between(switched, "off")) == [] and python_rows(between(switched, "on")) == facts["stack"] and
+               python_rows(between(switched, "hide")) == [], "disable frame-filter, enable frame-filter, bt -hide")
         _, named = thread_number(between(out, "threads"), facts["worker_lwp"])
         expect('"pyt-worker"' in named, "info threads names the worker on a core too:\n" + between(out, "threads"))
     finally:
