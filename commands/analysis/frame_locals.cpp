@@ -3,12 +3,17 @@
 
 #include "symbols/cpython/frames.h"
 #include "symbols/cpython/object_reader.h"
-#include "symbols/text/hex_address.h"
+#include "symbols/cpython/object_repr.h"
 
 namespace pytstates {
 
 namespace {
-void fill(FrameReader& frames, const ObjectReader& objects, PyFrame& frame) {
+ReprLimits localLimits() {
+    ReprLimits limits;
+    limits.maxBytes = kMaxLocalText;
+    return limits;
+}
+void fill(FrameReader& frames, const ObjectReader& objects, const ReprReader& reprs, PyFrame& frame) {
     frame.localsRead = true;
     for (const auto& l : frames.locals(frame.address, kMaxLocalsPerFrame)) {
         if (!l.value) continue;  // unset: locals() leaves it out too
@@ -17,15 +22,18 @@ void fill(FrameReader& frames, const ObjectReader& objects, PyFrame& frame) {
         out.kind = l.kind;
         out.address = l.value;
         out.type = objects.typeName(l.value).value_or("");
-        out.value = objects.scalarRepr(l.value, kMaxLocalText);
-        out.shown = out.value ? *out.value
-                              : "<" + (out.type.empty() ? std::string("unreadable object") : out.type) + " at " + hexAddress(l.value) + ">";
+        ObjectRepr repr = reprs.repr(l.value);
+        // JSON's value: what CPython's own repr prints from memory (containers included);
+        // an object whose repr only its own code could print has none.
+        if (repr.readable && repr.builtin) out.value = repr.text;
+        out.shown = repr.text;
         frame.locals.push_back(std::move(out));
     }
 }
 // The first maxFrames frames of a stack: a thread state's, or a suspended one's.
-void fillStack(FrameReader& frames, const ObjectReader& objects, std::vector<PyFrame>& stack, size_t maxFrames) {
-    for (size_t i = 0; i < stack.size() && i < maxFrames; ++i) fill(frames, objects, stack[i]);
+void fillStack(FrameReader& frames, const ObjectReader& objects, const ReprReader& reprs, std::vector<PyFrame>& stack,
+               size_t maxFrames) {
+    for (size_t i = 0; i < stack.size() && i < maxFrames; ++i) fill(frames, objects, reprs, stack[i]);
 }
 }  // namespace
 
@@ -34,8 +42,9 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         if (which != FrameLocalsOf::ThreadStates) break;
         FrameReader frames(target, runtime.layout);
         ObjectReader objects(target, runtime.layout);
+        ReprReader reprs(objects, localLimits());
         for (auto& interp : runtime.interpreters)
-            for (auto& ts : interp.tstates) fillStack(frames, objects, ts.frames, maxFrames);
+            for (auto& ts : interp.tstates) fillStack(frames, objects, reprs, ts.frames, maxFrames);
     }
     for (auto& scan : report.greenlets) {
         if (which != FrameLocalsOf::Greenlets) break;
@@ -43,7 +52,8 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
         FrameReader frames(target, layout);
         ObjectReader objects(target, layout);
-        for (SuspendedStack& g : scan.greenlets) fillStack(frames, objects, g.frames, maxFrames);
+        ReprReader reprs(objects, localLimits());
+        for (SuspendedStack& g : scan.greenlets) fillStack(frames, objects, reprs, g.frames, maxFrames);
     }
     for (auto& scan : report.asyncio) {
         if (which != FrameLocalsOf::Tasks) break;
@@ -51,8 +61,9 @@ void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, 
         const CPythonLayout& layout = report.runtimes[scan.runtimeIndex].layout;
         FrameReader frames(target, layout);
         ObjectReader objects(target, layout);
+        ReprReader reprs(objects, localLimits());
         for (auto& t : scan.tasks)
-            for (auto& f : t.frames) fill(frames, objects, f);
+            for (auto& f : t.frames) fill(frames, objects, reprs, f);
     }
 }
 

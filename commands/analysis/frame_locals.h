@@ -10,13 +10,13 @@ namespace pytstates {
 
 // Fills PyFrame::locals of every thread state's frame, of every greenlet's saved frame, or of
 // every asyncio task's frame (its coroutine chain, shown whole: maxFrames does not cut it) in
-// the report (at most kMaxLocalsPerFrame per frame, each value's text at most kMaxLocalText
-// characters).
+// the report (at most kMaxLocalsPerFrame per frame, each value's repr at most kMaxLocalText
+// bytes: symbols/cpython/object_repr.h).
 enum class FrameLocalsOf { ThreadStates, Greenlets, Tasks };
 // Only the first maxFrames frames of each stack are shown (--native reads more, cut later).
 void readFrameLocals(const Target& target, Report& report, FrameLocalsOf which, size_t maxFrames);
 
 constexpr size_t kMaxLocalsPerFrame = 64;
-constexpr size_t kMaxLocalText = 80;
+constexpr size_t kMaxLocalText = 1024;  // libpython.py's MAX_OUTPUT_LEN
 
 }  // namespace pytstates

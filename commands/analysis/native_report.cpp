@@ -29,6 +29,8 @@ std::vector<PyFrame> pythonStackOf(const std::map<uint64_t, const std::vector<Py
     return out;
 }
 
+}  // namespace
+
 // Gives each eval-loop frame the Python frames it runs: from the innermost Python frame outwards,
 // up to and including the next entry frame. Returns how many Python frames found no eval frame.
 size_t mergePython(std::vector<NativeFrame>& frames, const std::vector<PyFrame>& py) {
@@ -42,8 +44,6 @@ size_t mergePython(std::vector<NativeFrame>& frames, const std::vector<PyFrame>&
     }
     return py.size() - next;
 }
-
-}  // namespace
 
 void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOptions& options,
                       const std::vector<Runtime>& python, Report& report) {

@@ -15,6 +15,10 @@ namespace pytstates {
 void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOptions& options,
                       const std::vector<Runtime>& python, Report& report);
 
+// Gives each eval-loop frame (not inlined) the Python frames it runs: from the innermost Python
+// frame outwards, up to and including the next entry frame. Returns how many found no eval frame.
+size_t mergePython(std::vector<NativeFrame>& frames, const std::vector<PyFrame>& py);
+
 // After the findings: the finding whose pointer a frame of the crashing thread holds (a DWARF
 // parameter first, else a register, else a word of its stack frame), and CPython's fatal error.
 void explainCrash(const Target& target, Report& report);

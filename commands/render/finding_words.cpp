@@ -458,6 +458,8 @@ std::string lockOwnerWords(const source::LockOwner& o) {
 
 }  // namespace
 
+std::string tstateMemoryWords(const TstateMemory& m) { return memoryWords(m); }
+
 std::optional<int> sourceLwp(const FindingSource& s) {
     if (const auto* p = std::get_if<source::Current>(&s)) return p->lwp;
     if (const auto* p = std::get_if<source::AutoTss>(&s)) return p->lwp;

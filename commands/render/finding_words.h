@@ -36,5 +36,7 @@ std::string pythonWaitWords(const std::string& kind, uint64_t object, const std:
 std::string holderWords(const std::string& evidence, const std::optional<PyFrame>& at, int withLine, const std::string& name);
 // A thread's wait in full: its kind and object, the Python words, its holder and the holder's evidence.
 std::string blockedOnWords(const BlockedOn& b);
+// What the memory at a thread-state pointer in no list shows ("its memory now holds ...").
+std::string tstateMemoryWords(const TstateMemory& m);
 
 }  // namespace pytstates

@@ -10,7 +10,7 @@ namespace pytstates {
 namespace {
 
 // --locals: a frame's arguments, then its other locals, as pystack shows them (one per line,
-// each value's text cut at kMaxLocalText characters when read).
+// each value's repr cut at kMaxLocalText bytes when read).
 void renderFrameLocals(std::ostringstream& out, const std::string& indent, const PyFrame& f) {
     if (!f.localsRead) return;
     bool args = false, locals = false;
@@ -24,7 +24,7 @@ void renderFrameLocals(std::ostringstream& out, const std::string& indent, const
     if (f.locals.empty()) out << indent << "(no locals)\n";
 }
 
-// Every local's value null where no short repr is safe.
+// Every local's value null where only the object's own code could print its repr.
 void localsJson(JsonWriter& w, const PyFrame& f) {
     w.key("locals");
     w.beginArray();

@@ -18,6 +18,7 @@
 #include "commands/history/history_show.h"
 #include "commands/history/recording.h"
 #include "commands/run.h"
+#include "commands/view.h"
 #include "commands/version.h"
 #include "symbols/arch/arch.h"
 #include "symbols/debugger/debugger_target.h"
@@ -146,6 +147,11 @@ int failWith(char** error, const std::string& why) {
 }
 
 }  // namespace
+
+// One stop of a debugger's target and the analysis of it (commands/view).
+struct pytstates_view {
+    std::unique_ptr<ViewSession> session;
+};
 
 extern "C" {
 
@@ -402,6 +408,48 @@ char* pytstates_record_help(void) {
         return copyOut(recordHelp());
     } catch (...) {
         return copyOut("");
+    }
+}
+
+
+int pytstates_view_open(const pytstates_target* target, const char* const* args, size_t arg_count, pytstates_view** view, char** error) {
+    if (view) *view = nullptr;
+    if (error) *error = nullptr;
+    try {
+        if (!target || !view) return failWith(error, "no target");
+        auto debugged = std::make_shared<DebuggerTarget>(inputOf(*target));
+        std::string why;
+        auto session = ViewSession::open(debugged, argumentsOf(args, arg_count), &why);
+        if (!session) return failWith(error, why);
+        *view = new pytstates_view{std::move(session)};
+        return 0;
+    } catch (const std::exception& e) {
+        return failWith(error, e.what());
+    } catch (...) {
+        return failWith(error, "internal error");
+    }
+}
+
+int pytstates_view_ask(pytstates_view* view, const char* question, char** answer, char** error) {
+    if (answer) *answer = nullptr;
+    if (error) *error = nullptr;
+    try {
+        if (!view || !view->session) return failWith(error, "no view");
+        std::string out, why;
+        if (view->session->ask(str(question), &out, &why) != 0) return failWith(error, why);
+        setOut(answer, out);
+        return 0;
+    } catch (const std::exception& e) {
+        return failWith(error, e.what());
+    } catch (...) {
+        return failWith(error, "internal error");
+    }
+}
+
+void pytstates_view_close(pytstates_view* view) {
+    try {
+        delete view;
+    } catch (...) {
     }
 }
 

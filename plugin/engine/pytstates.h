@@ -111,6 +111,54 @@ PYTSTATES_API char* pytstates_record_help(void);
 /* What a bare py-tstates-record says (one line): armed (the front end waits for CPython to load),
  * on (breakpoints: how many the front end has set) or off, with the recording's counts. */
 PYTSTATES_API char* pytstates_record_status(int32_t armed, size_t breakpoints);
+/* The debugger view: one stop of a debugger's target, analysed once (check's analysis with every
+ * thread state's whole Python stack, waits, findings, asyncio tasks, TLS caches), then asked many
+ * small questions by the debugger commands (pyt bt, pyt up, pyt tstate ...). Every answer is worded
+ * here, so gdb, lldb-19's Python and lldb-14's plugin print the same bytes (docs/frontends.md).
+ * target->read_memory and target->context must stay valid until pytstates_view_close (memory is
+ * read when a question needs it: locals, a pointer's memory); the rest of *target is copied.
+ * A front end keeps one view per stop and closes it when the target may have changed (gdb: cont,
+ * stop, exited, new_objfile, clear_objfiles, memory_changed, register_changed, inferior_call,
+ * new_thread; lldb: another SBProcess.GetStopID() or process). */
+typedef struct pytstates_view pytstates_view;
+/* args: "--no-dwarf" (symbol tables and _Py_DebugOffsets only). Returns 0, or 2 with *error (one
+ * line: "no CPython runtime found ..."). */
+PYTSTATES_API int pytstates_view_open(const pytstates_target* target, const char* const* args, size_t arg_count, pytstates_view** view,
+                                      char** error);
+/* question: one JSON object {"ask": WHAT, ...}; *answer: one JSON object. Returns 0, or 2 with
+ * *error (one line: "LWP 12 runs no Python", "'x' not found"). Every answer carries "text": what
+ * the command prints, every string read from the target escaped for a terminal. Addresses are
+ * JSON numbers (a question may also give them as strings, "0x7f..."). Questions:
+ *  {"ask":"stack","lwp":N} -> lwp, tstate (the one it runs now), tstates (innermost first),
+ *     interpreter, interpreter_id, version, thread_name (Python's; null), gil ("holds" | "waits" |
+ *     "blocked" | "released" | "no-gil" | "crashed" (faulted entering a wait) | "unknown"), gil_line (words), eval_groups, frames: every
+ *     Python frame innermost first {index, function, file, line, column, end_line, end_column
+ *     (3.11+ co_positions, 0-based columns; -1 unknown), address (the interpreter frame, or the
+ *     PyFrameObject <= 3.10), code, entry, eval_group, tstate}. eval_group: the frame is run by
+ *     the eval_group-th C-level _PyEval_EvalFrameDefault frame of the thread, innermost 0,
+ *     counting real (not inlined) eval frames; eval_groups of them run Python.
+ *  {"ask":"bt","lwp":N,"native":B,"locals":B,"full":B,"eval_levels":[L0,L1,...],"selected":K}
+ *     -> text (pyt bt). eval_levels: the debugger's frame number of each eval frame, innermost
+ *     first, printed as "[C #L]"; selected: the Python frame marked '*'.
+ *  {"ask":"frame","lwp":N,"frame":K,"eval_levels":[...]} -> the frame's fields (as stack's) and
+ *     text: its line and source line, as pyt frame/up/down print it
+ *  {"ask":"locals","lwp":N,"frame":K} -> frame, function, locals [{name, kind, type, address, repr}]
+ *  {"ask":"print","lwp":N,"frame":K,"name":S} -> scope ("local" | "global" | "builtin"), name, kind,
+ *     type, address, repr; error "'S' not found"
+ *  {"ask":"list","lwp":N,"frame":K[,"start":A[,"end":B]]} -> file, line, start, end, lines [{line, text}]
+ *  {"ask":"tstate","address":X} -> address, listed, stale, interpreter, interpreter_id, lwp (runs
+ *     it; null), parked, made_by, evidence, holds_gil, caches [{kind: "current" | "gilstate" |
+ *     "pybind11", lwp, key, record, variable, words}], findings [{code, severity, message}],
+ *     memory (words; not listed), frames, summary (one line), text
+ *  {"ask":"interpreter","address":X} -> address, id, main, tstates, gil_holder, gil_holder_lwp, summary
+ *  {"ask":"object","address":X} -> address, type, repr (bounded), summary
+ *  {"ask":"find-thread","target":S} -> lwp, matched ("thread state" | "thread name" | "asyncio
+ *     task"), address, name. S: a thread-state address, a Python thread name, an asyncio task's
+ *     address or name (the thread running its loop).
+ *  {"ask":"gil-holder"} -> interpreters [{interpreter, id, holder, lwp, gil_known, gil_disabled}] */
+PYTSTATES_API int pytstates_view_ask(pytstates_view* view, const char* question, char** answer, char** error);
+PYTSTATES_API void pytstates_view_close(pytstates_view* view);
+
 PYTSTATES_API void pytstates_free(void* pointer);
 
 #ifdef __cplusplus

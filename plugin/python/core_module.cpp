@@ -8,6 +8,9 @@
 //   record_status(armed, breakpoints), record_hooks()
 //   record_output(what, argument, read_memory, threads, auxv, executable, pid, live, local, sysroot, debug_dirs)
 //   record_name(read_memory, auxv, executable, pid, local, sysroot, debug_dirs)
+//   view_open(args, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo,
+//     debug_dirs[, machine]) -> (View or None, error); View.ask(question_json) -> (status, answer_json,
+//     error); View.close() (pytstates_view_*: one stop analysed once)
 // threads: (lwp, thread_pointer, registers[, syscall]); read_memory(address, length) -> bytes or
 // None; siginfo: None or (lwp, signo, code, address, sender_pid, sender_uid), code NO_SIGINFO
 // when only the signal is known.
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -265,6 +269,44 @@ std::vector<std::string> registerNames(const std::string& machine) {
     return names;
 }
 
+// One stop of the debugger's target (pytstates_view): the target's storage (read_memory above
+// all) lives as long as the view, which reads memory when a question needs it.
+class View {
+public:
+    View(std::unique_ptr<Target> target, pytstates_view* view) : target_(std::move(target)), view_(view) {}
+    ~View() { close(); }
+    View(const View&) = delete;
+    View& operator=(const View&) = delete;
+
+    std::tuple<int, std::string, std::string> ask(const std::string& question) {
+        if (!view_) return {2, "", "the view is closed"};
+        Owned answer, error;
+        int status = pytstates_view_ask(view_, question.c_str(), &answer.text, &error.text);
+        return {status, answer.str(), error.str()};
+    }
+    void close() {
+        if (view_) pytstates_view_close(view_);
+        view_ = nullptr;
+    }
+
+private:
+    std::unique_ptr<Target> target_;
+    pytstates_view* view_ = nullptr;
+};
+
+std::tuple<py::object, std::string> viewOpen(const std::vector<std::string>& args, py::object readMemory, const py::sequence& threads,
+                                              const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool live,
+                                              bool local, const std::map<int, int>& numbers, const std::string& sysroot,
+                                              const std::optional<Siginfo>& siginfo, const std::vector<std::string>& debugDirs) {
+    auto t = std::make_unique<Target>(std::move(readMemory), threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debugDirs);
+    Arguments a(args);
+    Owned error;
+    pytstates_view* view = nullptr;
+    if (pytstates_view_open(&t->target, a.pointers.data(), a.pointers.size(), &view, &error.text) != 0 || !view)
+        return {py::none(), error.str()};
+    return {py::cast(new View(std::move(t), view), py::return_value_policy::take_ownership), ""};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_pytstates_core, m) {
@@ -306,6 +348,16 @@ PYBIND11_MODULE(_pytstates_core, m) {
     m.def("record_help", &recordHelp);
     m.def("register_names", &registerNames, "The registers of a machine (x86_64, aarch64) in DWARF order");
     m.def("thread_pointer_register", [](const std::string& machine) { return std::string(pytstates_thread_pointer_register(machine.c_str())); });
+    py::class_<View>(m, "View")
+        .def("ask", &View::ask, "One question (JSON text): (status, answer JSON text, error)")
+        .def("close", &View::close);
+    m.def("view_open", &viewOpen, "Analyse the debugger's stop once: (View or None, error)");
+    m.def("view_open", [](const std::vector<std::string>& args, py::object readMemory, const py::sequence& threads,
+                          const std::map<uint64_t, uint64_t>& auxv, const std::string& executable, int pid, bool live, bool local,
+                          const std::map<int, int>& numbers, const std::string& sysroot, const std::optional<Siginfo>& siginfo,
+                          const std::vector<std::string>& debugDirs, const std::string&) {
+        return viewOpen(args, std::move(readMemory), threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debugDirs);
+    });
     m.def("version", [] { return std::string(pytstates_version()); });
     m.attr("built_for") = PY_VERSION;
     m.attr("binding") = "pybind11";

@@ -33,8 +33,9 @@ struct PyFrame {
     struct Local {
         std::string name, kind;  // kind: "arg", "local", "cell", "free"
         std::string type;        // the value's type name ("" unreadable)
-        std::optional<std::string> value;  // a short repr of str/bytes/int/float/bool/None; else none
-        std::string shown;       // what text shows: the short repr or <type at 0x...>
+        std::optional<std::string> value;  // repr() as CPython prints it from memory (object_repr.h:
+                                           // builtins, containers, object.__repr__); else none
+        std::string shown;       // what text shows: that repr, or <TYPE object at 0x...>
         uint64_t address = 0;
     };
     std::vector<Local> locals{};  // {}: aggregate initializers that stop before it need not name it

@@ -32,26 +32,36 @@ void appendUtf8(std::string& out, uint32_t cp) {
 }
 }  // namespace
 
-std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayout& layout, uint64_t object,
-                                         size_t maxChars) {
+std::optional<std::u32string> readPyUnicodeCodePoints(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                                      size_t maxChars, size_t* length) {
     if (!object || layout.unicodeAsciiData == kAbsent) return std::nullopt;
-    auto length = memory.readValue<int64_t>(object + layout.unicodeLength);
+    auto size = memory.readValue<int64_t>(object + layout.unicodeLength);
     auto state = memory.readValue<uint32_t>(object + layout.unicodeState);
-    if (!length || !state || *length < 0) return std::nullopt;
+    if (!size || !state || *size < 0) return std::nullopt;
     // state bit-field: interned:2, kind:3, compact:1, ascii:1 (same order in 3.8 - 3.14)
     unsigned kind = (*state >> 2) & 7, compact = (*state >> 5) & 1, ascii = (*state >> 6) & 1;
-    if (!compact || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
-    size_t n = std::min<size_t>(static_cast<size_t>(*length), maxChars);
+    if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1)) return std::nullopt;
+    size_t n = std::min<size_t>(static_cast<size_t>(*size), maxChars);
     uint64_t data = object + (ascii ? layout.unicodeAsciiData : layout.unicodeCompactData);
     std::vector<uint8_t> raw(n * kind);
     if (!memory.readExact(data, raw.data(), raw.size())) return std::nullopt;
-    std::string out;
+    std::u32string out(n, 0);
     for (size_t i = 0; i < n; ++i) {
         uint32_t cp = 0;
         for (unsigned b = 0; b < kind; ++b) cp |= uint32_t(raw[i * kind + b]) << (8 * b);
-        if (ascii && cp >= 0x80) return std::nullopt;
-        appendUtf8(out, cp);
+        if ((ascii && cp >= 0x80) || cp > 0x10ffff) return std::nullopt;
+        out[i] = cp;
     }
+    if (length) *length = static_cast<size_t>(*size);
+    return out;
+}
+
+std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                         size_t maxChars) {
+    auto codePoints = readPyUnicodeCodePoints(memory, layout, object, maxChars);
+    if (!codePoints) return std::nullopt;
+    std::string out;
+    for (char32_t cp : *codePoints) appendUtf8(out, cp);
     return out;
 }
 

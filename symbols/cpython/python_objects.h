@@ -15,6 +15,10 @@ namespace pytstates {
 // A compact str as UTF-8 (at most maxChars characters); nullopt when it does not look like one.
 std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayout& layout, uint64_t object,
                                          size_t maxChars = 1024);
+// A compact str's code points (at most maxChars; *length, when given, is the str's length),
+// as they are: a lone surrogate stays one. nullopt when it does not look like a compact str.
+std::optional<std::u32string> readPyUnicodeCodePoints(const Memory& memory, const CPythonLayout& layout, uint64_t object,
+                                                      size_t maxChars, size_t* length = nullptr);
 std::optional<std::vector<uint8_t>> readPyBytes(const Memory& memory, const CPythonLayout& layout, uint64_t object,
                                                 size_t maxSize = 1 << 20);
 struct DictEntry {

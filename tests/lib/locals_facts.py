@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """--locals held against tests/objects/objects_program.py's own account of waiter's locals
-(FACTS["waiter_locals"]: each value as --locals shows it) and against gdb's py-locals."""
+(FACTS["waiter_reprs"]: each value as --locals shows it) and against gdb's py-locals."""
 import os
 import re
 import subprocess
@@ -26,8 +26,9 @@ def all_frames(report):
 
 def json_problems(report, facts):
     """What differs between the report's waiter locals and the program's; [] when they agree.
-    Every frame carries "locals"; a scalar's value is its repr, anything else has value null and
-    the type and address the program's <type at 0x...> names."""
+    Every frame carries "locals"; a value CPython's own repr prints (scalars, containers) is that
+    repr, anything else has value null and the type and address the program's <TYPE object at
+    0x...> names."""
     problems = []
     frames = [f for rt in report["runtimes"] for i in rt["interpreters"] for t in i["tstates"] for f in t["frames"]]
     if not frames or any("locals" not in f for f in frames):
@@ -37,9 +38,9 @@ def json_problems(report, facts):
         return problems + ["no waiter frame"]
     mine = {}
     for l in frame["locals"]:
-        mine[l["name"]] = l["value"] if l["value"] is not None else "<%s at %s>" % (l["type"], l["address"])
-    if mine != facts["waiter_locals"]:
-        problems.append("waiter's locals: the program says %r, pytstates %r" % (facts["waiter_locals"], mine))
+        mine[l["name"]] = l["value"] if l["value"] is not None else "<%s object at %s>" % (l["type"], l["address"])
+    if mine != facts["waiter_reprs"]:
+        problems.append("waiter's locals: the program says %r, pytstates %r" % (facts["waiter_reprs"], mine))
     if "waiter_position" in facts:  # 3.11+: (line, end line, column, end column) as co_positions() says
         ours = [frame.get(k) for k in ("line", "end_line", "column", "end_column")]
         if ours != facts["waiter_position"]:
@@ -60,7 +61,7 @@ def text_problems(text, facts):
     for heading in ("Arguments:", "Locals:"):
         if heading not in block:
             problems.append("no %s under waiter:\n%s" % (heading, block))
-    for name, value in facts["waiter_locals"].items():
+    for name, value in facts["waiter_reprs"].items():
         if "\n              %s = %s\n" % (name, value) not in "\n" + block and ("  %s = %s\n" % (name, value)) not in block:
             problems.append("no line '%s = %s' under waiter:\n%s" % (name, value, block))
     return problems

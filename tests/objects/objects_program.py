@@ -71,6 +71,30 @@ def r(v):
     return "<%s at %#x>" % (type(v).__name__, id(v))
 
 
+BUILTIN_REPRS = tuple(t.__repr__ for t in (object, type(None), bool, int, float, str, bytes, list, tuple, dict,
+                                           set, frozenset))
+
+
+def tp_name(t):
+    """The type's tp_name: a heap type's is its __name__, a static type's names its module."""
+    if t.__flags__ & (1 << 9) or t.__module__ == "builtins":
+        return t.__name__
+    return "%s.%s" % (t.__module__, t.__qualname__)
+
+
+def local_repr(v):
+    """The value as pytstates --locals shows it (symbols/cpython/object_repr.h): repr() where
+    CPython's own repr runs for it and all it holds, else <TYPE object at 0x...> (these are short:
+    no bound reached)."""
+    def builtin(x):
+        if type(x).__repr__ not in BUILTIN_REPRS:
+            return False
+        if isinstance(x, dict):
+            return all(builtin(k) and builtin(y) for k, y in x.items())
+        return all(builtin(y) for y in x) if isinstance(x, (list, tuple, set, frozenset)) else True
+    return repr(v) if builtin(v) else "<%s object at %#x>" % (tp_name(type(v)), id(v))
+
+
 def expected(objs):
     facts = {"version": "%d.%d" % sys.version_info[:2], "objects": {}, "scalars": []}
     for key in ("plain", "many", "mixed", "dict_first", "big"):
@@ -122,7 +146,8 @@ def waiter(arg_text, arg_number, *rest, flag=True, **extra):
         return captured
 
     waiting_line = 1  # the frame waits below
-    FACTS["waiter_locals"] = {k: r(v) for k, v in locals().items()}
+    FACTS["waiter_locals"] = {k: r(v) for k, v in locals().items()}  # ObjectReader::shortRepr's
+    FACTS["waiter_reprs"] = {k: local_repr(v) for k, v in locals().items()}  # --locals'
     with WAIT_LOCK:
         while True:
             snooze(FACTS)

@@ -78,6 +78,13 @@ _lib.pytstates_record_help.restype = ctypes.c_void_p
 _lib.pytstates_record_status.argtypes = [ctypes.c_int32, ctypes.c_size_t]
 _lib.pytstates_record_status.restype = ctypes.c_void_p
 _lib.pytstates_record_hooks.restype = ctypes.c_char_p
+_lib.pytstates_view_open.argtypes = [ctypes.POINTER(_Target), ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                     ctypes.POINTER(ctypes.c_void_p), _OUT]
+_lib.pytstates_view_open.restype = ctypes.c_int
+_lib.pytstates_view_ask.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _OUT, _OUT]
+_lib.pytstates_view_ask.restype = ctypes.c_int
+_lib.pytstates_view_close.argtypes = [ctypes.c_void_p]
+_lib.pytstates_view_close.restype = None
 _lib.pytstates_free.argtypes = [ctypes.c_void_p]
 _lib.pytstates_free.restype = None
 
@@ -272,3 +279,43 @@ def thread_pointer_register(machine):
 
 def version():
     return (_lib.pytstates_version() or b"").decode("utf-8", "replace")
+
+
+class View(object):
+    """One stop of the debugger's target, analysed once (pytstates_view): ask(question JSON text)
+    -> (status, answer JSON text, error). The target (its read_memory above all) lives as long as
+    the view: memory is read when a question needs it."""
+
+    def __init__(self, built, handle):
+        self._built = built
+        self._handle = handle
+
+    def ask(self, question):
+        if not self._handle:
+            return 2, "", "the view is closed"
+        answer, error = ctypes.c_void_p(), ctypes.c_void_p()
+        status = _lib.pytstates_view_ask(self._handle, _bytes(question), ctypes.byref(answer), ctypes.byref(error))
+        return status, _text(answer.value), _text(error.value)
+
+    def close(self):
+        if self._handle:
+            _lib.pytstates_view_close(self._handle)
+        self._handle = None
+        self._built = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def view_open(args, read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs, machine=""):
+    """Analyses the debugger's stop once: (View or None, error)."""
+    built = _TargetBuilder(read_memory, threads, auxv, executable, pid, live, local, numbers, sysroot, siginfo, debug_dirs)
+    argv, argc = _strings(args)
+    handle, error = ctypes.c_void_p(), ctypes.c_void_p()
+    status = _lib.pytstates_view_open(ctypes.byref(built.target), argv, argc, ctypes.byref(handle), ctypes.byref(error))
+    if status != 0 or not handle.value:
+        return None, _text(error.value)
+    return View(built, handle.value), ""
