@@ -60,7 +60,10 @@ class _Placeholder(gdb.Command):
             raise gdb.GdbError("%s: CPython's libpython.py is not loaded here (it comes with python3.X-dbg); "
                                "pytstates' `%s` is not available in this build" % (self._name, ours))
         gdb.write("%s: CPython's libpython.py is not loaded here; pytstates' `%s` answers:\n" % (self._name, ours))
-        gdb.execute(("%s %s" % (ours, argument)).strip(), from_tty)
+        try:
+            gdb.execute(("%s %s" % (ours, argument)).strip(), from_tty)
+        except gdb.error as e:  # ours said why in one line: said once, never as a Python exception
+            raise gdb.GdbError(str(e))
 
 
 def placeholders():
