@@ -155,6 +155,14 @@ def live_worker(args):
         expect(python_rows(between(out, "worker")) == facts["worker_stack"],
                "the worker's bt: %s\n%s" % (python_rows(between(out, "worker")), facts["worker_stack"]))
         expect(python_rows(between(out, "main")) == facts["stack"], "the main thread's bt")
+        odd_number, odd_row = thread_number(between(out, "threads"), facts["odd_lwp"])
+        _, odd = gdb(args.gdb_script, [scenario.PYTHON, core], marked("odd", "thread apply %d bt" % odd_number) + marked("threads", "info threads"))
+        for raw in ("\x1b", "\x07", "\u202e", "\udce9"):
+            expect(raw not in odd, "no %r reaches the terminal raw:\n%s" % (raw, odd))
+        expect(["odd\\x07runner", "/tmp/caf\\xe9.py", 3] in python_rows(between(odd, "odd")),
+               "the odd thread's frame, escaped: %s" % python_rows(between(odd, "odd")))
+        _, odd_row = thread_number(between(odd, "threads"), facts["odd_lwp"])
+        expect('"odd\\x1b[31m\\u202ename"' in odd_row, "info threads: the odd name escaped: " + odd_row)
         _, switched = gdb(args.gdb_script, [scenario.PYTHON, core], ["disable frame-filter global pytstates"] + marked("off", "bt") +
                           ["enable frame-filter global pytstates"] + marked("on", "bt") + marked("hide", "bt -hide"))
         expect(python_rows(between(switched, "off")) == [] and python_rows(between(switched, "on")) == facts["stack"] and
