@@ -22,17 +22,8 @@ import gdb
 from gdb.FrameDecorator import FrameDecorator
 
 from . import gdb_stop
+from .gdb_nav import _is_eval as is_eval_frame  # a real (not inlined) eval-loop call, as the view counts them
 from .gdb_text import shown_field
-
-EVAL_FUNCTION = "_PyEval_EvalFrameDefault"
-
-
-def is_eval_frame(frame):
-    """A real call of the eval loop: its name (a .cold part too), never an inlined copy."""
-    if frame.type() != gdb.NORMAL_FRAME:
-        return False
-    name = frame.name()
-    return name is not None and (name == EVAL_FUNCTION or name.startswith(EVAL_FUNCTION + "."))
 
 
 class _Row(FrameDecorator):
