@@ -7,6 +7,7 @@
 #include "commands/analysis/native_report.h"
 #include "symbols/cpython/frames.h"
 #include "symbols/cpython/object_reader.h"
+#include "symbols/cpython/object_repr.h"
 #include "symbols/text/hex_address.h"
 
 namespace pytstates {
@@ -16,7 +17,7 @@ namespace {
 constexpr size_t kWholeStack = 4096;      // Python frames per thread state: all of them, as --native reads
 constexpr size_t kNativeFrames = 256;     // as --native unwinds
 constexpr size_t kMaxLocals = 256;
-constexpr size_t kLocalRepr = 200;        // a local's repr in `locals` (bounded: one line each)
+constexpr size_t kLocalRepr = 1024;       // a local's repr in `locals`, as py-locals bounds it
 constexpr size_t kPrintRepr = 1024;       // `print`'s and `object`'s repr, libpython.py's MAX_OUTPUT_LEN
 constexpr size_t kMaxSourceLine = 4096;
 
@@ -53,9 +54,12 @@ const ThreadRow* rowOf(const Report& report, int lwp) {
     return nullptr;
 }
 
+// Python's repr() from memory (symbols/cpython/object_repr), at most bound bytes.
 std::string reprOf(const ObjectReader& objects, uint64_t address, size_t bound) {
     if (!address) return "<NULL>";
-    return objects.shortRepr(address, bound).value_or("<unreadable object at " + hexAddress(address) + ">");
+    ReprLimits limits;
+    limits.maxBytes = bound;
+    return ReprReader(objects, limits).repr(address).text;
 }
 
 ViewLocal localOf(const ObjectReader& objects, const std::string& name, const std::string& kind, uint64_t value, size_t bound) {
@@ -295,11 +299,13 @@ ObjectFacts DebuggerView::object(uint64_t address) const {
     ObjectFacts o;
     if (report_.runtimes.empty()) return o;
     ObjectReader objects(target_, report_.runtimes.front().layout);
-    auto type = objects.typeName(address);
-    if (!type) return o;
+    ReprLimits limits;
+    limits.maxBytes = kPrintRepr;
+    ObjectRepr r = ReprReader(objects, limits).repr(address);
+    if (!r.readable) return o;
     o.readable = true;
-    o.type = *type;
-    o.repr = reprOf(objects, address, kPrintRepr);
+    o.type = r.type;
+    o.repr = r.text;
     return o;
 }
 

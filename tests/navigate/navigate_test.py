@@ -90,7 +90,8 @@ def python_core(args):
         expect(between(out, "loc3").strip() == "depth = 2", "#3 is crasher(2): " + between(out, "loc3"))
         expect(frames(between(out, "down2"))[0][0] == 1, "pyt-down 2: #1")
         loc1 = between(out, "loc1")
-        expect("depth = 0" in loc1 and "line = %d" % facts["line"] in loc1 and "files = " in loc1,
+        files = {"file": facts["file"], "ctypes_file": facts["ctypes_file"]}
+        expect("depth = 0" in loc1 and "line = %d" % facts["line"] in loc1 and "files = %r" % files in loc1,
                "crasher(0)'s locals as the program made them:\n" + loc1)
         expect(between(out, "pdepth").strip() == "local 'depth' = 0" and between(out, "pline").strip() == "local 'line' = %d" % facts["line"],
                "pyt print finds locals")
@@ -148,21 +149,23 @@ def seed_core(args):
         scenario.cleanup(core)
 
 
-def stripped_core(args):
-    """A stripped copy of pyenv's CPython 3.12 (libpython and the launcher without symbols or DWARF:
-    no libpython.py can read it): pyt bt, up and locals from memory alone, against the program."""
-    found = pyenv.python("3.12")
+def stripped_core(args, version):
+    """A stripped copy of pyenv's CPython 3.12 or 3.13 (libpython and the launcher without symbols
+    or DWARF: no libpython.py can read it): pyt bt, up and locals from memory alone, against the
+    program."""
+    found = pyenv.python(version)
     if found is None:
-        print("pyenv has no CPython 3.12: not run")
+        print("pyenv has no CPython %s: not run" % version)
         sys.exit(pyenv.NOT_RUN)
     _, python = found
     prefix = os.path.dirname(os.path.dirname(python))
     work = tempfile.mkdtemp(prefix="pytstates-stripped-")
     try:
-        exe = os.path.join(work, "python3.12")
+        exe = os.path.join(work, "python" + version)
+        library = "libpython%s.so.1.0" % version
         shutil.copy(python, exe)
-        shutil.copy(os.path.join(prefix, "lib", "libpython3.12.so.1.0"), work)
-        subprocess.run(["strip", "--strip-all", exe, os.path.join(work, "libpython3.12.so.1.0")], check=True)
+        shutil.copy(os.path.join(prefix, "lib", library), work)
+        subprocess.run(["strip", "--strip-all", exe, os.path.join(work, library)], check=True)
         env = dict(os.environ, LD_LIBRARY_PATH=work, PYTHONHOME=prefix)
         facts, core = scenario.take_core([exe, CRASH_PROGRAM], "crash", env=env)
         try:
@@ -183,7 +186,7 @@ def stripped_core(args):
             loc = between(out, "loc")
             expect("depth = 0" in loc and "line = %d" % facts["line"] in loc, "crasher(0)'s locals:\n" + loc)
             expect(between(out, "all").count("thread state 0x") == 2, "thread apply all pyt bt")
-            print("stripped 3.12: %d frames, pyt up on C #%d" % (len(ours), level))
+            print("stripped %s: %d frames, pyt up on C #%d" % (version, len(ours), level))
         finally:
             scenario.cleanup(core)
     finally:
@@ -218,6 +221,40 @@ def live(args):
     print("live: 3 stops, each with its own locals; pyt up on C #%d" % level)
 
 
+def view_api(args):
+    """The view's questions as a front end asks them (tests/navigate/view_questions.py through
+    gdb_nav.view()): each answer's fields against the program's facts, and each refusal one line."""
+    facts, core = scenario.take_core([scenario.PYTHON, CRASH_PROGRAM], "crash")
+    try:
+        _, out = gdb(args.gdb_script, [scenario.PYTHON, core], ["source " + os.path.join(HERE, "view_questions.py")])
+        no_traceback(out)
+        got = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"^VIEW (\S+) (.*)$", out, re.M)}
+        stack = got["stack"]
+        expect(stack["lwp"] == facts["lwp"] and stack["thread_name"] == "crasher" and stack["gil"] == "holds" and
+               [f["function"] for f in stack["frames"]][:4] == ["string_at", "crasher", "crasher", "crasher"] and
+               stack["frames"][1]["line"] == facts["line"] and stack["frames"][1]["file"] == facts["file"], "stack", stack)
+        expect([f["eval_group"] for f in stack["frames"]] == [0, 0, 0, 0, 1, 1, 1] and stack["eval_groups"] == 2 and
+               all(f["end_line"] >= f["line"] for f in stack["frames"]), "eval groups and positions (3.11)", stack)
+        expect(got["interpreter"]["id"] == 0 and got["interpreter"]["gil_holder_lwp"] == facts["lwp"] and
+               "GIL held by LWP %d" % facts["lwp"] in got["interpreter"]["summary"], "interpreter", got["interpreter"])
+        expect([r["lwp"] for r in got["gil-holder"]["interpreters"]] == [facts["lwp"]], "gil-holder", got["gil-holder"])
+        expect({l["name"]: l["repr"] for l in got["locals"]["locals"]} ==
+               {"depth": "0", "line": str(facts["line"]), "files": repr({"file": facts["file"], "ctypes_file": facts["ctypes_file"]})},
+               "crasher(0)'s locals", got["locals"])
+        expect(got["object-line"]["type"] == "int" and got["object-line"]["repr"] == str(facts["line"]), "object", got["object-line"])
+        expect(got["tstate"]["listed"] and got["tstate"]["lwp"] == facts["lwp"] and got["tstate"]["holds_gil"] and
+               got["tstate"]["summary"] == 'LWP %d "crasher", holds the GIL' % facts["lwp"], "tstate summary", got["tstate"])
+        expect(got["find-name"]["lwp"] == got["find-tstate"]["lwp"] == facts["lwp"], "find-thread by name and by tstate")
+        expect(got["frame"]["index"] == 2 and got["frame"]["text"].startswith("#2  crasher ("), "frame", got["frame"])
+        for name, words in (("bad-json", "the question is not JSON"), ("unknown", "unknown question 'nonsense'"),
+                            ("no-frame", "no Python frame #99"), ("no-lwp", "LWP 1 is not a thread of this process"),
+                            ("not-object", "0x8 does not read as a Python object")):
+            expect(words in got[name].get("error", ""), "%s: %s" % (name, got[name]))
+        print("view: %d questions answered or refused as documented" % len(got))
+    finally:
+        scenario.cleanup(core)
+
+
 def errors(args):
     """No process: one line; help pyt; libpython's names, where it is not loaded, name ours."""
     _, out = gdb(args.gdb_script, [], marked("none", "pyt bt") + marked("help", "help pyt") + marked("hbt", "help pyt-bt") +
@@ -234,9 +271,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core", "live", "errors"])
+    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "errors"])
     args = p.parse_args()
-    {"python-core": python_core, "seed-core": seed_core, "stripped-core": stripped_core, "live": live, "errors": errors}[args.case](args)
+    if args.case.startswith("stripped-core-"):
+        stripped_core(args, args.case[len("stripped-core-"):])
+    else:
+        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "errors": errors}[args.case](args)
     print("PASS navigate " + args.case)
 
 

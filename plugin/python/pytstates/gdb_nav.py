@@ -57,7 +57,8 @@ def view():
     if not hasattr(_core, "view_open"):
         raise _Refused("this pytstates core has no debugger view (rebuild it)")
     inferior = gdb.selected_inferior()
-    if inferior is None or not inferior.threads():
+    # (not inferior.threads(): a tuple of every thread, 0.1 s for a thousand of them, per command)
+    if inferior is None or gdb.selected_thread() is None:
         raise _Refused("no process or core: run, attach to a process or load a core first")
     key = (inferior.num, inferior.pid)
     if _state["view"] is not None and _state["key"] == key:
@@ -248,7 +249,8 @@ included)."""
 
 
 class _Bt(_Command):
-    """pyt bt [-full] [-native] [-locals]: the selected thread's Python stack, innermost first.
+    """Print the selected thread's Python stack, innermost first.
+Usage: pyt bt [-full] [-native] [-locals]
 
 The header names the thread, the thread state it runs and its GIL line; each frame is
 #K FUNCTION (FILE:LINE) [C #N] (N: gdb's frame that evaluates it, for `frame N`) with its source
@@ -302,22 +304,26 @@ class _Move(_Command):
 
 
 class _Up(_Move):
-    """pyt up [N]: select the Python frame N (1) older, and the C eval frame that runs it."""
+    """Select the Python frame N (default 1) older, and the C eval frame that runs it.
+Usage: pyt up [N]"""
 
     _verb = "up"
     _step = 1
 
 
 class _Down(_Move):
-    """pyt down [N]: select the Python frame N (1) newer, and the C eval frame that runs it."""
+    """Select the Python frame N (default 1) newer, and the C eval frame that runs it.
+Usage: pyt down [N]"""
 
     _verb = "down"
     _step = -1
 
 
 class _Frame(_Command):
-    """pyt frame [K]: show the selected Python frame, or select Python frame #K (as pyt bt numbers
-    them) and the C eval frame that runs it."""
+    """Show the selected Python frame, or select Python frame #K.
+Usage: pyt frame [K]
+
+K as pyt bt numbers the frames; the C eval frame that runs it is selected too."""
 
     _verb = "frame"
 
@@ -340,8 +346,11 @@ class _Frame(_Command):
 
 
 class _List(_Command):
-    """pyt list [START[,END]]: the selected Python frame's source: 5 lines either side of its line,
-    START..START+10, or START..END (py-list's ranges); '>' marks the frame's line."""
+    """List the selected Python frame's source.
+Usage: pyt list [START[,END]]
+
+5 lines either side of the frame's line, START..START+10, or START..END (py-list's ranges);
+'>' marks the frame's line."""
 
     _verb = "list"
 
@@ -363,7 +372,8 @@ class _List(_Command):
 
 
 class _Locals(_Command):
-    """pyt locals: the selected Python frame's arguments and locals, name = repr."""
+    """Print the selected Python frame's arguments and locals, name = repr.
+Usage: pyt locals"""
 
     _verb = "locals"
 
@@ -375,8 +385,8 @@ class _Locals(_Command):
 
 
 class _Print(_Command):
-    """pyt print NAME: NAME as the selected Python frame sees it: a local, else a global, else a
-    builtin (`local 'x' = ...`)."""
+    """Print NAME as the selected Python frame sees it: a local, else a global, else a builtin.
+Usage: pyt print NAME"""
 
     _verb = "print"
 
@@ -403,11 +413,14 @@ def _address_of(expression):
 
 
 class _Tstate(_Command):
-    """pyt tstate [EXPR]: what the PyThreadState* EXPR is (an address or any expression: tstate,
-    $rdi, a struct member): its interpreter, the thread that runs it (or that it is parked, and who
-    made it), every TLS cache naming it (CPython's current, PyGILState's slot, each pybind11
-    record's key, on which LWPs), the findings naming it, its Python stack; or that it is in no
-    interpreter's list and what its memory reads as now. Without EXPR: the selected thread's."""
+    """Explain a PyThreadState pointer: where it runs, what caches it, or that it is stale.
+Usage: pyt tstate [EXPR]
+
+EXPR is an address or any expression (tstate, $rdi, a struct member); without it, the
+selected thread's. Said: its interpreter, the thread that runs it (or that it is parked, and who
+made it), every TLS cache naming it (CPython's current, PyGILState's slot, each pybind11 record's
+key, on which LWPs), the findings naming it, its Python stack; or that it is in no interpreter's
+list and what its memory reads as now."""
 
     _verb = "tstate"
 
@@ -420,9 +433,11 @@ class _Tstate(_Command):
 
 
 class _Thread(_Command):
-    """pyt thread TARGET: select the gdb thread that runs TARGET: a thread state (an address or an
-    expression), a Python thread's name (threading.Thread.name) or an asyncio task (its address or
-    name: the thread running its event loop)."""
+    """Select the thread that runs a thread state, a Python thread or an asyncio task's loop.
+Usage: pyt thread TARGET
+
+TARGET: a thread state (an address or an expression), a Python thread's name
+(threading.Thread.name) or an asyncio task (its address or name: the thread running its loop)."""
 
     _verb = "thread"
 
