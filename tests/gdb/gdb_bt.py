@@ -116,7 +116,8 @@ def seed_core(args):
 
 def live(args):
     """bt_program.py under gdb (Debian's python3.X with python3.X-dbg), stopped at time_sleep twice."""
-    stop = (marked("bt", "bt") + marked("plain", "bt -no-filters") + marked("pybt", "py-bt") + marked("threads", "info threads"))
+    stop = (marked("bt", "bt") + marked("plain", "bt -no-filters") + marked("pybt", "py-bt") + marked("threads", "info threads") +
+            marked("tstate", "print $py_tstate()") + marked("arg", "print (PyThreadState *)$py_tstate()"))
     cmds = ["set debuginfod enabled off", "break time_sleep", "run"] + stop + ["continue"] + marked("bt2", "bt") + ["kill"]
     _, out = gdb(args.gdb_script, ["--args", scenario.PYTHON, PROGRAM], cmds)
     said = facts_lines(out)
@@ -136,6 +137,9 @@ def live(args):
     threads = between(out, "threads")
     _, worker_row = thread_number(threads, first["worker_lwp"])
     expect('"%s"' % first["worker_name"] in worker_row, "info threads names the worker %s:\n%s" % (first["worker_name"], threads))
+    for tag in ("tstate", "arg"):  # bt read the stop: the printers explain on a live process too
+        expect(re.match(r'^\$\d+ = 0x[0-9a-f]+ <LWP %d "MainThread"' % first["lwp"], between(out, tag).strip()) is not None,
+               "%s: the main thread's state, explained: %s" % (tag, between(out, tag)))
     second_bt = between(out, "bt2")
     expect(python_rows(second_bt) == second["stack"] and second["stack"] != first["stack"],
            "after continue, bt shows the second stop's stack:\n%s\n%s" % (python_rows(second_bt), second["stack"]))

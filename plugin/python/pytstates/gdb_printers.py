@@ -32,9 +32,23 @@ def _kind(value_type):
     return _KINDS.get(name) if name else None
 
 
+def _worth_reading():
+    """A core's one stop is read once, whatever asks. A live process's stop is not analysed for a
+    printer alone: gdb prints the stop line's arguments at every `step` and `next`, and stepping
+    through CPython must not pay an analysis per step; once bt, a pyt command or $py_tstate() has
+    read the stop, the printers explain too."""
+    if gdb_stop.stop_is_read():
+        return True
+    try:
+        from .gdb import _is_live
+        return not _is_live(gdb.selected_inferior())
+    except Exception:
+        return False
+
+
 def describe(kind, address):
     """The view's one line about a pointer of that kind, or None."""
-    if not address:
+    if not address or not _worth_reading():
         return None
     try:
         answer = gdb_stop.ask({"ask": kind, "address": address})

@@ -75,6 +75,18 @@ def ask(question):
     return answer
 
 
+def stop_is_read():
+    """Something asked the view about this stop already (bt, a pyt command, a printer): asking
+    again costs a lookup, not an analysis."""
+    if _told[0] == generation:
+        return True
+    try:
+        from . import gdb_nav
+        return gdb_nav._state.get("view") is not None
+    except Exception:
+        return False
+
+
 def selected_lwp():
     thread = gdb.selected_thread()
     if thread is None:
