@@ -87,6 +87,10 @@ json answer(DebuggerView& view, const Target& target, const json& q) {
         o.full = flag(q, "full");
         o.sysroot = target.sysroot();
         if (q.contains("selected")) o.selected = static_cast<size_t>(std::max(0LL, integer(q, "selected")));
+        if (auto it = q.find("native_frames"); it != q.end() && it->is_array())
+            for (const auto& f : *it)
+                if (f.is_array() && f.size() == 2 && f[0].is_number_integer() && f[1].is_number_unsigned())
+                    o.debuggerFrames.emplace_back(f[0].get<long long>(), f[1].get<uint64_t>());
         if (auto it = q.find("eval_levels"); it != q.end() && it->is_array())
             for (const auto& level : *it) o.evalLevels.push_back(level.is_number_integer() ? level.get<long long>() : -1);
         ThreadStack s = stackOf(view, q);

@@ -90,8 +90,9 @@ std::string cFrameWords(const BtOptions& o, size_t group) {
     return "";
 }
 
-std::string nativeFrameLine(size_t index, const NativeFrame& f) {
-    std::string line = "#" + std::to_string(index) + (index < 10 ? "  " : " ");
+// number: "#12" (the debugger's or ours), or "" when the debugger has no frame at that pc.
+std::string nativeFrameLine(const std::string& number, const NativeFrame& f) {
+    std::string line = number.empty() ? std::string("    ") : number + (number.size() < 3 ? "  " : " ");
     if (!f.inlined) line += hexAddress(f.pc) + " in ";
     line += f.function.empty() ? std::string("??") : shown(f.function);
     if (f.inlined) line += " (inlined)";
@@ -168,10 +169,21 @@ json btAnswer(DebuggerView& view, const ThreadStack& s, const BtOptions& o) {
     // The native stack, each eval-loop frame followed by the Python frames it runs (pystack's and
     // py-spy's --native, innermost first as gdb's bt).
     const NativeStack& stack = view.nativeStack(s.lwp);
-    size_t next = 0;  // the next Python frame's index (they merge in order)
+    size_t next = 0;     // the next Python frame's index (they merge in order)
+    size_t matched = 0;  // the next debugger frame to match
     for (size_t i = 0; i < stack.frames.size(); ++i) {
         const NativeFrame& f = stack.frames[i];
-        out << nativeFrameLine(i, f) << "\n";
+        std::string number = "#" + std::to_string(i);
+        if (!o.debuggerFrames.empty()) {
+            number.clear();
+            for (size_t j = matched; j < o.debuggerFrames.size(); ++j)
+                if (o.debuggerFrames[j].second == f.pc) {
+                    number = "#" + std::to_string(o.debuggerFrames[j].first);
+                    matched = j + 1;
+                    break;
+                }
+        }
+        out << nativeFrameLine(number, f) << "\n";
         for (const auto& py : f.python) {
             size_t index = next++;
             std::string mark = o.selected && *o.selected == index ? "*" : " ";

@@ -21,6 +21,9 @@ struct BtOptions {
     // The debugger's frame number of each eval-loop frame, innermost first (its `frame N`):
     // each Python frame's line names its C frame. Empty: not named.
     std::vector<long long> evalLevels;
+    // native: the debugger's frames (its number, pc), innermost first: each native frame is numbered
+    // as the debugger numbers it (its pc matched in order); empty: as pytstates unwinds them.
+    std::vector<std::pair<long long, uint64_t>> debuggerFrames;
     std::optional<size_t> selected;  // the selected Python frame: marked with '*'
     std::string sysroot;             // where source files are read first
 };

@@ -139,7 +139,9 @@ PYTSTATES_API int pytstates_view_open(const pytstates_target* target, const char
  *     counting real (not inlined) eval frames; eval_groups of them run Python.
  *  {"ask":"bt","lwp":N,"native":B,"locals":B,"full":B,"eval_levels":[L0,L1,...],"selected":K}
  *     -> text (pyt bt). eval_levels: the debugger's frame number of each eval frame, innermost
- *     first, printed as "[C #L]"; selected: the Python frame marked '*'.
+ *     first, printed as "[C #L]"; selected: the Python frame marked '*'. With "native":
+ *     "native_frames":[[LEVEL,PC],...] (the debugger's frames, innermost first) numbers each native
+ *     frame as the debugger does (matched by pc, in order); without it, as pytstates unwinds.
  *  {"ask":"frame","lwp":N,"frame":K,"eval_levels":[...]} -> the frame's fields (as stack's) and
  *     text: its line and source line, as pyt frame/up/down print it
  *  {"ask":"locals","lwp":N,"frame":K} -> frame, function, locals [{name, kind, type, address, repr}]

@@ -111,7 +111,8 @@ def python_core(args):
         expect(every.count("thread state 0x") == 2 and "_wait_for_tstate_lock" in every and "string_at" in every,
                "thread apply all pyt bt: both threads:\n" + every)
         native = between(out, "native")
-        expect(re.search(r"_PyEval_EvalFrameDefault.*\n\s+\*?\(Python\) #0 string_at", native), "pyt bt -native:\n" + native)
+        m = re.search(r"^#(\d+)\s+0x[0-9a-f]+ in _PyEval_EvalFrameDefault.*\n\s+\*?\(Python\) #0 string_at", native, re.M)
+        expect(m is not None and int(m.group(1)) == ours[0][4], "pyt bt -native: the eval frame numbered as gdb does (#%s):\n%s" % (ours[0][4], native))
         expect("frame 0x" in between(out, "full") and "depth = 0" in between(out, "full"), "pyt bt -full: locals and addresses")
         print("pyt bt: %d frames, as py-bt and the program; up/down/frame on C #%d/#%d" % (len(ours), level, level2))
     finally:
@@ -171,7 +172,8 @@ def stripped_core(args, version):
         try:
             cmds = (["set solib-search-path " + work] + marked("info", "info sharedlibrary libpython") + marked("pybt", "py-bt") +
                     marked("bt", "pyt bt") + marked("up", "pyt up") + marked("fup", "frame") + marked("loc", "pyt locals") +
-                    marked("all", "thread apply all pyt bt"))
+                    marked("all", "thread apply all pyt bt") + marked("ts", "pyt tstate") + marked("print", "pyt print line") +
+                    marked("main", "pyt thread MainThread") + marked("mainbt", "pyt bt"))
             _, out = gdb(args.gdb_script, [exe, core], cmds)
             no_traceback(out)
             expect(work in between(out, "info") and "(*)" in between(out, "info"), "gdb loads the stripped libpython, no debugging information:\n" + between(out, "info"))
@@ -186,6 +188,10 @@ def stripped_core(args, version):
             loc = between(out, "loc")
             expect("depth = 0" in loc and "line = %d" % facts["line"] in loc, "crasher(0)'s locals:\n" + loc)
             expect(between(out, "all").count("thread state 0x") == 2, "thread apply all pyt bt")
+            expect("runs on LWP %d" % facts["lwp"] in between(out, "ts"), "pyt tstate:\n" + between(out, "ts"))
+            expect(between(out, "print").strip() == "local 'line' = %d" % facts["line"], "pyt print: " + between(out, "print"))
+            expect("Switching to thread" in between(out, "main") and " join (" in between(out, "mainbt") and
+                   '"MainThread"' in between(out, "mainbt"), "pyt thread MainThread, pyt bt there:\n" + between(out, "mainbt"))
             print("stripped %s: %d frames, pyt up on C #%d" % (version, len(ours), level))
         finally:
             scenario.cleanup(core)
@@ -229,6 +235,8 @@ def view_api(args):
         _, out = gdb(args.gdb_script, [scenario.PYTHON, core], ["source " + os.path.join(HERE, "view_questions.py")])
         no_traceback(out)
         got = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"^VIEW (\S+) (.*)$", out, re.M)}
+        wanted = "ctypes" if os.environ.get("PYTSTATES_CORE") == "ctypes" else "pybind11"
+        expect(got["binding"]["binding"] == wanted, "the %s binding answered" % wanted, got["binding"])
         stack = got["stack"]
         expect(stack["lwp"] == facts["lwp"] and stack["thread_name"] == "crasher" and stack["gil"] == "holds" and
                [f["function"] for f in stack["frames"]][:4] == ["string_at", "crasher", "crasher", "crasher"] and
@@ -255,6 +263,31 @@ def view_api(args):
         scenario.cleanup(core)
 
 
+def asyncio_core(args):
+    """Two threads, each running its own event loop with a stuck task (tests/asyncio's twoloops):
+    pyt thread selects the thread running a task's loop, by the task's name and by its address,
+    and a Python thread by its name."""
+    program = os.path.join(HERE, "..", "asyncio", "scenarios.py")
+    facts, core = scenario.take_core([scenario.PYTHON, program, "twoloops"], "gcore")
+    try:
+        loops = {l["name"]: l for l in facts["loops"]}
+        cmds = []
+        for name in ("loop-one", "loop-two"):
+            cmds += marked(name + "-name", "pyt thread %s-waiter" % name) + marked(name + "-addr", "pyt thread %d" % facts["tasks"][name + "-waiter"])
+            cmds += marked(name + "-bt", "pyt bt") + marked(name + "-thread", "pyt thread %s" % loops[name]["thread"])
+        _, out = gdb(args.gdb_script, [scenario.PYTHON, core], cmds)
+        no_traceback(out)
+        for name in ("loop-one", "loop-two"):
+            lwp = loops[name]["lwp"]
+            for how in ("name", "addr", "thread"):
+                expect("(LWP %d)" % lwp in between(out, name + "-" + how), "pyt thread (%s of %s) selects LWP %d:\n%s" % (how, name, lwp, between(out, name + "-" + how)))
+            expect('LWP %d "%s"' % (lwp, loops[name]["thread"]) in between(out, name + "-bt") and "_run_once" in between(out, name + "-bt"),
+                   "pyt bt on the loop's thread:\n" + between(out, name + "-bt"))
+        print("pyt thread: two tasks' loops, by name and address, and their threads")
+    finally:
+        scenario.cleanup(core)
+
+
 def errors(args):
     """No process: one line; help pyt; libpython's names, where it is not loaded, name ours."""
     _, out = gdb(args.gdb_script, [], marked("none", "pyt bt") + marked("help", "help pyt") + marked("hbt", "help pyt-bt") +
@@ -271,12 +304,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "errors"])
+    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "view-api-ctypes", "asyncio-core", "errors"])
     args = p.parse_args()
     if args.case.startswith("stripped-core-"):
         stripped_core(args, args.case[len("stripped-core-"):])
     else:
-        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "errors": errors}[args.case](args)
+        {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "view-api-ctypes": view_api, "asyncio-core": asyncio_core, "errors": errors}[args.case](args)
     print("PASS navigate " + args.case)
 
 

@@ -15,6 +15,9 @@ def show(name, question):
     return json.loads(answer) if status == 0 else None
 
 
+from pytstates.core import core  # noqa: E402
+
+gdb.write("VIEW binding %s\n" % json.dumps({"binding": core.binding}))
 lwp = gdb.selected_thread().ptid[1]
 stack = show("stack", {"ask": "stack", "lwp": lwp})
 show("interpreter", {"ask": "interpreter", "address": stack["interpreter"]})

@@ -20,6 +20,7 @@ from . import gdb as _front
 from .core import core as _core
 
 _EVAL = "_PyEval_EvalFrameDefault"
+_MAX_NATIVE = 256  # as many native frames as the engine unwinds for pyt bt -native
 
 # The view of the current stop, and a generation that changes whenever it is dropped.
 _state = {"view": None, "key": None, "generation": 0, "selected": None, "levels": {}}
@@ -115,13 +116,19 @@ def _is_eval(frame):
 
 
 def _eval_frames(thread=None):
-    """gdb's eval-loop frames of the thread, innermost first: (level, gdb.Frame), kept per stop."""
+    """The levels of gdb's eval-loop frames of the thread, innermost first, kept per stop."""
+    return _frames_of(thread)[0]
+
+
+def _frames_of(thread=None):
+    """(eval-loop frame levels, [(level, pc)] of every frame up to _MAX_NATIVE) of the thread, kept
+    per stop."""
     thread = thread or gdb.selected_thread()
     cache = _state["levels"]
     if thread.global_num in cache:
         return cache[thread.global_num]
     selected = gdb.selected_thread()
-    found = []
+    found, native = [], []
     try:
         if selected is not None and selected.num != thread.num:
             thread.switch()
@@ -129,6 +136,8 @@ def _eval_frames(thread=None):
         while frame is not None and level < 200000:
             if _is_eval(frame):
                 found.append(level)
+            if level < _MAX_NATIVE:
+                native.append((level, frame.pc() & 0xFFFFFFFFFFFFFFFF))
             try:
                 frame = frame.older()
             except gdb.error:
@@ -139,8 +148,8 @@ def _eval_frames(thread=None):
     finally:
         if selected is not None and selected.is_valid() and selected.num != thread.num:
             selected.switch()
-    cache[thread.global_num] = found
-    return found
+    cache[thread.global_num] = (found, native)
+    return found, native
 
 
 def _frame_at(level):
@@ -276,6 +285,8 @@ Python frames under it. Works under `thread apply all pyt bt`."""
         levels = _eval_frames()
         question = {"ask": "bt", "lwp": lwp, "eval_levels": _usable(stack, levels)}
         question.update(options)
+        if options["native"]:
+            question["native_frames"] = _frames_of()[1]
         if stack["frames"]:
             question["selected"] = _selected_index(stack, levels)
         gdb.write(ask(question)["text"])
