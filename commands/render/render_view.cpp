@@ -122,9 +122,14 @@ std::string stackHeader(const ThreadStack& s) {
 
 json frameJson(const ViewFrame& v) {
     const PyFrame& f = v.frame;
-    return json{{"index", v.index}, {"function", f.function}, {"file", f.file}, {"line", f.line}, {"column", f.column},
-                {"end_line", f.endLine}, {"end_column", f.endColumn}, {"address", f.address}, {"code", f.code}, {"entry", f.entry},
-                {"eval_group", v.evalGroup}, {"tstate", v.tstate}};
+    json out{{"index", v.index}, {"function", replaceInvalidUtf8(f.function)}, {"file", replaceInvalidUtf8(f.file)}, {"line", f.line},
+             {"column", f.column}, {"end_line", f.endLine}, {"end_column", f.endColumn}, {"address", f.address}, {"code", f.code},
+             {"entry", f.entry}, {"eval_group", v.evalGroup}, {"tstate", v.tstate}};
+    // As the report's JSON gives them (docs/json.md): a name that is not UTF-8 also as its exact bytes,
+    // which gdb's bt rows show as \xNN (gdb_text.py).
+    if (!isValidUtf8(f.function)) out["function_bytes"] = hexBytes(f.function);
+    if (!isValidUtf8(f.file)) out["file_bytes"] = hexBytes(f.file);
+    return out;
 }
 
 json stackAnswer(const ThreadStack& s) {

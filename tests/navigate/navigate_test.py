@@ -177,7 +177,8 @@ def stripped_core(args, version):
             _, out = gdb(args.gdb_script, [exe, core], cmds)
             no_traceback(out)
             expect(work in between(out, "info") and "(*)" in between(out, "info"), "gdb loads the stripped libpython, no debugging information:\n" + between(out, "info"))
-            expect("Undefined command" in between(out, "pybt"), "no libpython.py for it")
+            expect("py-bt: CPython's libpython.py is not loaded here; pytstates' `pyt bt` answers:" in between(out, "pybt"),
+                   "no libpython.py for it: its py-bt names pyt bt (gdb_libpython.py)")
             ours = frames(between(out, "bt"))
             expect(len(ours) == 7 and ours[1][1:4] == ("crasher", facts["file"], facts["line"]) and ours[0][1] == "string_at" and
                    [f[1] for f in ours[4:]] == ["run", "_bootstrap_inner", "_bootstrap"], "pyt bt from memory alone:\n" + between(out, "bt"))
@@ -289,13 +290,14 @@ def asyncio_core(args):
 
 
 def errors(args):
-    """No process: one line; help pyt; libpython's names are not ours."""
+    """No process: one line; help pyt; libpython's names, where it is not loaded, name ours."""
     _, out = gdb(args.gdb_script, [], marked("none", "pyt bt") + marked("help", "help pyt") + marked("hbt", "help pyt-bt") +
                  marked("pybt", "py-bt") + marked("bad", "pyt bt -bogus"))
     no_traceback(out)
     expect(between(out, "none") == "pyt bt: no process or core: run, attach to a process or load a core first\n", between(out, "none"))
     expect("pyt bt" in between(out, "help") and "pyt tstate" in between(out, "help") and "-native" in between(out, "hbt"), "help")
-    expect("Undefined command" in between(out, "pybt"), "py-bt is never ours")
+    expect(between(out, "pybt").startswith("py-bt: CPython's libpython.py is not loaded here; pytstates' `pyt bt` answers:\n") and
+           "pyt bt: no process or core" in between(out, "pybt"), "py-bt, where no libpython.py is loaded, names pyt bt and runs it")
     expect("unknown argument '-bogus'" in between(out, "bad") or "no process" in between(out, "bad"), between(out, "bad"))
 
 

@@ -412,3 +412,5 @@ _PyTstatesCommand("py-tstates-check", "check")
 _RecordCommand()
 
 from . import gdb_nav  # noqa: E402,F401 (pyt: Python frames, navigation, pointers explained)
+# gdb's own bt, print and info threads with Python in them; libpython.py's names (gdb_*.py, after pyt).
+from . import gdb_frames, gdb_printers, gdb_threads, gdb_libpython  # noqa: E402,F401
