@@ -27,7 +27,8 @@ std::string spelled(const ReportOption& o) {
 const std::vector<ReportOption> kOptions = {
     {"-j", "--json", "", kAll, "one JSON object (docs/report.schema.json); the CLI writes an error as {\"error\": {\"message\": ...}} too", "",
      [](const std::string&, CommandRequest* r, std::string*) { return r->json = true; }},
-    {"-f", "--frames", "N", kTstates | kCheck, "Python frames shown per thread state (default 5; 0: none)", "",
+    {"-f", "--frames", "N", kTstates | kCheck,
+     "Python frames shown per thread state (default 5; 0: none); every stack is read whole, the text says how many it left out", "",
      [](const std::string& v, CommandRequest* r, std::string* error) {
          if (parseCount(v, kMaxCount, &r->frames)) return true;
          *error = "--frames needs a number of frames, 0 or more, got '" + v + "'";
@@ -39,11 +40,12 @@ const std::vector<ReportOption> kOptions = {
      [](const std::string&, CommandRequest* r, std::string*) { return r->native = true; }},
     {"-g", "--greenlets", "", kTstates | kCheck, "every greenlet of every thread: its state, parent and the frames a suspended one saved", "",
      [](const std::string&, CommandRequest* r, std::string*) { return r->greenlets = true; }},
-    {"", "--locals", "", kTstates | kCheck, "each Python frame's arguments and locals under it (short reprs, as pystack's --locals)", "",
+    {"", "--locals", "", kTstates | kCheck, "each Python frame's arguments and locals under it (as Python's repr() prints them, bounded)", "",
      [](const std::string&, CommandRequest* r, std::string*) { return r->locals = true; }},
     {"", "--tasks", "", kTstates | kCheck,
      "every asyncio event loop and task as an await tree: each task's name, state, coroutine frames and what it awaits (CPython 3.9-3.15)",
-     "every asyncio event loop and task as an await tree (as tstates --tasks), and their findings: task deadlocks, event-loop-blocked",
+     "every asyncio event loop and task shown as an await tree (as tstates --tasks); the tasks are read and their findings "
+     "(task deadlocks, event-loop-blocked) given without it too",
      [](const std::string&, CommandRequest* r, std::string*) { return r->tasks = true; }},
     {"", "--no-waits", "", kTstates | kCheck, "skip what each thread waits for (threads[].blocked_on)",
      "skip what each thread waits for: no deadlock, gil-held-while-blocked or stop-the-world-blocked finding",
