@@ -44,8 +44,8 @@ TEST(FindingCodesTest, TableHoldsEveryCodeOnceWithAUniqueName) {
 }
 
 TEST(FindingCodesTest, ManPageListsEveryCodeWithItsSeverity) {
-    std::string page = readSource("packaging/pytstates.1");
-    ASSERT_NE(page, "") << "packaging/pytstates.1 is not readable";
+    std::string page = readSource("packaging/pytstates.1.in");
+    ASSERT_NE(page, "") << "packaging/pytstates.1.in is not readable";
     std::string findings = section(page, ".SH FINDINGS", ".SH ");
     ASSERT_NE(findings, "") << "the man page has no FINDINGS section";
     // ".B stale\-tstate" and the next line "(error) ..."
