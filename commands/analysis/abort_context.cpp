@@ -60,11 +60,7 @@ void tieToFindings(Report& report) {
         which.insert(info.name);
     }
     if (which.empty()) return;
-    std::string list;
-    for (const auto& c : which) list += (list.empty() ? "" : " and ") + c;
-    crash.explanation = "the abort is likely the " + list + " below: " + crash.stack.frames[at].function + " (frame #" +
-                        std::to_string(at) + ") failed on a thread whose thread-state pointers the finding" +
-                        (which.size() == 1 ? " names" : "s name");
+    crash.tie = CrashReport::Tie{at, std::nullopt};
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 #include <map>
 #include <set>
 
-#include "commands/render/finding_words.h"
 #include "symbols/cpython/frames.h"
 #include "symbols/text/hex_address.h"
 
@@ -97,27 +96,6 @@ void readNativeStacks(const Target& target, NativeStacks& stacks, const ReportOp
 
 namespace {
 
-// Where a value sits, in words for the one-line explanation.
-std::string holderWords(const NativeFrame& frame, size_t index, const FrameValue& v) {
-    std::string where = (frame.function.empty() ? "an unknown function" : frame.function) + " (frame #" + std::to_string(index) + ")";
-    switch (v.kind) {
-        case FrameValue::Kind::Parameter:
-            return where + " was handed " + v.name + "=" + hexAddress(v.value);
-        case FrameValue::Kind::Register:
-            return where + " holds " + hexAddress(v.value) + " in register " + v.name;
-        case FrameValue::Kind::StackWord:
-            return "a word of the stack frame of " + where + " holds " + hexAddress(v.value);
-    }
-    return where;
-}
-
-std::string sourcesWords(const Finding& f) {
-    auto lines = findingSourceLines(f);
-    std::string out;
-    for (size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i];
-    return out;
-}
-
 // CPython's fatal error, from the parameters of the function that prints it.
 std::string fatalErrorOf(const Target& target, const std::vector<NativeFrame>& frames) {
     for (const auto& f : frames) {
@@ -163,22 +141,7 @@ void explainCrash(const Target& target, Report& report) {
                         crash.explainedBy.push_back(i);
                 }
                 if (crash.explainedBy.empty()) continue;
-                const Finding* first = &report.findings[crash.explainedBy.front()];
-                for (size_t i : crash.explainedBy)
-                    if (report.findings[i].lwp) {
-                        first = &report.findings[i];
-                        break;
-                    }
-                std::set<std::string> codes;
-                for (size_t i : crash.explainedBy) codes.insert(findingName(report.findings[i].code));
-                std::string which;
-                for (const auto& c : codes) which += (which.empty() ? "" : " and ") + c;
-                crash.explanation = std::string(kind == FrameValue::Kind::Parameter ? "the crash is most likely the " : "the crash is likely the ") +
-                                    which + " below: " + holderWords(frame, k, v);
-                std::string named = sourcesWords(*first);
-                if (!named.empty())
-                    crash.explanation += ", which " + named + " still name" + (first->sources.size() == 1 ? "s" : "") +
-                                         (first->lwp ? " on this thread" : "");
+                crash.tie = CrashReport::Tie{k, v};
                 return;
             }
         }

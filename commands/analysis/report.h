@@ -240,7 +240,14 @@ struct CrashReport {
     CrashSignal signal;
     NativeStack stack;                // the crashing thread's native stack, innermost first
     std::vector<size_t> explainedBy;  // indexes into Report::findings
-    std::string explanation;          // one line tying a frame's value to a finding; empty if none
+    // What ties the crash to explainedBy's findings (worded by commands/render/finding_words:
+    // crashExplanationWords): the frame at stack.frames[frame] holds a finding's pointer (`value`),
+    // or, an abort, the thread-state check there failed (no value). Unset: nothing ties them.
+    struct Tie {
+        size_t frame = 0;
+        std::optional<FrameValue> value;
+    };
+    std::optional<Tie> tie;
     std::string fatalError;           // "Fatal Python error: ..." when CPython aborted with one
     std::optional<AbortInfo> abort;   // a SIGABRT from abort(): why
     // The wait the crashing thread's stack shows it entering (take_gil, a mutex): it faulted or

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "commands/analysis/tasks.h"
 #include "commands/analysis/tstate_runners.h"
@@ -630,6 +631,53 @@ std::string heldByWords(WaitKind kind, const std::optional<int>& heldBy) {
     if (!heldBy) return "";
     if (kind == WaitKind::StopTheWorld) return ", waiting for LWP " + std::to_string(*heldBy) + " to detach";
     return " held by LWP " + std::to_string(*heldBy);
+}
+
+namespace {
+
+// Where a value sits, in words for the crash's one-line explanation.
+std::string crashHolderWords(const NativeFrame& frame, size_t index, const FrameValue& v) {
+    std::string where = (frame.function.empty() ? "an unknown function" : frame.function) + " (frame #" + std::to_string(index) + ")";
+    switch (v.kind) {
+        case FrameValue::Kind::Parameter:
+            return where + " was handed " + v.name + "=" + hexAddress(v.value);
+        case FrameValue::Kind::Register:
+            return where + " holds " + hexAddress(v.value) + " in register " + v.name;
+        case FrameValue::Kind::StackWord:
+            return "a word of the stack frame of " + where + " holds " + hexAddress(v.value);
+    }
+    return where;
+}
+
+}  // namespace
+
+std::string crashExplanationWords(const Report& report) {
+    if (!report.crash || !report.crash->tie || report.crash->explainedBy.empty()) return {};
+    const CrashReport& crash = *report.crash;
+    const CrashReport::Tie& tie = *crash.tie;
+    if (tie.frame >= crash.stack.frames.size()) return {};
+    const NativeFrame& frame = crash.stack.frames[tie.frame];
+    std::set<std::string> codes;
+    for (size_t i : crash.explainedBy)
+        if (i < report.findings.size()) codes.insert(findingName(report.findings[i].code));
+    std::string which;
+    for (const auto& c : codes) which += (which.empty() ? "" : " and ") + c;
+    if (!tie.value)  // an abort: a thread-state check failed in that frame
+        return "the abort is likely the " + which + " below: " + frame.function + " (frame #" + std::to_string(tie.frame) +
+               ") failed on a thread whose thread-state pointers the finding" + (codes.size() == 1 ? " names" : "s name");
+    const FrameValue& v = *tie.value;
+    std::string out = std::string(v.kind == FrameValue::Kind::Parameter ? "the crash is most likely the " : "the crash is likely the ") +
+                      which + " below: " + crashHolderWords(frame, tie.frame, v);
+    // The sources of the first finding that names a thread (the crashing one), else of the first.
+    const Finding* first = nullptr;
+    for (size_t i : crash.explainedBy)
+        if (i < report.findings.size() && (!first || (!first->lwp && report.findings[i].lwp))) first = &report.findings[i];
+    auto lines = first ? findingSourceLines(*first) : std::vector<std::string>{};
+    std::string named;
+    for (size_t i = 0; i < lines.size(); ++i) named += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i];
+    if (!named.empty())
+        out += ", which " + named + " still name" + (first->sources.size() == 1 ? "s" : "") + (first->lwp ? " on this thread" : "");
+    return out;
 }
 
 }  // namespace pytstates

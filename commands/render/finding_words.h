@@ -38,6 +38,10 @@ std::string holderWords(const std::string& evidence, const std::optional<PyFrame
 std::string blockedOnWords(const BlockedOn& b);
 // What the memory at a thread-state pointer in no list shows ("its memory now holds ...").
 std::string tstateMemoryWords(const TstateMemory& m);
+// The one line that ties a crash to the findings that explain it (CrashReport::tie): "the crash is
+// most likely the stale-tstate below: take_gil (frame #0) was handed tstate=0x..., which pybind11
+// key 2 (...) still names on this thread"; empty when nothing ties them.
+std::string crashExplanationWords(const Report& report);
 
 // What waits on an event loop: "2 callbacks ready to run, 3 timers scheduled, 1 due (the earliest
 // 4.031 s ago)"; a core's timers: "3 timers scheduled (a core records no clock: ...)".

@@ -211,7 +211,7 @@ void findingJson(JsonWriter& w, const Finding& f) {
     w.endObject();
 }
 
-void crashJson(JsonWriter& w, const CrashReport& c) {
+void crashJson(JsonWriter& w, const Report& report, const CrashReport& c) {
     w.beginObject();
     if (c.abort) {
         w.key("abort");
@@ -231,7 +231,8 @@ void crashJson(JsonWriter& w, const CrashReport& c) {
     std::string codeName = c.signal.haveSiginfo ? signalCodeName(c.signal.signal, c.signal.code) : "";
     if (!codeName.empty()) w.field("code_name", codeName);
     w.field("explained_by", c.explainedBy);
-    if (!c.explanation.empty()) w.field("explanation", c.explanation);
+    std::string explanation = crashExplanationWords(report);
+    if (!explanation.empty()) w.field("explanation", explanation);
     if (!c.fatalError.empty()) w.field("fatal_error", c.fatalError);
     addressOrNull(w, "fault_address", c.signal.faultAddress);
     w.key("frames");
@@ -249,7 +250,7 @@ void targetJson(JsonWriter& w, const Report& report) {
     w.beginObject();
     w.field("arch", target.arch);
     w.key("crash");
-    if (report.crash) crashJson(w, *report.crash);
+    if (report.crash) crashJson(w, report, *report.crash);
     else w.null();
     w.field("executable", target.executable);
     w.key("files");

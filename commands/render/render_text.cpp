@@ -178,7 +178,8 @@ void renderCrash(std::ostringstream& out, const Report& report, const RenderOpti
     if (!c.fatalError.empty()) out << wrapText(shown(c.fatalError), options.width, "  ");
     std::string oldState = oldThreadStateWords(report, c);
     if (!oldState.empty()) out << wrapText(oldState, options.width, "  ");
-    if (!c.explanation.empty()) out << wrapText(shown(c.explanation), options.width, "  ");
+    std::string explanation = crashExplanationWords(report);
+    if (!explanation.empty()) out << wrapText(shown(explanation), options.width, "  ");
     if (c.entering) out << wrapText(shown(enteringWords(report, c)), options.width, "  ");
     renderNativeFrames(out, c.stack.frames, c.stack.end, "  ", kCrashFramesShown, options.width);
     out << "\n";

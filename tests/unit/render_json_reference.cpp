@@ -212,7 +212,8 @@ std::string renderJsonTree(const Report& report, const RenderOptions& options) {
         std::string codeName = c.signal.haveSiginfo ? signalCodeName(c.signal.signal, c.signal.code) : "";
         if (!codeName.empty()) crash["code_name"] = codeName;
         if (c.signal.haveSiginfo && c.signal.code <= 0 && c.signal.senderPid) crash["sender_pid"] = c.signal.senderPid;
-        if (!c.explanation.empty()) crash["explanation"] = c.explanation;
+        std::string explanation = crashExplanationWords(report);
+        if (!explanation.empty()) crash["explanation"] = explanation;
         if (!c.fatalError.empty()) crash["fatal_error"] = c.fatalError;
         if (c.abort) {
             json abort = {{"kind", c.abort->kind},

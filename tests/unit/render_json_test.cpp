@@ -70,7 +70,7 @@ Report richReport(TargetKind kind) {
     c.stack.frames = {nativeFrame("abort", 0), nativeFrame(kBad, 1)};
     c.stack.end = "no CFI";
     c.explainedBy = {0, 1};
-    c.explanation = "frame #1 " + kBad;
+    c.tie = CrashReport::Tie{1, FrameValue{FrameValue::Kind::Parameter, kBad, 0x20000}};  // worded from the facts, kBad in it
     c.fatalError = "Fatal Python error: PyThreadState_Get";
     c.abort = AbortInfo{"uncaught-exception", "std::runtime_error", "ValueError", kBad, "what() unread"};
     r.crash = c;
