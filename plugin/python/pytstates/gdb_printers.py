@@ -46,8 +46,23 @@ def _worth_reading():
         return False
 
 
+_lines = {}  # (stop, kind, address) -> the line: bt prints one pointer in several rows, every bt
+
+
 def describe(kind, address):
     """The view's one line about a pointer of that kind, or None."""
+    key = (gdb_stop.generation, kind, address)
+    if key in _lines:
+        return _lines[key]
+    line = _describe(kind, address)
+    if line is not None or gdb_stop.stop_is_read():  # unread (a live stop): asked again once it is read
+        if len(_lines) > 4096 or next(iter(_lines), key)[0] != key[0]:
+            _lines.clear()
+        _lines[key] = line
+    return line
+
+
+def _describe(kind, address):
     if not address or not _worth_reading():
         return None
     try:
