@@ -8,6 +8,7 @@
 
 #include "symbols/cpython/python_objects.h"
 #include "symbols/text/hex_address.h"
+#include "symbols/text/utf8.h"
 
 namespace pytstates {
 
@@ -22,24 +23,6 @@ constexpr int64_t kMaxIntDigits = 2048;    // 30-bit digits converted (about 18,
 constexpr int64_t kTypeReprFromName = 64;
 constexpr int64_t kTypeDictFromBase = 8;
 constexpr int64_t kQualnameFromHtName = 16;
-
-void appendUtf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-        out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
-}
 
 // One character of unicode_repr's output (Objects/unicodeobject.c), the quote already chosen.
 void appendReprChar(std::string& out, char32_t ch, char32_t quote) {

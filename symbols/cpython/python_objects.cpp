@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/python_objects.h"
+#include "symbols/text/utf8.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,24 +12,9 @@ namespace {
 // UTF-8, except that a lone surrogate U+DC80..U+DCFF stands for the byte it escapes: Python
 // decodes file names (co_filename, sys.executable) with surrogateescape, and this gives the
 // name's bytes back exactly as os.fsencode() does.
-void appendUtf8(std::string& out, uint32_t cp) {
-    if (cp >= 0xdc80 && cp <= 0xdcff) {
-        out.push_back(static_cast<char>(cp - 0xdc00));
-    } else if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-        out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
+void appendFsUtf8(std::string& out, uint32_t cp) {
+    if (cp >= 0xdc80 && cp <= 0xdcff) out.push_back(static_cast<char>(cp - 0xdc00));
+    else appendUtf8(out, static_cast<char32_t>(cp));
 }
 }  // namespace
 
@@ -63,7 +49,7 @@ std::optional<std::string> readPyUnicode(const Memory& memory, const CPythonLayo
     auto codePoints = readPyUnicodeCodePoints(memory, layout, object, maxChars);
     if (!codePoints) return std::nullopt;
     std::string out;
-    for (char32_t cp : *codePoints) appendUtf8(out, cp);
+    for (char32_t cp : *codePoints) appendFsUtf8(out, cp);
     return out;
 }
 
