@@ -14,7 +14,6 @@ namespace pytstates {
 
 namespace {
 
-constexpr size_t kWholeStack = 4096;      // Python frames per thread state: all of them, as --native reads
 constexpr size_t kNativeFrames = 256;     // as --native unwinds
 constexpr size_t kMaxLocals = 256;
 constexpr size_t kLocalRepr = 1024;       // a local's repr in `locals`, as py-locals bounds it
@@ -23,13 +22,12 @@ constexpr size_t kMaxSourceLine = 4096;
 
 ReportOptions viewOptions(bool useDwarf) {
     ReportOptions o;
-    o.maxFrames = kWholeStack;  // not --native: the thread states' stacks stay whole
     o.internals = true;
     o.findings = true;
     o.useDwarf = useDwarf;
     o.greenlets = false;  // a walk of every tracked object, for nothing the commands ask
     o.waits = true;
-    o.tasks = true;       // find-thread by an asyncio task
+    o.asyncio = true;     // find-thread by an asyncio task
     return o;
 }
 
