@@ -43,7 +43,14 @@ std::string gilWords(const ThreadStack& s) {
         case GilStand::Running: return "does not hold the GIL";
         case GilStand::NoGil: return "runs without a GIL (free-threaded)";
         case GilStand::Crashed:
-            return "crashed as it would " + (s.blocked ? waitWouldWords(s.blocked->kind, s.blocked->object, s.blocked->call) : std::string("wait"));
+            // What the wait it was entering would have done, from the GIL's own state (as CRASH says it).
+            if (s.blocked && s.blocked->kind == WaitKind::Gil && s.blocked->gilFree)
+                return "crashed entering take_gil: it would have taken the GIL, which is free";
+            if (s.blocked && s.blocked->kind == WaitKind::Gil && !s.blocked->heldBy)
+                return "crashed entering take_gil (whether it would have waited for the GIL is not known)";
+            return "crashed as it would " +
+                   (s.blocked ? waitWouldWords(s.blocked->kind, s.blocked->object, s.blocked->call) + heldByWords(s.blocked->kind, s.blocked->heldBy)
+                              : std::string("wait"));
         case GilStand::Unknown: break;
     }
     return "";

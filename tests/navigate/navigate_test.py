@@ -129,7 +129,7 @@ def seed_core(args):
         cmds = (marked("frame", "frame") + marked("tstate", "pyt tstate tstate") + marked("reg", "pyt-tstate $rdi") +
                 marked("bt", "pyt bt") + marked("pybt", "py-bt") + marked("thr", "pyt thread %s" % facts["main_tstate"]) +
                 marked("sel", "thread") + marked("mainbt", "pyt bt") + marked("bad", "pyt tstate no_such_symbol") +
-                marked("none", "pyt thread nobody"))
+                marked("none", "pyt thread nobody") + marked("gil", "print (int)_PyRuntime.ceval.gil.locked._value"))
         _, out = gdb(args.gdb_script, [exe, core], cmds)
         no_traceback(out)
         expect("take_gil" in between(out, "frame") and facts["deleted_tstate"] in between(out, "frame"), "take_gil's frame")
@@ -138,8 +138,14 @@ def seed_core(args):
                "pybind11 key %d (%s) on LWP %d" % (facts["module_key"], facts["module_id"], facts["worker_lwp"]) in text and
                "stale-tstate" in text, "pyt tstate tstate names the stale pointer, its key and thread:\n" + text)
         bt = between(out, "bt")
-        expect("LWP %d:" % facts["worker_lwp"] in bt and "crashed as it would wait for the GIL" in bt, "pyt bt's GIL line:\n" + bt)
-        expect("Waiting for the GIL" in between(out, "pybt"), "py-bt says the same:\n" + between(out, "pybt"))
+        # What the worker would have done in take_gil is the GIL's own state, as gdb reads it (3.11:
+        # _PyRuntime.ceval.gil): free, it would have taken it. (libpython.py's py-bt says "Waiting for
+        # the GIL" for any take_gil frame.)
+        locked = re.search(r"= (\d+)", between(out, "gil"))
+        expect(locked is not None, "gdb reads the GIL's state: " + between(out, "gil"))
+        would = ("it would have taken the GIL, which is free" if locked.group(1) == "0" else "crashed as it would wait for the GIL")
+        expect("LWP %d:" % facts["worker_lwp"] in bt and would in bt, "pyt bt's GIL line (%r expected):\n%s" % (would, bt))
+        expect("Waiting for the GIL" in between(out, "pybt"), "py-bt's own line:\n" + between(out, "pybt"))
         expect("(LWP %d)" % facts["main_lwp"] in between(out, "thr") + between(out, "sel"), "pyt thread TSTATE selects the main thread")
         expect("thread state %s" % facts["main_tstate"] in between(out, "mainbt"), "pyt bt there")
         expect(re.fullmatch(r"pyt tstate: cannot evaluate 'no_such_symbol': .*\n", between(out, "bad")), "a bad expression: one line")
