@@ -84,7 +84,7 @@ std::optional<uint64_t> parseAddress(const std::string& text) {
 
 }  // namespace
 
-DebuggerView::DebuggerView(const Target& target, bool useDwarf) : target_(target), useDwarf_(useDwarf) {
+DebuggerView::DebuggerView(const Target& target, bool useDwarf) : target_(target) {
     ReportOptions options = viewOptions(useDwarf);
     preparation_ = prepareReport(target, options);
     report_ = buildReport(target, options, preparation_);

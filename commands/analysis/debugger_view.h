@@ -114,7 +114,6 @@ public:
 
 private:
     const Target& target_;
-    bool useDwarf_;
     Preparation preparation_;
     Report report_;
     std::map<int, NativeStack> native_;
