@@ -36,7 +36,9 @@ def worker_outer():
 ODD_SOURCE = "def odd_runner():\n    started_odd.set()\n    release.wait()\n"
 started_odd = threading.Event()
 _odd = {"started_odd": started_odd, "release": release}
-exec(compile(ODD_SOURCE, "/tmp/caf\udce9.py", "exec"), _odd)
+# The file need not exist (no line is read from it): a name beside this program, not a machine path.
+ODD_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "caf\udce9.py")
+exec(compile(ODD_SOURCE, ODD_FILE, "exec"), _odd)
 odd_runner = _odd["odd_runner"]
 odd_runner.__code__ = odd_runner.__code__.replace(
     co_name="odd\x07runner", **({"co_qualname": "odd\x07runner"} if sys.version_info >= (3, 11) else {}))
@@ -60,6 +62,7 @@ def facts(stop, worker, then=None):
     print("FACTS " + json.dumps({
         "stop": stop, "pid": os.getpid(), "lwp": threading.get_native_id(), "worker_lwp": worker.native_id,
         "worker_name": worker.name, "odd_lwp": odd.native_id,
+        "odd_file_escaped": os.path.dirname(ODD_FILE) + "/caf\\xe9.py",
         "stack": stack_of(me, me.f_lineno + 1),  # the caller's next line: its time.sleep
         "worker_stack": stack_of(sys._current_frames()[worker.ident])}), flush=True)
     if then:

@@ -163,7 +163,7 @@ def live_worker(args):
         _, odd = gdb(args.gdb_script, [scenario.PYTHON, core], marked("odd", "thread apply %d bt" % odd_number) + marked("threads", "info threads"))
         for raw in ("\x1b", "\x07", "\u202e", "\udce9"):
             expect(raw not in odd, "no %r reaches the terminal raw:\n%s" % (raw, odd))
-        expect(["odd\\x07runner", "/tmp/caf\\xe9.py", 3] in python_rows(between(odd, "odd")),
+        expect(["odd\\x07runner", facts["odd_file_escaped"], 3] in python_rows(between(odd, "odd")),
                "the odd thread's frame, escaped: %s" % python_rows(between(odd, "odd")))
         _, odd_row = thread_number(between(odd, "threads"), facts["odd_lwp"])
         expect('"odd\\x1b[31m\\u202ename"' in odd_row, "info threads: the odd name escaped: " + odd_row)
