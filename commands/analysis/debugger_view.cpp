@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/analysis/debugger_view.h"
 
+#include "commands/analysis/tasks.h"
+
 #include <fstream>
 #include <stdexcept>
 
@@ -247,6 +249,24 @@ TstateFacts DebuggerView::tstate(uint64_t address) const {
     return f;
 }
 
+namespace {
+
+// A task found by address or name: the thread that runs its loop (tasks.cpp's loopLwp, else the
+// task's own running thread).
+FoundThread foundTask(const Report& report, const AsyncioScan& scan, const AsyncioTask& task, const std::string& shown) {
+    FoundThread found;
+    found.matched = "asyncio task";
+    found.address = task.address;
+    found.name = task.name;
+    for (const auto& loop : scan.loops)
+        if (loop.address == task.loop) found.lwp = loopLwp(report, loop);
+    if (!found.lwp && task.lwp) found.lwp = task.lwp;
+    if (!found.lwp) found.why = "the loop of task " + shown + " runs on no thread now";
+    return found;
+}
+
+}  // namespace
+
 FoundThread DebuggerView::findThread(const std::string& wanted) const {
     FoundThread found;
     if (auto address = parseAddress(wanted)) {
@@ -259,16 +279,7 @@ FoundThread DebuggerView::findThread(const std::string& wanted) const {
         }
         for (const auto& scan : report_.asyncio)
             for (const auto& task : scan.tasks)
-                if (task.address == *address) {
-                    found.matched = "asyncio task";
-                    found.address = task.address;
-                    found.name = task.name;
-                    for (const auto& loop : scan.loops)
-                        if (loop.address == task.loop && loop.tstate) found.lwp = report_.lwpFor(loop.tstate);
-                    if (!found.lwp && task.lwp) found.lwp = task.lwp;
-                    if (!found.lwp) found.why = "the loop of task " + wanted + " runs on no thread now";
-                    return found;
-                }
+                if (task.address == *address) return foundTask(report_, scan, task, wanted);
     }
     for (const auto& row : report_.threads)
         if (row.name && row.nameSource == "threading" && *row.name == wanted) {
@@ -279,16 +290,7 @@ FoundThread DebuggerView::findThread(const std::string& wanted) const {
         }
     for (const auto& scan : report_.asyncio)
         for (const auto& task : scan.tasks)
-            if (task.name == wanted) {
-                found.matched = "asyncio task";
-                found.address = task.address;
-                found.name = task.name;
-                for (const auto& loop : scan.loops)
-                    if (loop.address == task.loop && loop.tstate) found.lwp = report_.lwpFor(loop.tstate);
-                if (!found.lwp && task.lwp) found.lwp = task.lwp;
-                if (!found.lwp) found.why = "the loop of task '" + wanted + "' runs on no thread now";
-                return found;
-            }
+            if (task.name == wanted) return foundTask(report_, scan, task, "'" + wanted + "'");
     found.why = "no thread state, Python thread name or asyncio task is '" + wanted + "'";
     return found;
 }

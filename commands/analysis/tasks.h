@@ -29,6 +29,10 @@ void addTaskFindings(Report& report);
 // TaskAwaitEdge's via), rather than a task or a lock.
 bool awaitsThroughFuture(const std::string& kind);
 
+// The thread running a loop: the one running its thread state, else the one whose pthread_t the
+// loop's _thread_id is; nullopt when neither is known.
+std::optional<int> loopLwp(const Report& report, const AsyncioLoop& loop);
+
 // The innermost frame outside asyncio's own modules (where the program waits); nullopt if none.
 std::optional<PyFrame> programFrame(const std::vector<PyFrame>& frames);
 
