@@ -58,6 +58,7 @@ suite_packages=(
   debuginfod iproute2 util-linux mount      # tests: a real debuginfod server, network and mount namespaces (mount(8))
   gdb-multiarch g++-aarch64-linux-gnu       # tests: arm64 cores (read by gdb-multiarch; programs cross-compiled)
   lintian man-db                            # tests: the .deb checked by Debian's lintian; man -l renders the page
+  tmux                                      # tests: gdb.bt.terminal types a gdb session in a real terminal
   file dpkg-dev                             # scripts/package: dpkg-shlibdeps
   python3-jsonschema                        # tests: every --json report against docs/report.schema.json
   # tests/embedders: real programs that embed Python, started by the tests on 127.0.0.1
