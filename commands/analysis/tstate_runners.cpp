@@ -70,7 +70,8 @@ void unwindRange(StackRange& r, NativeStacks* stacks, const std::vector<StackRan
             r.python = r.python || isEvalLoopFunction(span.function);
         }
     r.cutShort = stacks && stacks->spansCutShort(*r.thread);
-    if (r.high <= r.sp) r.high = r.sp + kUnwoundFallback;
+    // An unwind cut short says nothing of where the frames end: the older ones are searched too.
+    if (r.high <= r.sp || r.cutShort) r.high = std::max(r.high, r.sp + kUnwoundFallback);
     // Never past the stack's top: above it lie struct pthread and its pthread_key values
     // (PyGILState's autoTSSkey slot among them), no frame's words.
     r.high = std::min(r.high, r.top);

@@ -114,4 +114,11 @@ const Arch& hostArch() {
 #endif
 }
 
+uint64_t Arch::codeAddress(uint64_t returnAddress) const {
+    // Linux's user addresses have bit 55 clear; the signature takes bits 48..54 (and the top byte
+    // with TBI), which no user code address uses with 48-bit virtual addresses, the kernel's default.
+    if (machine != Machine::AArch64 || (returnAddress >> 55) & 1) return returnAddress;
+    return returnAddress & ((uint64_t{1} << 48) - 1);
+}
+
 }  // namespace pytstates

@@ -57,6 +57,10 @@ struct Arch {
     std::vector<uint64_t> registersFromPrReg(const uint64_t* words, size_t count) const;
     // The system call's number from the words of pr_reg; -1 when there is none.
     int64_t syscallFromPrReg(const uint64_t* words, size_t count) const;
+    // A return address as the code it returns to: aarch64 code built with pointer authentication
+    // (Debian 13's arm64 packages: -mbranch-protection=standard) saves return addresses signed,
+    // the signature in the bits above the user address space (Linux: 48 bits); x86_64 as is.
+    uint64_t codeAddress(uint64_t returnAddress) const;
 };
 
 // The rules for an ELF e_machine; nullptr when the machine is not supported.

@@ -266,7 +266,9 @@ struct NativeStacks::Impl {
         Dwarf_Addr pc;
         bool activation = false;
         if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
-        f.pc = pc;
+        // libdwfl hands an aarch64 return address on as saved, signed where pointer
+        // authentication signed it: the frame is named by the code it returns to.
+        f.pc = self->target.arch().codeAddress(pc);
         f.activation = activation;
         Dwarf_Word sp;
         if (dwfl_frame_reg(state, self->target.arch().spRegister, &sp) == 0) f.sp = sp;

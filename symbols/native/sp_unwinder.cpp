@@ -77,7 +77,7 @@ std::optional<std::vector<SpUnwinder::Frame>> SpUnwinder::frames(const OsThread&
         uint64_t cfa = f.sp + static_cast<uint64_t>(rule.cfaOffset);
         auto ra = word(cfa + static_cast<uint64_t>(rule.raOffset));
         if (!ra || *ra == 0) return std::nullopt;  // an end of the stack: libdwfl says which
-        f = Frame{*ra, cfa, false};
+        f = Frame{arch.codeAddress(*ra), cfa, false};  // signed by pointer authentication on aarch64
     }
 }
 
