@@ -178,10 +178,10 @@ private:
             if (target >= frames.size())
                 return fail(result, "no Python frame " + std::to_string(target) + ": the thread runs " + std::to_string(frames.size()));
         } else if (verb_ == Verb::Up) {
-            // From a C frame below the one that evaluates frame k (take_gil, say), the first step
-            // up is to frame k itself, as libpython's py-up steps to the next eval frame.
+            // From a C frame below the one that evaluates frame k, in a call libpython.py counts as
+            // a Python frame (take_gil, cfunction_call, ...), the first step up is to frame k itself.
             int64_t g = frames[k].value("eval_group", int64_t{-1});
-            bool below = g >= 0 && static_cast<size_t>(g) < evals.size() && stop.thread.GetSelectedFrame().GetFrameID() < evals[g];
+            bool below = g >= 0 && static_cast<size_t>(g) < evals.size() && inCallFromPython(stop.thread, evals[g]);
             size_t step = below ? (n > 0 ? n - 1 : 0) : n;
             if (!below && k + 1 >= frames.size()) return fail(result, "unable to find an older Python frame");
             target = std::min<size_t>(frames.size() - 1, k + step);

@@ -10,6 +10,8 @@ import json
 
 import lldb
 
+from .libpython_frames import is_other_python_frame
+
 
 class Failure(Exception):
     """One line for the user: the command fails with it."""
@@ -133,6 +135,15 @@ def selected_python_frame(thread, frames, evals):
                 return k
         break
     return 0
+
+
+def _in_call_from_python(thread, eval_index):
+    """lldb's selected frame is below the eval frame eval_index, and it or a frame between is one
+    libpython.py's py-up counts as a Python frame of its own (libpython_frames)."""
+    for i in range(thread.GetSelectedFrame().GetFrameID(), eval_index):
+        if is_other_python_frame(_frame_name(thread.GetFrameAtIndex(i))):
+            return True
+    return False
 
 
 def select_python_frame(thread, frames, k, evals):
@@ -263,10 +274,10 @@ def move(stop, args, verb):
         if wanted >= len(frames):
             raise Failure("no Python frame %d: the thread runs %d" % (wanted, len(frames)))
     elif verb == "up":
-        # From a C frame below the one that evaluates frame k (take_gil, say), the first step up
-        # is to frame k itself, as libpython's py-up steps to the next eval frame.
+        # From a C frame below the one that evaluates frame k, in a call libpython.py counts as a
+        # Python frame (take_gil, cfunction_call, ...), the first step up is to frame k itself.
         g = _group(frames[k])
-        below = 0 <= g < len(evals) and stop.thread.GetSelectedFrame().GetFrameID() < evals[g]
+        below = 0 <= g < len(evals) and _in_call_from_python(stop.thread, evals[g])
         step = (1 if n is None else n) - (1 if below else 0)
         if not below and k + 1 >= len(frames):
             raise Failure("unable to find an older Python frame")
