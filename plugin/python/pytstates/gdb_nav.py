@@ -338,7 +338,11 @@ class _Move(_Command):
 
 class _Up(_Move):
     """Select the Python frame N (default 1) older, and the C eval frame that runs it.
-Usage: pyt up [N]"""
+Usage: pyt up [N]
+
+From a C frame below the eval frame, in a call libpython.py's py-up counts as a Python frame
+(take_gil, cfunction_call, cfunction_vectorcall_*, wrapper_call, the collector), the first step
+is to that eval frame's own innermost Python frame."""
 
     _verb = "up"
     _step = 1
