@@ -239,7 +239,7 @@ def _is_option(word, name):
 
 
 def bt(stop, args, full=False):
-    native = locals_ = False
+    native = locals_ = every = False
     for a in args:
         if _is_option(a, "full"):
             full = True
@@ -247,19 +247,44 @@ def bt(stop, args, full=False):
             native = True
         elif _is_option(a, "locals"):
             locals_ = True
+        elif _is_option(a, "all") or a == "-a":
+            every = True
         else:
-            raise Failure("unknown option %s (pyt bt [--full] [--native] [--locals])" % a)
-    question = {"ask": "bt", "lwp": stop.lwp, "native": native, "locals": locals_, "full": full}
-    # lldb's frame number of each eval frame ("[C #L]"), and the Python frame selected ('*').
-    evals = eval_frame_indexes(stop.thread)
-    question["eval_levels"] = evals
+            raise Failure("unknown option %s (pyt bt [--full] [--native] [--locals] [--all])" % a)
+    question = {"ask": "bt", "native": native, "locals": locals_, "full": full}
+    if not every:
+        return _text(ask(stop.process, _bt_question(stop.process, question, stop.thread)))
+    # lldb has no `thread apply all`: every thread whose LWP runs a thread state, in lldb's order,
+    # under lldb's thread number (`thread select N`); the others are left out.
+    blocks = []
+    for i in range(stop.process.GetNumThreads()):
+        thread = stop.process.GetThreadAtIndex(i)
+        if not thread.IsValid():
+            continue
+        try:
+            text = _text(ask(stop.process, _bt_question(stop.process, question, thread)))
+        except Failure:
+            continue
+        blocks.append("thread #%d: tid = %d\n%s" % (thread.GetIndexID(), thread.GetThreadID(), _with_newline(text)))
+    if not blocks:
+        ask(stop.process, {"ask": "gil-holder"})  # the view's own failure (no CPython in the target)
+        raise Failure("no thread runs Python")
+    return "\n".join(blocks)
+
+
+def _bt_question(process, question, thread):
+    """pyt bt's question for one thread: its LWP, lldb's frame number of each eval frame ("[C #L]")
+    and the Python frame selected ('*')."""
+    lwp = thread.GetThreadID()
+    evals = eval_frame_indexes(thread)
+    question = dict(question, lwp=lwp, eval_levels=evals)
     try:
-        frames = ask(stop.process, {"ask": "stack", "lwp": stop.lwp}).get("frames")
+        frames = ask(process, {"ask": "stack", "lwp": lwp}).get("frames")
         if isinstance(frames, list) and frames:
-            question["selected"] = selected_python_frame(stop.thread, frames, evals)
+            question["selected"] = selected_python_frame(thread, frames, evals)
     except Failure:
         pass  # bt says why
-    return _text(ask(stop.process, question))
+    return question
 
 
 def move(stop, args, verb):
@@ -357,8 +382,9 @@ def thread(stop, raw):
 
 # name, help, syntax: as the C++ plugin registers them.
 VERBS = (
-    ("bt", "The selected thread's Python stack (its thread state, GIL line, file:line:column of every frame).",
-     "pyt bt [--full] [--native] [--locals]"),
+    ("bt", "The selected thread's Python stack (its thread state, GIL line, file:line:column of every frame); --all (-a): "
+     "every thread that runs Python, one block each, as gdb's thread apply all pyt bt.",
+     "pyt bt [--full] [--native] [--locals] [--all]"),
     ("bt-full", "pyt bt --full: the Python stack with every frame's locals.", "pyt bt-full"),
     ("up", "Select the next older Python frame (and the C frame that evaluates it).", "pyt up [N]"),
     ("down", "Select the next newer Python frame (and the C frame that evaluates it).", "pyt down [N]"),
@@ -470,7 +496,7 @@ def register(debugger, entry_module):
     interpreter = debugger.GetCommandInterpreter()
     interpreter.HandleCommand("command container add -o -h %s pyt" % _quote(
         "Python frames and thread states of the stop lldb shows (pytstates): pyt bt, up, down, frame, list, locals, print, tstate, "
-        "thread"), ignored)
+        "thread; pyt bt --all for every thread"), ignored)
     for verb, help_text, syntax in VERBS:
         function = "%s.%s" % (entry_module, _function(verb))
         for name in ("pyt " + verb, "pyt-" + verb):
