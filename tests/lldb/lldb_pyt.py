@@ -177,7 +177,9 @@ def crash_core(args):
             pending = out["pyt print pending"]
             expect("local 'pending' = [2, 2]" in pending,
                    "%s: pyt print pending: on_recv_msg's local, [file] * 2:\n%s" % (name, pending))
-            expect("checker" in out["pyt locals"] and "file" in out["pyt locals"], "%s: pyt locals of check():\n%s" % (name, out["pyt locals"]))
+            module = glob.glob(os.path.join(args.scenarios, "seed_module*.so"))
+            expect(len(module) == 1 and "checker = <module 'seed_module' from %r>" % module[0] in out["pyt locals"] and "file = 2" in out["pyt locals"],
+                   "%s: pyt locals of check(): the module the host imported from %s, as repr() words it:\n%s" % (name, module, out["pyt locals"]))
             expect(running in out["pyt tstate"] and stale not in out["pyt tstate"].splitlines()[0],
                    "%s: pyt tstate with no argument: the one the worker runs, %s:\n%s" % (name, running, out["pyt tstate"]))
             selected = re.search(r"^\* thread #(\d+)", out["thread list"], re.M)

@@ -182,6 +182,7 @@ def issue_values():
     module_frozen = sys.modules["_frozen_importlib"]  # (frozen)
     module_os = os  # frozen from 3.11 (its __file__ set all the same), a file before
     module_made = types.ModuleType("made_here")  # no spec, no loader, no __file__
+    module_main = sys.modules["__main__"]  # run as a script: __spec__ None, its __loader__ and __file__
     builtin_function = len  # meth_repr: self is the builtins module
     builtin_method = empty_list.append  # self is a list
     method_wrapper = (7).__add__
