@@ -340,6 +340,12 @@ private:
     void writeModule(uint64_t object, int depth) {
         auto dict = o_.moduleDict(object);
         if (!dict) return unreadable(object, "module");
+        if (depth >= limits_.maxDepth) {  // a module inside its own name, loader or spec: a bounded answer
+            exact_ = false;
+            truncated_ = true;
+            put("<module object at " + hexAddress(object) + ">");
+            return;
+        }
         auto entry = [&](const char* key) -> std::optional<uint64_t> {
             auto v = o_.dictValue(*dict, key);
             if (v && o_.isNone(*v)) return std::nullopt;  // getattr(..., None) and `spec is not None`
