@@ -30,8 +30,10 @@ struct VerbInfo {
 };
 
 const VerbInfo kVerbs[] = {
-    {Verb::Bt, "bt", "The selected thread's Python stack (its thread state, GIL line, file:line:column of every frame).",
-     "pyt bt [--full] [--native] [--locals]"},
+    {Verb::Bt, "bt",
+     "The selected thread's Python stack (its thread state, GIL line, file:line:column of every frame); --all (-a): "
+     "every thread that runs Python, one block each, as gdb's thread apply all pyt bt.",
+     "pyt bt [--full] [--native] [--locals] [--all]"},
     {Verb::BtFull, "bt-full", "pyt bt --full: the Python stack with every frame's locals.", "pyt bt-full"},
     {Verb::Up, "up", "Select the next older Python frame (and the C frame that evaluates it).", "pyt up [N]"},
     {Verb::Down, "down", "Select the next newer Python frame (and the C frame that evaluates it).", "pyt down [N]"},
@@ -129,22 +131,46 @@ private:
     }
 
     bool bt(Stop& stop, const std::vector<std::string>& args, lldb::SBCommandReturnObject& result) {
-        bool full = verb_ == Verb::BtFull, native = false, locals = false;
+        bool full = verb_ == Verb::BtFull, native = false, locals = false, all = false;
         for (const auto& a : args) {
             if (isOption(a, "full")) full = true;
             else if (isOption(a, "native")) native = true;
             else if (isOption(a, "locals")) locals = true;
-            else return fail(result, "unknown option " + a + " (pyt bt [--full] [--native] [--locals])");
+            else if (isOption(a, "all") || a == "-a") all = true;
+            else return fail(result, "unknown option " + a + " (pyt bt [--full] [--native] [--locals] [--all])");
         }
-        json question{{"ask", "bt"}, {"lwp", stop.lwp}, {"native", native}, {"locals", locals}, {"full", full}};
-        // lldb's frame number of each eval frame ("[C #L]"), and the Python frame selected ('*').
-        std::vector<uint32_t> evals = evalFrameIndexes(stop.thread);
+        json question{{"ask", "bt"}, {"native", native}, {"locals", locals}, {"full", full}};
+        if (!all) return asked(stop, btQuestion(question, stop.thread), result);
+        // lldb has no `thread apply all`: every thread whose LWP runs a thread state, in lldb's
+        // order, under lldb's thread number (`thread select N`); the others are left out.
+        std::string text;
+        for (uint32_t i = 0; i < stop.process.GetNumThreads(); ++i) {
+            lldb::SBThread thread = stop.process.GetThreadAtIndex(i);
+            if (!thread.IsValid()) continue;
+            Answer a = askView(stop.process, btQuestion(question, thread));
+            if (!a.ok()) continue;
+            text += (text.empty() ? "" : "\n") + std::string("thread #") + std::to_string(thread.GetIndexID()) +
+                    ": tid = " + std::to_string(thread.GetThreadID()) + "\n" + withNewline(a.text());
+        }
+        if (text.empty()) {  // the view's own failure (no CPython in the target), else none runs Python
+            Answer view = askView(stop.process, {{"ask", "gil-holder"}});
+            return fail(result, view.ok() ? "no thread runs Python" : view.error);
+        }
+        return done(result, text);
+    }
+
+    // pyt bt's question for one thread: its LWP, lldb's frame number of each eval frame
+    // ("[C #L]") and the Python frame selected ('*').
+    json btQuestion(json question, lldb::SBThread thread) {
+        int lwp = static_cast<int>(thread.GetThreadID());
+        std::vector<uint32_t> evals = evalFrameIndexes(thread);
+        question["lwp"] = lwp;
         question["eval_levels"] = evals;
-        Answer stack = askView(stop.process, {{"ask", "stack"}, {"lwp", stop.lwp}});
+        Answer stack = askView(thread.GetProcess(), {{"ask", "stack"}, {"lwp", lwp}});
         if (stack.ok())
             if (auto it = stack.json.find("frames"); it != stack.json.end() && it->is_array() && !it->empty())
-                if (auto k = selectedPythonFrame(stop.thread, *it, evals)) question["selected"] = *k;
-        return asked(stop, question, result);
+                if (auto k = selectedPythonFrame(thread, *it, evals)) question["selected"] = *k;
+        return question;
     }
 
     // The thread's Python frames and the one selected; false (result failed) when it runs none.
@@ -178,10 +204,10 @@ private:
             if (target >= frames.size())
                 return fail(result, "no Python frame " + std::to_string(target) + ": the thread runs " + std::to_string(frames.size()));
         } else if (verb_ == Verb::Up) {
-            // From a C frame below the one that evaluates frame k (take_gil, say), the first step
-            // up is to frame k itself, as libpython's py-up steps to the next eval frame.
+            // From a C frame below the one that evaluates frame k, in a call libpython.py counts as
+            // a Python frame (take_gil, cfunction_call, ...), the first step up is to frame k itself.
             int64_t g = frames[k].value("eval_group", int64_t{-1});
-            bool below = g >= 0 && static_cast<size_t>(g) < evals.size() && stop.thread.GetSelectedFrame().GetFrameID() < evals[g];
+            bool below = g >= 0 && static_cast<size_t>(g) < evals.size() && inCallFromPython(stop.thread, evals[g]);
             size_t step = below ? (n > 0 ? n - 1 : 0) : n;
             if (!below && k + 1 >= frames.size()) return fail(result, "unable to find an older Python frame");
             target = std::min<size_t>(frames.size() - 1, k + step);
@@ -286,7 +312,8 @@ private:
 void addPytCommands(lldb::SBDebugger debugger) {
     lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
     lldb::SBCommand pyt = interpreter.AddMultiwordCommand(
-        "pyt", "Python frames and thread states of the stop lldb shows (pytstates): pyt bt, up, down, frame, list, locals, print, tstate, thread");
+        "pyt", "Python frames and thread states of the stop lldb shows (pytstates): pyt bt, up, down, frame, list, locals, print, tstate, "
+        "thread; pyt bt --all for every thread");
     // One object per name: lldb owns each (a shared_ptr per command) and deletes it at exit.
     for (const auto& info : kVerbs) {
         if (pyt.IsValid()) pyt.AddCommand(info.name, new PytCommand(info), info.help, info.syntax);

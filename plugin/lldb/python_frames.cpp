@@ -68,6 +68,21 @@ std::optional<size_t> selectedPythonFrame(lldb::SBThread thread, const nlohmann:
     return size_t{0};
 }
 
+bool inCallFromPython(lldb::SBThread thread, uint32_t evalFrame) {
+    static const char* const kNames[] = {"take_gil",          "collect",          "gc_collect_main", "gc_collect_full",
+                                         "gc_collect_young",  "gc_collect_increment", "cfunction_call", "wrapper_call"};
+    static const char kVectorcall[] = "cfunction_vectorcall_";
+    for (uint32_t i = thread.GetSelectedFrame().GetFrameID(); i < evalFrame; ++i) {
+        lldb::SBFrame frame = thread.GetFrameAtIndex(i);
+        const char* name = frame.IsValid() ? nameOf(frame) : nullptr;
+        if (!name) continue;
+        if (std::strncmp(name, kVectorcall, sizeof kVectorcall - 1) == 0) return true;
+        for (const char* known : kNames)
+            if (std::strcmp(name, known) == 0) return true;
+    }
+    return false;
+}
+
 std::optional<uint32_t> selectPythonFrame(lldb::SBThread thread, const nlohmann::json& frames, size_t k,
                                           const std::vector<uint32_t>& evals) {
     lldb::SBProcess process = thread.GetProcess();

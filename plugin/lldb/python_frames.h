@@ -24,6 +24,13 @@ std::vector<uint32_t> evalFrameIndexes(lldb::SBThread thread);
 // selected frame (libpython's rule); else the innermost. nullopt: no Python frame.
 std::optional<size_t> selectedPythonFrame(lldb::SBThread thread, const nlohmann::json& frames, const std::vector<uint32_t>& evals);
 
+// libpython.py's rule for py-up: lldb's selected frame is below the eval frame evalFrame, and it
+// or a frame between is one libpython.py counts as a Python frame of its own (is_other_python_frame:
+// take_gil, the collector, cfunction_call and cfunction_vectorcall_*, wrapper_call; the list
+// plugin/python/pytstates/libpython_frames.py keeps too): the thread is in a call that eval frame
+// made, and the first pyt up selects the eval frame's own Python frame.
+bool inCallFromPython(lldb::SBThread thread, uint32_t evalFrame);
+
 // Selects Python frame k: remembers it, and selects the C frame that evaluates it. Returns the
 // lldb frame index selected, or nullopt when lldb shows no eval frame for it (k is remembered,
 // lldb's selection unchanged).

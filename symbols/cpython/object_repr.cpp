@@ -174,15 +174,15 @@ private:
             case Kind::Bytes: return writeBytes(object);
             case Kind::Default: put(info->defaultRepr + hexAddress(object) + ">"); return;
             case Kind::Function: {  // func_repr: "<function %U at %p>" with its __qualname__
-                // PyFunctionObject.func_qualname: the 12th pointer after the header up to 3.9,
-                // the 4th of _Py_COMMON_FIELDS from 3.10 (3.15 too); the header ends after ob_type.
-                int64_t at = o_.layout().objectType + 8 + (o_.layout().minor <= 9 ? 88 : 24);
-                auto q = o_.memory().readPointer(object + at);
-                auto name = q && *q ? o_.str(*q, 256) : std::nullopt;
+                auto name = functionQualname(object);
                 if (!name) return unreadable(object, "function");
                 put("<function " + *name + " at " + hexAddress(object) + ">");
                 return;
             }
+            case Kind::Module: return writeModule(object, depth);
+            case Kind::CFunction: return writeCFunction(object);
+            case Kind::MethodWrapper: return writeMethodWrapper(object);
+            case Kind::Method: return writeMethod(object, depth);
             case Kind::Type: {  // a class: type_repr
                 auto name = r_.dottedName(object);
                 if (!name) return unreadable(object, "class");
@@ -200,6 +200,222 @@ private:
                 return;
         }
     }
+
+    // The end of PyObject_HEAD (after ob_type): where an object's own fields start.
+    int64_t fieldsAt() const { return o_.layout().objectType + 8; }
+
+    // PyFunctionObject.func_qualname: the 12th pointer after the header up to 3.9, the 4th of
+    // _Py_COMMON_FIELDS from 3.10 (3.15 too).
+    std::optional<std::string> functionQualname(uint64_t function) const {
+        auto q = o_.memory().readPointer(function + fieldsAt() + (o_.layout().minor <= 9 ? 88 : 24));
+        return q && *q ? o_.str(*q, 256) : std::nullopt;
+    }
+
+    // A C string of the binary's (ml_name, wrapperbase.name) as %s prints it; refused when it is
+    // not a short printable ASCII name.
+    std::optional<std::string> cName(std::optional<uint64_t> pointer) const {
+        if (!pointer || !*pointer) return std::nullopt;
+        auto name = o_.memory().readCString(*pointer, 128);
+        if (!name || name->empty()) return std::nullopt;
+        for (char c : *name)
+            if (c < 0x20 || c > 0x7e) return std::nullopt;
+        return name;
+    }
+
+    // "<TYPE object at 0x...>" of a C function's or method-wrapper's self (tp_name, %p).
+    std::optional<std::string> ofSelf(uint64_t self) const {
+        const auto* info = infoOf(self);
+        if (!info) return std::nullopt;
+        return " of " + info->name + " object at " + hexAddress(self) + ">";
+    }
+
+    void writeCFunction(uint64_t object) {  // meth_repr (Objects/methodobject.c), 3.8 - 3.15
+        // PyCFunctionObject: m_ml, m_self after the header; PyMethodDef.ml_name first.
+        auto ml = o_.memory().readPointer(object + fieldsAt());
+        auto self = o_.memory().readPointer(object + fieldsAt() + 8);
+        auto name = ml && *ml ? cName(o_.memory().readPointer(*ml)) : std::nullopt;
+        if (!name || !self) return unreadable(object, "builtin_function_or_method");
+        if (!*self || o_.isInstance(*self, "module")) {
+            put("<built-in function " + *name + ">");
+            return;
+        }
+        auto of = ofSelf(*self);
+        if (!of) return unreadable(object, "builtin_function_or_method");
+        put("<built-in method " + *name + *of);
+    }
+
+    void writeMethodWrapper(uint64_t object) {  // wrapper_repr (Objects/descrobject.c)
+        // wrapperobject: descr, self; PyWrapperDescrObject: d_type, d_name, d_qualname, then
+        // d_base (struct wrapperbase, name first).
+        auto descr = o_.memory().readPointer(object + fieldsAt());
+        auto self = o_.memory().readPointer(object + fieldsAt() + 8);
+        auto base = descr && *descr ? o_.memory().readPointer(*descr + fieldsAt() + 24) : std::nullopt;
+        auto name = base && *base ? cName(o_.memory().readPointer(*base)) : std::nullopt;
+        auto of = name && self && *self ? ofSelf(*self) : std::nullopt;
+        if (!of) return unreadable(object, "method-wrapper");
+        put("<method-wrapper '" + *name + "'" + *of);
+    }
+
+    void writeMethod(uint64_t object, int depth) {  // method_repr (Objects/classobject.c)
+        // PyMethodObject: im_func, im_self. The name is the function's __qualname__: read for a
+        // Python function; any other callable's would need its own getattr.
+        auto func = o_.memory().readPointer(object + fieldsAt());
+        auto self = o_.memory().readPointer(object + fieldsAt() + 8);
+        if (!func || !*func || !self || !*self) return unreadable(object, "method");
+        const auto* funcInfo = infoOf(*func);
+        auto name = funcInfo && funcInfo->kind == ReprReader::Kind::Function ? functionQualname(*func) : std::nullopt;
+        if (!name || depth >= limits_.maxDepth) {
+            exact_ = false;
+            if (depth >= limits_.maxDepth) truncated_ = true;
+            put("<method object at " + hexAddress(object) + ">");
+            return;
+        }
+        put("<bound method " + *name + " of ");
+        write(*self, depth + 1);
+        put(">");
+    }
+
+    // str(x) of a str, as format's {} puts it: its text unquoted. A non-printable character is
+    // escaped as repr escapes it (the repr's text stays free of control bytes), and not exact.
+    void writeStrUnquoted(uint64_t object, int depth) {
+        size_t length = 0;
+        const auto* info = infoOf(object);
+        auto text = info && info->kind == ReprReader::Kind::Str
+                        ? readPyUnicodeCodePoints(o_.memory(), o_.layout(), object, room() + 1, &length)
+                        : std::nullopt;
+        if (!text) {
+            exact_ = false;
+            return write(object, depth + 1);
+        }
+        if (text->size() < length) truncated_ = true;
+        std::string out;
+        for (char32_t ch : *text) {
+            if (ch >= 0x20 && ch != 0x7f && (ch < 0x7f || pythonIsPrintable(ch))) {
+                appendUtf8(out, ch);
+            } else {
+                exact_ = false;
+                appendReprChar(out, ch, U'\'');  // never a quote: those are printable
+            }
+        }
+        put(out);
+    }
+
+    // A loader's dotted class name ("_frozen_importlib.BuiltinImporter" for the class itself,
+    // "_frozen_importlib_external.SourceFileLoader" for an instance).
+    std::optional<std::string> loaderClass(uint64_t loader) const {
+        const auto* info = infoOf(loader);
+        if (!info) return std::nullopt;
+        if (info->kind == ReprReader::Kind::Type) return r_.dottedName(loader);
+        auto type = o_.type(loader);
+        return type ? r_.dottedName(*type) : std::nullopt;
+    }
+
+    // importlib's loaders that define module_repr (3.8 - 3.11, deprecated): `(built-in)`,
+    // `(frozen)`, `(namespace)` after repr(module.__name__). False when the loader has none (or
+    // module.__name__ is missing: module_repr's exception is passed over); a loader of the
+    // program's own might define one, which only running it could print (not exact).
+    bool writeLoaderModuleRepr(std::optional<uint64_t> loader, std::optional<uint64_t> name, int depth) {
+        if (!loader) return false;
+        auto cls = loaderClass(*loader);
+        static const std::map<std::string, const char*> kSaid = {
+            {"_frozen_importlib.BuiltinImporter", "built-in"},
+            {"_frozen_importlib.FrozenImporter", "frozen"},
+            {"_frozen_importlib_external._NamespaceLoader", "namespace"},
+            {"_frozen_importlib_external.NamespaceLoader", "namespace"},
+            {"_frozen_importlib_external.SourceFileLoader", nullptr},
+            {"_frozen_importlib_external.SourcelessFileLoader", nullptr},
+            {"_frozen_importlib_external.ExtensionFileLoader", nullptr},
+        };
+        auto found = cls ? kSaid.find(*cls) : kSaid.end();
+        if (found == kSaid.end()) exact_ = false;
+        if (found == kSaid.end() || !found->second || !name) return false;
+        put("<module ");
+        write(*name, depth + 1);
+        put(std::string(" (") + found->second + ")>");
+        return true;
+    }
+
+    // module_repr: importlib._bootstrap._module_repr, from the module's __dict__ (what
+    // getattr(module, ...) finds: ModuleType has no attribute of these names).
+    void writeModule(uint64_t object, int depth) {
+        auto dict = o_.moduleDict(object);
+        if (!dict) return unreadable(object, "module");
+        if (depth >= limits_.maxDepth) {  // a module inside its own name, loader or spec: a bounded answer
+            exact_ = false;
+            truncated_ = true;
+            put("<module object at " + hexAddress(object) + ">");
+            return;
+        }
+        auto entry = [&](const char* key) -> std::optional<uint64_t> {
+            auto v = o_.dictValue(*dict, key);
+            if (v && o_.isNone(*v)) return std::nullopt;  // getattr(..., None) and `spec is not None`
+            return v;
+        };
+        auto loader = entry("__loader__"), spec = entry("__spec__");
+        auto name = o_.dictValue(*dict, "__name__");
+        // 3.8 - 3.10 ask the loader first; 3.11 only when there is no spec; 3.12+ never.
+        if ((minor() <= 10 || (minor() == 11 && !spec)) && writeLoaderModuleRepr(loader, name, depth)) return;
+        if (spec) return writeModuleFromSpec(object, *spec, depth);
+        put("<module ");
+        if (name) write(*name, depth + 1);
+        else put("'?'");
+        if (auto file = o_.dictValue(*dict, "__file__")) {
+            put(" from ");
+            write(*file, depth + 1);
+        } else if (loader) {
+            put(" (");
+            write(*loader, depth + 1);
+            put(")");
+        }
+        put(">");
+    }
+
+    // _module_repr_from_spec, from the ModuleSpec's instance attributes (has_location is
+    // _set_fileattr's value).
+    void writeModuleFromSpec(uint64_t object, uint64_t spec, int depth) {
+        auto name = o_.attribute(spec, "name");
+        auto origin = o_.attribute(spec, "origin");
+        auto loader = o_.attribute(spec, "loader");
+        auto located = o_.attribute(spec, "_set_fileattr");
+        auto hasLocation = located ? o_.boolean(*located) : std::nullopt;
+        if (!name || !origin || (o_.isNone(*origin) ? !loader : !hasLocation)) {
+            exact_ = false;  // not a ModuleSpec as importlib makes them
+            put("<module object at " + hexAddress(object) + ">");
+            return;
+        }
+        put("<module ");
+        bool noOrigin = o_.isNone(*origin), fromOrigin = !noOrigin && hasLocation.value_or(false);
+        if (o_.isNone(*name) && (noOrigin || fromOrigin)) put("'?'");  // else spec.name's own repr
+        else write(*name, depth + 1);
+        if (noOrigin) {
+            if (o_.isNone(*loader)) {
+                put(">");
+            } else if (minor() >= 12 && loaderClass(*loader) == std::optional<std::string>("_frozen_importlib_external.NamespaceLoader")) {
+                // list(loader._path): a _NamespacePath recalculates itself when iterated; its
+                // last list is what memory holds (not exact).
+                exact_ = false;
+                auto path = o_.attribute(*loader, "_path");
+                auto paths = path ? o_.attribute(*path, "_path") : std::nullopt;
+                put(" (namespace) from ");
+                if (paths) write(*paths, depth + 1);
+                else unreadable(*loader, "namespace path");
+                put(">");
+            } else {
+                put(" (");
+                write(*loader, depth + 1);
+                put(")>");
+            }
+        } else if (fromOrigin) {
+            put(" from ");
+            write(*origin, depth + 1);
+            put(">");
+        } else {
+            put(" (");
+            writeStrUnquoted(*origin, depth);
+            put(")>");
+        }
+    }
+    int minor() const { return o_.layout().minor; }
 
     void writeBool(uint64_t object) {
         auto v = o_.integer(object);
@@ -397,7 +613,8 @@ ReprReader::TypeInfo ReprReader::classify(uint64_t type) const {
         {"NoneType", Kind::None}, {"bool", Kind::Bool},   {"int", Kind::Int},   {"float", Kind::Float},
         {"str", Kind::Str},       {"bytes", Kind::Bytes}, {"list", Kind::List}, {"tuple", Kind::Tuple},
         {"dict", Kind::Dict},     {"set", Kind::Set},     {"frozenset", Kind::FrozenSet}, {"type", Kind::Type},
-        {"function", Kind::Function},
+        {"function", Kind::Function}, {"module", Kind::Module}, {"builtin_function_or_method", Kind::CFunction},
+        {"method-wrapper", Kind::MethodWrapper}, {"method", Kind::Method},
     };
     // The type and its bases: the first static builtin whose tp_repr the type has is the repr
     // CPython runs (a list subclass without __repr__ prints as a list); object's: the default.

@@ -10,7 +10,13 @@
 //   subclasses of these that keep the builtin's tp_repr (a list subclass prints as a list);
 //   an object whose type keeps object.__repr__: `<module.Qualname object at 0x7f...>`; a class
 //   whose metaclass keeps type.__repr__: `<class 'module.Qualname'>`; a Python function:
-//   `<function outer.<locals>.inner at 0x...>`.
+//   `<function outer.<locals>.inner at 0x...>`; a module as importlib's _module_repr words it from
+//   the module's __dict__ and __spec__ (`<module 'json' from '/usr/lib/python3.11/json/__init__.py'>`,
+//   `<module 'sys' (built-in)>`, `<module 'os' (frozen)>`, `<module 'name'>`), per version
+//   (3.8 - 3.10 ask the loader first, 3.11 the spec first, 3.12+ the spec only); a C function
+//   `<built-in function len>` / `<built-in method append of list object at 0x...>` (meth_repr);
+//   `<method-wrapper '__add__' of int object at 0x...>` (wrapper_repr); a bound method of a
+//   Python function `<bound method Q.f of REPR>` (method_repr, REPR its self's repr as here).
 // Otherwise (a type with its own __repr__, which only running it could print):
 //   `<TYPE object at 0x...>` with TYPE its tp_name, and `exact` false.
 // An object whose header or type cannot be read: `<unreadable object at 0x...>`, `readable` false
@@ -50,7 +56,9 @@ struct ObjectRepr {
     bool truncated = false;  // cut by a limit (maxBytes, maxItems or maxDepth)
     // The value is a builtin CPython prints without running Python code (str, bytes, int, float,
     // bool, None, list, tuple, dict, set, frozenset, their repr-keeping subclasses, a class, a
-    // function, or an object.__repr__ object): what --locals' JSON gives as `value` (null otherwise).
+    // function, an object.__repr__ object, a C function, a method-wrapper, a bound method, or a
+    // module, whose repr importlib computes from its __dict__ and __spec__ alone): what --locals'
+    // JSON gives as `value` (null otherwise).
     bool builtin = false;
 };
 
@@ -64,7 +72,8 @@ public:
     ObjectRepr repr(uint64_t object, const ReprLimits& limits) const;
 
     // What repr() dispatches on: the builtin whose tp_repr the object's type has.
-    enum class Kind { Unreadable, Other, Default, None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet, Type, Function };
+    enum class Kind { Unreadable, Other, Default, None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet, Type, Function,
+                      Module, CFunction, MethodWrapper, Method };
     Kind kind(uint64_t object) const;
 
 private:

@@ -3,7 +3,8 @@
 """The pyt commands in real lldb-14 (issue 42 item 5): the C++ plugin, and the Python front end
 (lldb-19's) run by lldb-14's Python once PYTHONPATH names its lldb module. Held against the
 program (the seed's service in crash-py mode: its FACTS, and seed_logic.py's own lines), the CLI's
-JSON for the same core, and lldb's own frames and threads."""
+JSON for the same core, lldb's own frames and threads, and gdb's pyt on the same core (pyt up's
+moves, and pyt bt --all against thread apply all pyt bt), with libpython.py's py-up."""
 import argparse
 import glob
 import os
@@ -13,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import scenario  # noqa: E402
-from debugger_batch import NOISE, sections  # noqa: E402
+from debugger_batch import NOISE, between, gdb, marked, sections  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 # Debian 12's lldb-14 finds its lldb module here only when told (its `lldb -P` names a directory
@@ -73,9 +74,40 @@ def frames_in_order(text, frames):
     return True
 
 
-CRASH_COMMANDS = ["thread list", "bt", "pyt bt", "pyt-bt", "pyt bt --native", "frame variable tstate", "pyt tstate tstate", "frame info",
-                  "pyt up", "frame info", "pyt locals", "pyt up", "frame info", "pyt print pending", "pyt print file",
-                  "pyt down", "frame info", "pyt tstate", "THREAD", "thread list"]
+CRASH_COMMANDS = ["thread list", "bt", "pyt bt", "pyt-bt", "pyt bt --native", "pyt bt --all", "frame variable tstate", "pyt tstate tstate",
+                  "frame info", "pyt up", "frame info", "pyt locals", "pyt up", "frame info", "pyt print pending", "pyt print file",
+                  "pyt down", "frame info", "down", "pyt up 1", "frame info", "pyt tstate", "THREAD", "thread list"]
+# The same moves in gdb on the same core (pyt up from take_gil, ..., `down` to _PyObject_MakeTpCall
+# and pyt up from there), thread apply all pyt bt first (gdb runs it in each thread's frame 0), and
+# libpython.py's py-up from take_gil.
+GDB_COMMANDS = (marked("all", "thread apply all pyt bt") + marked("up", "pyt up") + marked("f1", "frame") + marked("up2", "pyt up") +
+                marked("down", "pyt down") + ["down"] + marked("up3", "pyt up") + marked("f3", "frame") + ["frame 0"] +
+                marked("pyup1", "py-up") + marked("pyup2", "py-up") + marked("fpy", "frame"))
+# pyt up's line: "#0  check (/path/seed_logic.py:8)  [C #11]"; gdb's frame line: "#11 0x... in _PyEval_EvalFrameDefault (...)"
+PYT_FRAME = re.compile(r"^[ *]?#(\d+)\s+(\S+) \(")
+GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+)", re.M)
+
+
+def first_frame(text):
+    m = PYT_FRAME.match(text)
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def gdb_said(out, tag):
+    """A marked gdb command's output without gdb's own warnings about the core (.reg-xstate)."""
+    return "\n".join(l for l in between(out, tag).split("\n") if not l.startswith("warning: "))
+
+
+def gdb_blocks(text):
+    """thread apply all pyt bt: {LWP: pyt bt's text} of the threads whose block is a Python stack."""
+    parts = re.split(r"^\nThread \d+ \(.*?\(LWP (\d+)\)\):\n", "\n" + text, flags=re.M)
+    return {int(lwp): body.strip("\n") for lwp, body in zip(parts[1::2], parts[2::2]) if "thread state 0x" in body.split("\n", 1)[0]}
+
+
+def lldb_blocks(text):
+    """pyt bt --all: {LWP: pyt bt's text}, and lldb's thread numbers in order."""
+    parts = re.split(r"^thread #(\d+): tid = (\d+)\n", text, flags=re.M)
+    return ({int(lwp): body.strip("\n") for lwp, body in zip(parts[2::3], parts[3::3])}, [int(n) for n in parts[1::3]])
 
 
 def crash_core(args):
@@ -90,6 +122,19 @@ def crash_core(args):
                "the CLI reads the program's two Python frames: %s, the program's %s" % (cli, lines))
         commands = [c.replace("THREAD", "pyt thread " + facts["main_tstate"]) for c in CRASH_COMMANDS]
         texts = {}
+        _, gdb_out = gdb(args.gdb_script, [exe, core], GDB_COMMANDS)
+        gdb_all = gdb_blocks(gdb_said(gdb_out, "all"))
+        gdb_ups = [first_frame(gdb_said(gdb_out, t)) for t in ("up", "up2", "down", "up3")]
+        expect(set(gdb_all) == {worker, facts["main_lwp"]} and gdb_ups == [(0, "check"), (1, "on_recv_msg"), (0, "check"), (1, "on_recv_msg")],
+               "gdb: thread apply all pyt bt has both threads' stacks; pyt up from take_gil #0 check, up #1, down #0, and from "
+               "_PyObject_MakeTpCall (below the eval frame, in no call libpython.py counts as a Python frame) up #1: %s\n%s" % (
+                   gdb_ups, gdb_out[-4000:]))
+        up_level, up_name = GDB_FRAME.search(between(gdb_out, "f1")).groups()
+        py_level, py_name = GDB_FRAME.search(between(gdb_out, "fpy")).groups()
+        expect(up_name == "_PyEval_EvalFrameDefault" and (py_level, py_name) == (up_level, up_name) and
+               "<built-in method work" in between(gdb_out, "pyup1") and "in check (" in between(gdb_out, "pyup2"),
+               "libpython.py's py-up from take_gil stops at cfunction_call, then at the eval frame gdb's pyt up selected (#%s): %s %s:\n%s" % (
+                   up_level, py_level, py_name, between(gdb_out, "pyup1") + between(gdb_out, "pyup2")))
         for name, load, env in loaders(args):
             status, out_lines, raw = run_lldb(load, ["--core", core, exe], commands, env=env)
             expect(status == 0 and "Stack dump" not in raw, "%s: lldb ends normally (status %d):\n%s" % (name, status, raw[-3000:]))
@@ -115,16 +160,26 @@ def crash_core(args):
             texts[name] = out
             # the sections of repeated commands: the last one is kept by sections(); read them in order
             infos = re.findall(r"\(lldb\) frame info\n(.*?)\n", "\n".join(out_lines) + "\n")
-            expect(len(infos) == 4 and "frame #0:" in infos[0] and "take_gil" in infos[0],
-                   "%s: pyt bt, pyt bt --native and pyt tstate leave lldb's selection alone: %s" % (name, infos[:1]))
+            expect(len(infos) == 5 and "frame #0:" in infos[0] and "take_gil" in infos[0],
+                   "%s: pyt bt, pyt bt --native, --all and pyt tstate leave lldb's selection alone: %s" % (name, infos[:1]))
             expect(all("_PyEval_EvalFrameDefault" in i for i in infos[1:]),
-                   "%s: pyt up, pyt up, pyt down each leave lldb in the eval frame that runs the Python frame: %s" % (name, infos))
+                   "%s: pyt up, pyt up, pyt down, pyt up each leave lldb in the eval frame that runs the Python frame: %s" % (name, infos))
+            # The Python frame each move selected, in order: as gdb's pyt selected them on the same core.
+            ups = [first_frame(t) for t in re.findall(r"\(lldb\) pyt (?:up|down)(?: 1)?\n(.*?)\n", "\n".join(out_lines) + "\n")]
+            expect(ups == gdb_ups and "_PyObject_MakeTpCall" in out["down"],
+                   "%s: pyt up, up, down, and up from _PyObject_MakeTpCall select what gdb's pyt selects: %s, gdb %s" % (name, ups, gdb_ups))
+            every, numbers = lldb_blocks(out["pyt bt --all"])
+            expect(every == gdb_all and numbers == sorted(numbers) and every[worker] == bt,
+                   "%s: pyt bt --all is gdb's thread apply all pyt bt, block for block (LWPs %s), in lldb's order %s:\n%s\n--- gdb:\n%s" % (
+                       name, sorted(gdb_all), numbers, out["pyt bt --all"], between(gdb_out, "all")))
             expect(re.search(r"\b2\b", out["pyt print file"]) and "local" in out["pyt print file"],
                    "%s: pyt print file in on_recv_msg: the program crashed at file 2:\n%s" % (name, out["pyt print file"]))
             pending = out["pyt print pending"]
             expect("local 'pending' = [2, 2]" in pending,
                    "%s: pyt print pending: on_recv_msg's local, [file] * 2:\n%s" % (name, pending))
-            expect("checker" in out["pyt locals"] and "file" in out["pyt locals"], "%s: pyt locals of check():\n%s" % (name, out["pyt locals"]))
+            module = glob.glob(os.path.join(args.scenarios, "seed_module*.so"))
+            expect(len(module) == 1 and "checker = <module 'seed_module' from %r>" % module[0] in out["pyt locals"] and "file = 2" in out["pyt locals"],
+                   "%s: pyt locals of check(): the module the host imported from %s, as repr() words it:\n%s" % (name, module, out["pyt locals"]))
             expect(running in out["pyt tstate"] and stale not in out["pyt tstate"].splitlines()[0],
                    "%s: pyt tstate with no argument: the one the worker runs, %s:\n%s" % (name, running, out["pyt tstate"]))
             selected = re.search(r"^\* thread #(\d+)", out["thread list"], re.M)
@@ -133,7 +188,7 @@ def crash_core(args):
                    "%s: pyt thread MAIN_TSTATE selects lldb's thread #%s (LWP %d):\n%s" % (name, main_index, facts["main_lwp"], out["thread list"]))
             print("%s: pyt bt\n%s\n%s: frame variable tstate\n%s" % (name, bt, name, summary))
         if len(texts) == 2:
-            for c in ("pyt bt", "pyt bt --native", "pyt tstate tstate", "pyt locals", "pyt print file"):
+            for c in ("pyt bt", "pyt bt --native", "pyt tstate tstate", "pyt locals", "pyt print file", "pyt bt --all"):
                 expect(texts["plugin"][c] == texts["python"][c],
                        "the C++ plugin and the Python front end print the same bytes for %s:\n%s\n---\n%s" % (c, texts["plugin"][c], texts["python"][c]))
     finally:
@@ -194,6 +249,7 @@ def main():
     p.add_argument("--pytstates", required=True)
     p.add_argument("--plugin", required=True)
     p.add_argument("--python-module", default="", help="share/pytstates/lldb/pytstates.py (the Python front end)")
+    p.add_argument("--gdb-script", default="", help="plugin/gdb/pytstates.gdb (gdb's pyt on the same core)")
     p.add_argument("--scenarios", required=True)
     p.add_argument("case", choices=["crash-core", "live", "errors"])
     args = p.parse_args()

@@ -95,8 +95,12 @@ def python_core(args):
                "crasher(0)'s locals as the program made them:\n" + loc1)
         expect(between(out, "pdepth").strip() == "local 'depth' = 0" and between(out, "pline").strip() == "local 'line' = %d" % facts["line"],
                "pyt print finds locals")
-        expect(between(out, "pjson").startswith("global 'json' = ") and between(out, "plen").startswith("builtin 'len' = "),
-               "globals, then builtins: %s %s" % (between(out, "pjson"), between(out, "plen")))
+        # the module's and the builtin's repr as this python3.11 prints them (its json's spec is the same file)
+        json_repr = subprocess.run([scenario.PYTHON, "-c", "import json; print(repr(json))"], stdout=subprocess.PIPE,
+                                   universal_newlines=True, check=True).stdout.strip()
+        expect(between(out, "pjson").strip() == "global 'json' = " + json_repr and
+               between(out, "plen").strip() == "builtin 'len' = <built-in function len>",
+               "globals, then builtins, as Python's repr(): %s %s (python3.11 says %s)" % (between(out, "pjson"), between(out, "plen"), json_repr))
         expect("pyt print: 'no_such_name' not found" in between(out, "pnope"), "a missing name: one line")
         listing = between(out, "list")
         expect(re.search(r"^ *>%d\s+ctypes\.string_at\(0\)$" % facts["line"], listing, re.M), "pyt list marks the line:\n" + listing)
@@ -209,11 +213,13 @@ def stripped_core(args, version):
 def live(args):
     """A running python3.11 calls a pybind11 function from inner() in outer(): break in it, run,
     pyt bt and locals; continue to the next call, pyt bt and locals show the new stop; pyt up
-    selects the eval frame; the program runs to its end."""
+    from the breakpoint (in a call made through cfunction_call) selects inner and the eval frame
+    libpython.py's py-up selects, the next pyt up outer; the program runs to its end."""
     cmds = (["set breakpoint pending on", "break (anonymous namespace)::work", "run"] + marked("bt1", "pyt bt") +
             marked("loc1", "pyt locals") + ["continue"] + marked("bt2", "pyt bt") + marked("loc2", "pyt locals") + ["continue"] +
-            marked("loc3", "pyt locals") + marked("up", "pyt up") + marked("fup", "frame") + marked("p", "pyt print round_no") +
-            ["delete", "continue"])
+            marked("loc3", "pyt locals") + marked("up1", "pyt up") + marked("fup1", "frame") + marked("up", "pyt up") +
+            marked("fup", "frame") + marked("p", "pyt print round_no") + ["frame 0"] + marked("pyup", "py-up") +
+            marked("fpyup", "frame") + ["delete", "continue"])
     _, out = gdb(args.gdb_script, ["--args", scenario.PYTHON, CALLS_PROGRAM, args.scenarios], cmds, timeout=180)
     no_traceback(out)
     m = re.search(r"^FACTS (.*)$", out, re.M)
@@ -227,6 +233,14 @@ def live(args):
     # the first stop is the program's outer(-1), then round 0, then round 1: each stop's own values
     expect([between(out, t).strip() for t in ("loc1", "loc2", "loc3")] == ["round_no = -1", "round_no = 0", "round_no = 1"],
            "each stop shows its own call: %s" % [between(out, t) for t in ("loc1", "loc2", "loc3")])
+    level1, name1 = gdb_frame(between(out, "fup1"))
+    py_level, py_name = gdb_frame(between(out, "fpyup"))
+    expect(frames(between(out, "up1"))[0][:2] == (0, "inner") and name1 == "_PyEval_EvalFrameDefault" and
+           frames(between(out, "up1"))[0][4] == level1, "pyt up from work (in cfunction_call): #0 inner, its eval frame #%d %s:\n%s" % (
+               level1, name1, between(out, "up1")))
+    expect((py_level, py_name) == (level1, name1) and "in inner (round_no=1)" in between(out, "pyup"),
+           "libpython.py's py-up from work (it counts cfunction_call, below the eval frame, as a Python frame: its "
+           "selected one) selects the eval frame pyt up selected (#%d): #%d %s:\n%s" % (level1, py_level, py_name, between(out, "pyup")))
     level, name = gdb_frame(between(out, "fup"))
     expect(frames(between(out, "up"))[0][1] == "outer" and name == "_PyEval_EvalFrameDefault", "pyt up on a live stop")
     expect(between(out, "p").strip() == "local 'round_no' = 1", "pyt print in outer")

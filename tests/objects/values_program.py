@@ -2,14 +2,17 @@
 # Holds, as locals of three frames, the values pystack's and py-spy's own local-variable tests
 # assert (bloomberg/pystack tests/integration/test_local_variables.py, benfred/py-spy
 # tests/scripts/local_vars.py; numpy's scalars left out) and the reprs issue 42 names (lone
-# surrogates, quotes, non-printables, sets, cycles, subclasses); prints each frame's locals as
+# surrogates, quotes, non-printables, sets, cycles, subclasses, modules, C functions, bound
+# methods); prints each frame's locals as
 # repr() gives them (the program's word) with which repr CPython runs for each, then waits until
 # it is dumped (values_test.py). Runs on 3.8 - 3.15.
 import abc
 import collections
 import json
+import os
 import sys
 import time
+import types
 
 FACTS = {"frames": {}}
 
@@ -43,7 +46,8 @@ class MySet(set):  # set's repr, named: MySet({1})
 
 
 BUILTIN_REPRS = tuple(t.__repr__ for t in (object, type(None), bool, int, float, str, bytes, list, tuple, dict,
-                                           set, frozenset, type, type(lambda: None)))
+                                           set, frozenset, type, type(lambda: None), types.ModuleType,
+                                           types.BuiltinFunctionType, types.MethodWrapperType, types.MethodType))
 
 
 def runs_builtin_repr(v, seen=None):
@@ -173,6 +177,17 @@ def issue_values():
         return classes
 
     functions = [closure, runs_builtin_repr, Outer.Inner.__init__]
+    module_file = json  # importlib's _module_repr: from its spec's origin
+    module_builtin = sys  # (built-in)
+    module_frozen = sys.modules["_frozen_importlib"]  # (frozen)
+    module_os = os  # frozen from 3.11 (its __file__ set all the same), a file before
+    module_made = types.ModuleType("made_here")  # no spec, no loader, no __file__
+    module_main = sys.modules["__main__"]  # run as a script: __spec__ None, its __loader__ and __file__
+    builtin_function = len  # meth_repr: self is the builtins module
+    builtin_method = empty_list.append  # self is a list
+    method_wrapper = (7).__add__
+    bound_method = A(1).__init__  # <bound method A.__init__ of <__main__.A object at 0x...>>
+    callables = [len, module_builtin, bound_method]
     record("issue_values", locals())
     sys.stdout.write("FACTS " + json.dumps(FACTS) + "\nREADY\n")
     sys.stdout.flush()

@@ -126,6 +126,61 @@ TEST(ObjectRepr, ListsIntsCyclesAndBounds) {
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
+TEST(ObjectRepr, CFunctionsAndBoundMethods) {
+    Fixture f;
+    ObjectReader objects(f.memory, f.layout);
+    ReprReader reprs(objects);
+    std::vector<uint64_t> str(128, 0), function(128, 0), method(128, 0), cfunction(128, 0);
+    f.make(str, "str", 0x6000, addr(f.object.data()));
+    f.make(function, "function", 0x7000, addr(f.object.data()));
+    f.make(method, "method", 0x8000, addr(f.object.data()));
+    f.make(cfunction, "builtin_function_or_method", 0x9000, addr(f.object.data()));
+    const int64_t fields = f.layout.objectType + 8;  // after PyObject_HEAD
+
+    // A compact ASCII str "f" (3.11: interned:2, kind:3, compact:1, ascii:1), a function named by it.
+    std::vector<uint64_t> name(16, 0);
+    name[f.layout.objectType / 8] = addr(str.data());
+    name[f.layout.unicodeLength / 8] = 1;
+    name[f.layout.unicodeState / 8] = (1u << 2) | (1u << 5) | (1u << 6);
+    reinterpret_cast<char*>(name.data())[f.layout.unicodeAsciiData] = 'f';
+    std::vector<uint64_t> func(32, 0);
+    func[f.layout.objectType / 8] = addr(function.data());
+    func[(fields + 24) / 8] = addr(name.data());  // func_qualname (3.10+)
+
+    // Two bound methods, each the other's self: bounded by maxDepth, no loop.
+    std::vector<uint64_t> m1(8, 0), m2(8, 0);
+    for (auto* m : {&m1, &m2}) {
+        (*m)[f.layout.objectType / 8] = addr(method.data());
+        (*m)[fields / 8] = addr(func.data());
+    }
+    m1[fields / 8 + 1] = addr(m2.data());
+    m2[fields / 8 + 1] = addr(m1.data());
+    auto r = reprs.repr(addr(m1.data()));
+    EXPECT_EQ(r.text.rfind("<bound method f of <bound method f of <", 0), 0u) << r.text;
+    EXPECT_NE(r.text.find("<method object at 0x"), std::string::npos) << r.text;
+    EXPECT_TRUE(r.truncated);
+    EXPECT_FALSE(r.exact);
+    EXPECT_TRUE(r.builtin);
+
+    // meth_repr: no self (or a module) a function; else a method of self's type.
+    std::vector<uint64_t> def(4, 0), cf(8, 0);
+    def[0] = addr("len");
+    cf[f.layout.objectType / 8] = addr(cfunction.data());
+    cf[fields / 8] = addr(def.data());
+    EXPECT_EQ(reprs.repr(addr(cf.data())).text, "<built-in function len>");
+    auto seven = f.intOf(7);
+    cf[fields / 8 + 1] = addr(seven.data());
+    char expected[96];
+    std::snprintf(expected, sizeof expected, "<built-in method len of int object at 0x%llx>",
+                  static_cast<unsigned long long>(addr(seven.data())));
+    EXPECT_EQ(reprs.repr(addr(cf.data())).text, expected);
+    // A name that is no C identifier (garbage, a control byte) is not printed.
+    def[0] = addr("l\x1b[31men");
+    r = reprs.repr(addr(cf.data()));
+    EXPECT_EQ(r.text.rfind("<unreadable builtin_function_or_method at 0x", 0), 0u) << r.text;
+    EXPECT_FALSE(r.exact);
+}
+
 TEST(ObjectRepr, UnicodeReprAsCPython) {
     EXPECT_EQ(pythonUnicodeRepr(U"abc"), "'abc'");
     EXPECT_EQ(pythonUnicodeRepr(U"it's"), "\"it's\"");

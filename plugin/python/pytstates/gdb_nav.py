@@ -18,6 +18,7 @@ import gdb
 
 from . import gdb as _front
 from .core import core as _core
+from .libpython_frames import is_other_python_frame
 
 _EVAL = "_PyEval_EvalFrameDefault"
 _MAX_NATIVE = 256  # as many native frames as the engine unwinds for pyt bt -native
@@ -192,6 +193,25 @@ def _selected_index(stack, levels):
     return 0
 
 
+def _in_call_from_python(stack, levels, index):
+    """libpython.py's rule for py-up: gdb's selected frame is below the eval frame that runs Python
+    frame index, and it or a frame between is one libpython.py counts as a Python frame of its own
+    (take_gil, the collector, cfunction_call, ...): the thread is in a call that frame made, and
+    the first step up is to the frame itself."""
+    group = stack["frames"][index]["eval_group"]
+    if not 0 <= group < len(_usable(stack, levels)):
+        return False
+    try:
+        frame, level = gdb.selected_frame(), _selected_level()
+        while frame is not None and level < levels[group]:
+            if is_other_python_frame(frame.name()):
+                return True
+            frame, level = frame.older(), level + 1
+    except gdb.error:
+        pass
+    return False
+
+
 def _select(stack, levels, index):
     """Makes index the selected Python frame, and its eval-loop C frame gdb's selected frame."""
     group = stack["frames"][index]["eval_group"]
@@ -306,6 +326,8 @@ class _Move(_Command):
         levels = _eval_frames()
         index = _selected_index(stack, levels)
         wanted = index + self._step * count
+        if self._step > 0 and count > 0 and _in_call_from_python(stack, levels, index):
+            wanted -= 1
         if wanted < 0:
             raise _Refused("no Python frame %d newer than #%d (#0 is the innermost)" % (count, index))
         if wanted >= len(stack["frames"]):
@@ -316,7 +338,11 @@ class _Move(_Command):
 
 class _Up(_Move):
     """Select the Python frame N (default 1) older, and the C eval frame that runs it.
-Usage: pyt up [N]"""
+Usage: pyt up [N]
+
+From a C frame below the eval frame, in a call libpython.py's py-up counts as a Python frame
+(take_gil, cfunction_call, cfunction_vectorcall_*, wrapper_call, the collector), the first step
+is to that eval frame's own innermost Python frame."""
 
     _verb = "up"
     _step = 1

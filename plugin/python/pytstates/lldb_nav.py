@@ -10,6 +10,8 @@ import json
 
 import lldb
 
+from .libpython_frames import is_other_python_frame
+
 
 class Failure(Exception):
     """One line for the user: the command fails with it."""
@@ -135,6 +137,15 @@ def selected_python_frame(thread, frames, evals):
     return 0
 
 
+def _in_call_from_python(thread, eval_index):
+    """lldb's selected frame is below the eval frame eval_index, and it or a frame between is one
+    libpython.py's py-up counts as a Python frame of its own (libpython_frames)."""
+    for i in range(thread.GetSelectedFrame().GetFrameID(), eval_index):
+        if is_other_python_frame(_frame_name(thread.GetFrameAtIndex(i))):
+            return True
+    return False
+
+
 def select_python_frame(thread, frames, k, evals):
     """Remembers Python frame k and selects the C frame that evaluates it: that lldb frame's index,
     or None when lldb shows no eval frame for it (lldb's selection unchanged)."""
@@ -228,7 +239,7 @@ def _is_option(word, name):
 
 
 def bt(stop, args, full=False):
-    native = locals_ = False
+    native = locals_ = every = False
     for a in args:
         if _is_option(a, "full"):
             full = True
@@ -236,19 +247,44 @@ def bt(stop, args, full=False):
             native = True
         elif _is_option(a, "locals"):
             locals_ = True
+        elif _is_option(a, "all") or a == "-a":
+            every = True
         else:
-            raise Failure("unknown option %s (pyt bt [--full] [--native] [--locals])" % a)
-    question = {"ask": "bt", "lwp": stop.lwp, "native": native, "locals": locals_, "full": full}
-    # lldb's frame number of each eval frame ("[C #L]"), and the Python frame selected ('*').
-    evals = eval_frame_indexes(stop.thread)
-    question["eval_levels"] = evals
+            raise Failure("unknown option %s (pyt bt [--full] [--native] [--locals] [--all])" % a)
+    question = {"ask": "bt", "native": native, "locals": locals_, "full": full}
+    if not every:
+        return _text(ask(stop.process, _bt_question(stop.process, question, stop.thread)))
+    # lldb has no `thread apply all`: every thread whose LWP runs a thread state, in lldb's order,
+    # under lldb's thread number (`thread select N`); the others are left out.
+    blocks = []
+    for i in range(stop.process.GetNumThreads()):
+        thread = stop.process.GetThreadAtIndex(i)
+        if not thread.IsValid():
+            continue
+        try:
+            text = _text(ask(stop.process, _bt_question(stop.process, question, thread)))
+        except Failure:
+            continue
+        blocks.append("thread #%d: tid = %d\n%s" % (thread.GetIndexID(), thread.GetThreadID(), _with_newline(text)))
+    if not blocks:
+        ask(stop.process, {"ask": "gil-holder"})  # the view's own failure (no CPython in the target)
+        raise Failure("no thread runs Python")
+    return "\n".join(blocks)
+
+
+def _bt_question(process, question, thread):
+    """pyt bt's question for one thread: its LWP, lldb's frame number of each eval frame ("[C #L]")
+    and the Python frame selected ('*')."""
+    lwp = thread.GetThreadID()
+    evals = eval_frame_indexes(thread)
+    question = dict(question, lwp=lwp, eval_levels=evals)
     try:
-        frames = ask(stop.process, {"ask": "stack", "lwp": stop.lwp}).get("frames")
+        frames = ask(process, {"ask": "stack", "lwp": lwp}).get("frames")
         if isinstance(frames, list) and frames:
-            question["selected"] = selected_python_frame(stop.thread, frames, evals)
+            question["selected"] = selected_python_frame(thread, frames, evals)
     except Failure:
         pass  # bt says why
-    return _text(ask(stop.process, question))
+    return question
 
 
 def move(stop, args, verb):
@@ -263,10 +299,10 @@ def move(stop, args, verb):
         if wanted >= len(frames):
             raise Failure("no Python frame %d: the thread runs %d" % (wanted, len(frames)))
     elif verb == "up":
-        # From a C frame below the one that evaluates frame k (take_gil, say), the first step up
-        # is to frame k itself, as libpython's py-up steps to the next eval frame.
+        # From a C frame below the one that evaluates frame k, in a call libpython.py counts as a
+        # Python frame (take_gil, cfunction_call, ...), the first step up is to frame k itself.
         g = _group(frames[k])
-        below = 0 <= g < len(evals) and stop.thread.GetSelectedFrame().GetFrameID() < evals[g]
+        below = 0 <= g < len(evals) and _in_call_from_python(stop.thread, evals[g])
         step = (1 if n is None else n) - (1 if below else 0)
         if not below and k + 1 >= len(frames):
             raise Failure("unable to find an older Python frame")
@@ -346,8 +382,9 @@ def thread(stop, raw):
 
 # name, help, syntax: as the C++ plugin registers them.
 VERBS = (
-    ("bt", "The selected thread's Python stack (its thread state, GIL line, file:line:column of every frame).",
-     "pyt bt [--full] [--native] [--locals]"),
+    ("bt", "The selected thread's Python stack (its thread state, GIL line, file:line:column of every frame); --all (-a): "
+     "every thread that runs Python, one block each, as gdb's thread apply all pyt bt.",
+     "pyt bt [--full] [--native] [--locals] [--all]"),
     ("bt-full", "pyt bt --full: the Python stack with every frame's locals.", "pyt bt-full"),
     ("up", "Select the next older Python frame (and the C frame that evaluates it).", "pyt up [N]"),
     ("down", "Select the next newer Python frame (and the C frame that evaluates it).", "pyt down [N]"),
@@ -459,7 +496,7 @@ def register(debugger, entry_module):
     interpreter = debugger.GetCommandInterpreter()
     interpreter.HandleCommand("command container add -o -h %s pyt" % _quote(
         "Python frames and thread states of the stop lldb shows (pytstates): pyt bt, up, down, frame, list, locals, print, tstate, "
-        "thread"), ignored)
+        "thread; pyt bt --all for every thread"), ignored)
     for verb, help_text, syntax in VERBS:
         function = "%s.%s" % (entry_module, _function(verb))
         for name in ("pyt " + verb, "pyt-" + verb):
