@@ -27,6 +27,19 @@ _MAX_NATIVE = 256  # as many native frames as the engine unwinds for pyt bt -nat
 _state = {"view": None, "key": None, "generation": 0, "selected": None, "levels": {}}
 
 
+_drop_listeners = []
+
+
+def on_drop(listener):
+    """listener() each time the view of a stop is dropped (gdb_stop.py's kept answers go with it)."""
+    _drop_listeners.append(listener)
+
+
+def view_is_open():
+    """The view of this stop is open: asking it costs a lookup, not an analysis."""
+    return _state["view"] is not None
+
+
 def _drop(*_args):
     view = _state["view"]
     _state["view"] = None
@@ -37,6 +50,11 @@ def _drop(*_args):
     if view is not None:
         try:
             view.close()
+        except Exception:
+            pass
+    for listener in _drop_listeners:
+        try:
+            listener()
         except Exception:
             pass
 

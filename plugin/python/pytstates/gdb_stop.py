@@ -2,9 +2,11 @@
 """What bt's Python rows, the pretty-printers, the convenience functions and the thread names ask
 of one stop: the view's answers (gdb_nav.ask: the view of the stop, opened once), each asked once
 and kept until the stop changes: a printer is asked about the same pointer in many of bt's rows,
-and one answer costs 0.26 ms through JSON where a kept one costs 0.01 ms (the seed's core). gdb's events say when it does: a stop, a continue, a module loaded or
-dropped, memory or a register written by gdb (`set var`), an inferior call, a new thread. A
-program that writes its own memory fires none of them, but it only runs between `cont` and `stop`.
+and one answer costs 0.26 ms through JSON where a kept one costs 0.01 ms (the seed's core). They
+are dropped with gdb_nav's view of the stop, on the gdb events it lists: a stop, a continue, a
+module loaded or dropped, memory or a register written by gdb (`set var`), an inferior call, a new
+thread. A program that writes its own memory fires none of them, but it only runs between `cont`
+and `stop`.
 
 ask() raises Unavailable (one line) and nothing else: callers inside bt or a printer turn that
 into a row or a plain address, never a traceback.
@@ -30,11 +32,12 @@ def _drop(*_):
 
 
 def _connect():
-    for name in ("stop", "cont", "exited", "new_objfile", "clear_objfiles", "free_objfile", "memory_changed",
-                 "register_changed", "inferior_call", "new_thread"):
-        registry = getattr(gdb.events, name, None)  # free_objfile: gdb 13; the rest: 7.3-8.1
-        if registry is not None:
-            registry.connect(_drop)
+    """Kept answers go when gdb_nav drops the view of the stop (on gdb's events, listed there)."""
+    try:
+        from . import gdb_nav
+    except ImportError:
+        return  # no view: every answer is Unavailable, and stays so
+    gdb_nav.on_drop(_drop)
 
 
 def _view_ask(question):
@@ -82,7 +85,7 @@ def stop_is_read():
         return True
     try:
         from . import gdb_nav
-        return gdb_nav._state.get("view") is not None
+        return gdb_nav.view_is_open()
     except Exception:
         return False
 
