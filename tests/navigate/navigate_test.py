@@ -15,6 +15,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import pyenv  # noqa: E402
 import scenario  # noqa: E402
+import sid_python  # noqa: E402
 from debugger_batch import between, gdb, marked  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
@@ -210,6 +211,50 @@ def stripped_core(args, version):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def sid_core(args, version):
+    """Debian unstable's CPython 3.14 (its python3.14-dbg's DWARF, no libpython.py of its own
+    loaded) crashes in ctypes.string_at(0) under crasher(2)'s recursion, a kernel core: pyt bt, up,
+    locals, print, tstate and thread apply all pyt bt, against the program's FACTS."""
+    try:
+        root = sid_python.unpacked_root(os.path.join(HERE, "..", ".."), version, args.sid_dir)
+    except RuntimeError as e:
+        print("%s: not run" % e)
+        sys.exit(77)  # no tree on this machine: skipped, never passed
+    sid = sid_python.SidPython(root, version, with_debug_files=True)
+    env = dict(os.environ)
+    env.update(e.split("=", 1) for e in sid.environment)
+    try:
+        facts, core = scenario.take_core([sid.executable, CRASH_PROGRAM], "crash", env=env)
+        try:
+            cmds = (marked("bt", "pyt bt") + marked("up", "pyt up") + marked("fup", "frame") + marked("loc", "pyt locals") +
+                    marked("print", "pyt print line") + marked("all", "thread apply all pyt bt") + marked("ts", "pyt tstate") +
+                    marked("main", "pyt thread MainThread") + marked("mainbt", "pyt bt"))
+            _, out = gdb(args.gdb_script, ["-iex", "set debug-file-directory " + os.path.join(root, "usr", "lib", "debug"),
+                                           sid.executable, core], cmds)
+            no_traceback(out)
+            ours = frames(between(out, "bt"))
+            expect(len(ours) == 7 and ours[0][1:3] == ("string_at", facts["ctypes_file"]) and
+                   [f[1:4] for f in ours[1:4]] == [("crasher", facts["file"], facts["line"])] + [("crasher", facts["file"], ours[2][3])] * 2 and
+                   [f[1] for f in ours[4:]] == ["run", "_bootstrap_inner", "_bootstrap"], "pyt bt on %s:\n%s" % (version, between(out, "bt")))
+            expect('LWP %d "crasher"' % facts["lwp"] in between(out, "bt"), "the header names the thread:\n" + between(out, "bt"))
+            level, name = gdb_frame(between(out, "fup"))
+            up = frames(between(out, "up"))
+            expect(up and up[0][:2] == (1, "crasher") and name == "_PyEval_EvalFrameDefault" and up[0][4] == level,
+                   "pyt up selects #1 and its eval frame: %s / #%d %s" % (up, level, name))
+            loc = between(out, "loc")
+            expect("depth = 0" in loc and "line = %d" % facts["line"] in loc, "crasher(0)'s locals:\n" + loc)
+            expect(between(out, "print").strip() == "local 'line' = %d" % facts["line"], "pyt print: " + between(out, "print"))
+            expect(between(out, "all").count("thread state 0x") == 2, "thread apply all pyt bt:\n" + between(out, "all"))
+            expect("runs on LWP %d" % facts["lwp"] in between(out, "ts"), "pyt tstate:\n" + between(out, "ts"))
+            expect("Switching to thread" in between(out, "main") and '"MainThread"' in between(out, "mainbt") and
+                   "<module> (%s:" % facts["file"] in between(out, "mainbt"), "pyt thread MainThread:\n" + between(out, "mainbt"))
+            print("%s: %d frames, pyt up on C #%d" % (version, len(ours), level))
+        finally:
+            scenario.cleanup(core)
+    finally:
+        sid.close()
+
+
 def live(args):
     """A running python3.11 calls a pybind11 function from inner() in outer(): break in it, run,
     pyt bt and locals; continue to the next call, pyt bt and locals show the new stop; pyt up
@@ -325,10 +370,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gdb-script", required=True)
     p.add_argument("--scenarios", required=True)
-    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "live", "view-api", "view-api-ctypes", "asyncio-core", "errors"])
+    p.add_argument("--sid-dir", help="where scripts/debian-python unpacks unstable's CPython (sid-core-3.14)")
+    p.add_argument("case", choices=["python-core", "seed-core", "stripped-core-3.12", "stripped-core-3.13", "sid-core-3.14", "live", "view-api",
+                                    "view-api-ctypes", "asyncio-core", "errors"])
     args = p.parse_args()
     if args.case.startswith("stripped-core-"):
         stripped_core(args, args.case[len("stripped-core-"):])
+    elif args.case.startswith("sid-core-"):
+        sid_core(args, args.case[len("sid-core-"):])
     else:
         {"python-core": python_core, "seed-core": seed_core, "live": live, "view-api": view_api, "view-api-ctypes": view_api, "asyncio-core": asyncio_core, "errors": errors}[args.case](args)
     print("PASS navigate " + args.case)
