@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import json_contract  # noqa: E402
 import pyenv  # noqa: E402
 import scenario  # noqa: E402
-from debugger_batch import between, gdb, marked  # noqa: E402
+from debugger_batch import between, gdb, marked, select_function  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bt_program.py")
@@ -77,8 +77,9 @@ def seed_core(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     facts, core = scenario.take_core([exe, "svr2", "crash"], "crash")
     try:
-        cmds = (["thread 2", "frame 1"] + marked("sel1", "thread") + marked("fsel1", "frame") + ["thread 1", "frame 0"] +
-                marked("bt", "bt 1") + marked("plain", "bt -no-filters 1") + marked("print", "print tstate") +
+        # take_gil's own frame: 3.11's is #0; 3.13's (Debian 13) #3, under the inlined atomics it crashed in.
+        cmds = (["thread 2", "frame 1"] + marked("sel1", "thread") + marked("fsel1", "frame") + ["thread 1", select_function("take_gil")] +
+                marked("bt", "bt 8") + marked("plain", "bt -no-filters 8") + marked("print", "print tstate") +
                 marked("holder", "print $py_gil_holder()") + marked("json", "py-tstates-check --json") +
                 marked("tstate", "print $py_tstate()") + ["thread 2", "frame 1"] + marked("all", "thread apply all bt") +
                 marked("threads", "info threads") + marked("sel2", "thread") + marked("fsel2", "frame"))

@@ -40,6 +40,14 @@ def lldb(plugin, target_args, commands, batch=True, timeout=120):
     return out.returncode, [l for l in out.stdout.decode(errors="replace").splitlines() if not NOISE.match(l)]
 
 
+def select_function(name):
+    """A gdb command selecting the innermost frame of the function `name` itself. gdb 16's `frame
+    function NAME` stays where it is when NAME's frame shares its pc with frames inlined into it
+    (Debian 13's take_gil, under the atomics it crashed in)."""
+    return ('python (lambda up: up(up, gdb.newest_frame()))'
+            '(lambda up, f: f.select() if f.name() == "%s" else up(up, f.older()))' % name)
+
+
 def marked(tag, command):
     """gdb commands that run `command` between markers named `tag`."""
     return ["echo " + BEGIN + tag + "\\n", command, "echo " + tag + END + "\\n"]

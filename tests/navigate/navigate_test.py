@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pyenv  # noqa: E402
 import scenario  # noqa: E402
 import sid_python  # noqa: E402
-from debugger_batch import between, gdb, marked  # noqa: E402
+from debugger_batch import between, gdb, marked, select_function  # noqa: E402
 from findings_cases import expect  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -124,6 +124,13 @@ def python_core(args):
         scenario.cleanup(core)
 
 
+# The GIL's locked flag as gdb reads it by DWARF: 3.11's one GIL in _PyRuntime.ceval; 3.12+'s per
+# interpreter (the main one's), an _Py_atomic_int on 3.12, a plain int from 3.13.
+GIL_LOCKED = ("python exec(\"for e in ('_PyRuntime.ceval.gil.locked._value', '_PyRuntime.interpreters.main->ceval.gil->locked._value', "
+              "'_PyRuntime.interpreters.main->ceval.gil->locked'):\\n try:\\n  print('= %d' % int(gdb.parse_and_eval(e)))\\n  break\\n "
+              "except gdb.error:\\n  pass\")")
+
+
 def seed_core(args):
     """The seed's crash: the worker faults in take_gil(tstate=<the deleted thread state>). pyt tstate
     tstate in that frame says it is in no list, which pybind11 key caches it on which LWP, and the
@@ -131,10 +138,11 @@ def seed_core(args):
     exe = os.path.join(args.scenarios, "scenario_seed_host")
     facts, core = scenario.take_core([exe, "svr2", "crash"], "crash")
     try:
-        cmds = (marked("frame", "frame") + marked("tstate", "pyt tstate tstate") + marked("reg", "pyt-tstate $rdi") +
+        # take_gil's own frame: 3.11's is #0; 3.13's (Debian 13) #3, under the inlined atomics it crashed in.
+        cmds = ([select_function("take_gil")] + marked("frame", "frame") + marked("tstate", "pyt tstate tstate") + marked("reg", "pyt-tstate $rdi") +
                 marked("bt", "pyt bt") + marked("pybt", "py-bt") + marked("thr", "pyt thread %s" % facts["main_tstate"]) +
                 marked("sel", "thread") + marked("mainbt", "pyt bt") + marked("bad", "pyt tstate no_such_symbol") +
-                marked("none", "pyt thread nobody") + marked("gil", "print (int)_PyRuntime.ceval.gil.locked._value"))
+                marked("none", "pyt thread nobody") + marked("gil", GIL_LOCKED))
         _, out = gdb(args.gdb_script, [exe, core], cmds)
         no_traceback(out)
         expect("take_gil" in between(out, "frame") and facts["deleted_tstate"] in between(out, "frame"), "take_gil's frame")
