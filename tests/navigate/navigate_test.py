@@ -291,7 +291,9 @@ def live(args):
     expect(frames(between(out, "up1"))[0][:2] == (0, "inner") and name1 == "_PyEval_EvalFrameDefault" and
            frames(between(out, "up1"))[0][4] == level1, "pyt up from work (in cfunction_call): #0 inner, its eval frame #%d %s:\n%s" % (
                level1, name1, between(out, "up1")))
-    expect((py_level, py_name) == (level1, name1) and "in inner (round_no=1)" in between(out, "pyup"),
+    # (Debian 13's libpython.py selects that frame but cannot read 3.13's: it says so on its line)
+    expect((py_level, py_name) == (level1, name1) and
+           ("in inner (round_no=1)" in between(out, "pyup") or "unable to read python frame information" in between(out, "pyup")),
            "libpython.py's py-up from work (it counts cfunction_call, below the eval frame, as a Python frame: its "
            "selected one) selects the eval frame pyt up selected (#%d): #%d %s:\n%s" % (level1, py_level, py_name, between(out, "pyup")))
     level, name = gdb_frame(between(out, "fup"))
