@@ -52,9 +52,11 @@ std::optional<int> threadRunning(const Target& target, NativeStacks* stacks, Mat
     return std::nullopt;
 }
 
-void readInterpreterStates(const Target& target, NativeStacks* stacks, const ReportOptions& options, Report& report) {
+void readInterpreterStates(const Target& target, NativeStacks* stacks, const ReportOptions& options, const InterpreterStateLayouts* prepared,
+                           Report& report) {
     for (const auto& rt : report.runtimes) {
-        InterpreterStateLayout layout = interpreterStateLayout(target, rt, options.useDwarf);
+        const InterpreterStateLayout* known = prepared ? prepared->find(rt) : nullptr;
+        InterpreterStateLayout layout = known ? *known : interpreterStateLayout(target, rt, options.useDwarf);
         for (const auto& interp : rt.interpreters) {
             InterpreterRunState run = readInterpreterRunState(target, rt, interp, layout);
             InterpreterStateView view;
@@ -108,9 +110,27 @@ void markGilWaits(Report& report) {
 
 }  // namespace
 
-void readPythonState(const Target& target, NativeStacks* stacks, const ReportOptions& options, Report& report) {
+const InterpreterStateLayout* InterpreterStateLayouts::find(const Runtime& runtime) const {
+    for (const auto& e : entries)
+        if (e.moduleIndex == runtime.moduleIndex && e.minor == runtime.layout.minor && e.freeThreaded == runtime.layout.freeThreaded)
+            return &e.layout;
+    return nullptr;
+}
+
+std::shared_ptr<const InterpreterStateLayouts> prepareInterpreterStateLayouts(const Target& target, const RuntimeCandidates& runtimes,
+                                                                              bool useDwarf) {
+    auto layouts = std::make_shared<InterpreterStateLayouts>();
+    for (const auto& rt : runtimes.candidates) {
+        if (layouts->find(rt)) continue;
+        layouts->entries.push_back({rt.moduleIndex, rt.layout.minor, rt.layout.freeThreaded, interpreterStateLayout(target, rt, useDwarf)});
+    }
+    return layouts;
+}
+
+void readPythonState(const Target& target, NativeStacks* stacks, const ReportOptions& options, const InterpreterStateLayouts* prepared,
+                     Report& report) {
     nameThreads(target, report);
-    readInterpreterStates(target, stacks, options, report);
+    readInterpreterStates(target, stacks, options, prepared, report);
     markGilWaits(report);
 }
 

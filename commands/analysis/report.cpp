@@ -151,6 +151,7 @@ Preparation prepareReport(const Target& target, const ReportOptions& options) {
     // --native symbolizes every frame of every thread with DWARF: many CUs of each debug file.
     if (options.native && options.useDwarf) target.debugSession(true).decompressDebugFiles();
     p.runtimes = findRuntimeCandidates(target, options.useDwarf);
+    p.interpreterStateLayouts = prepareInterpreterStateLayouts(target, p.runtimes, options.useDwarf);
     if (options.internals || options.findings) p.pybind11 = scanBindingModules(target, options.useDwarf);
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
     p.greenletModules = findGreenletModules(target, options.useDwarf);
@@ -210,7 +211,7 @@ Report buildReport(const Target& target, const ReportOptions& options, const Pre
     target.readingFor("waits");
     if (preparation.native) readWaits(target, *preparation.native, options, report);
     target.readingFor("thread names and interpreter state");
-    readPythonState(target, preparation.native.get(), options, report);
+    readPythonState(target, preparation.native.get(), options, preparation.interpreterStateLayouts.get(), report);
     target.readingFor("greenlets");
     for (size_t r = 0; options.greenlets && r < report.runtimes.size(); ++r) {
         auto scan = scanGreenlets(target, glibcFor(glibc, target, report.runtimes[r].moduleIndex), report.runtimes[r], r,

@@ -371,10 +371,16 @@ struct ReportOptions {
     std::function<void()> afterConsistentReads;
 };
 
+struct InterpreterStateLayouts;  // commands/analysis/python_state.h
+
 // What can be worked out from files alone (runtime layouts, pybind11 modules): done before a
 // live target is stopped, so the stop covers only the memory reads.
 struct Preparation {
     RuntimeCandidates runtimes;
+    // Each candidate runtime's interpreter-state fields: without the answer cache a DWARF lookup
+    // decompresses units of the debug file (6 MiB on python3.11), which adds to the peak memory
+    // unless done before the report's data is held (issue 41: 32 MiB at 1,000 threads).
+    std::shared_ptr<const InterpreterStateLayouts> interpreterStateLayouts;
     Pybind11ModuleScan pybind11;
     std::shared_ptr<NativeStacks> native;  // modules reported to the unwinder
     std::vector<GreenletModule> greenletModules;

@@ -71,7 +71,7 @@ public:
     // `async with` of the lock it waits for, not one it holds.
     void heldLocks(const Link& link, std::vector<uint64_t>* out) {
         auto stack = frames_.valueStack(link.frame, kMaxStack);
-        uint64_t awaited = frames_.yieldFrom(link.coro);
+        uint64_t awaited = link.awaited;
         bool pendingEnter = false;
         uint64_t entering = 0;  // 3.14+: the object whose __aenter__ is awaited (its self)
         if (awaited && typeName(awaited) == "coroutine")
@@ -506,7 +506,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
     if (found.empty() && loops.empty() && !hasAsyncioModule(target)) return std::nullopt;
 
     std::map<uint64_t, size_t> index;  // task address -> scan.tasks
-    std::map<uint64_t, std::vector<Reader::Link>> links;
+    scan.tasks.reserve(found.size());
     for (uint64_t address : found) {
         AsyncioTask task;
         task.address = address;
@@ -539,7 +539,6 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             task.frames = r.walker().onThread(task.tstate, coroFrame, kMaxPythonFrames, &task.note);
         } else if (task.state == "pending") {
             auto chain = r.chain(task.coro);
-            task.frames = StackWalker::framesOf(chain, kMaxPythonFrames);
             for (const auto& link : chain) r.heldLocks(link, &task.holds);
             uint64_t waiter = r.ptr(address + layout.taskFutWaiter);
             // Ready: its step is queued. The future it awaited is done (set_result scheduled the
@@ -547,7 +546,7 @@ std::optional<AsyncioScan> scanAsyncio(const Target& target, const Runtime& rt, 
             // or it awaits none (a new task, or one after a bare yield: call_soon(task_step)).
             if (!waiter || r.futureState(waiter) != layout.statePending) task.state = "ready";
             else task.waitsOn = r.awaits(waiter, chain);
-            links[address] = std::move(chain);
+            task.frames = StackWalker::framesOf(std::move(chain), kMaxPythonFrames);  // last: its frames move
         }
         if (task.loop) {
             AsyncioLoop& l = loops[task.loop];

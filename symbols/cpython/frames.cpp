@@ -37,7 +37,8 @@ private:
 
 bool isEvalLoopFunction(const std::string& nativeFunction) { return nativeFunction == "_PyEval_EvalFrameDefault"; }
 
-FrameReader::FrameReader(const Memory& memory, const CPythonLayout& layout) : memory_(memory), layout_(layout) {
+FrameReader::FrameReader(const Memory& memory, const CPythonLayout& layout)
+    : memory_(memory), layout_(layout), objects_(memory, layout) {
     auto reach = [this](int64_t offset, size_t size) {
         if (offset != kAbsent && offset >= 0) frameSpan_ = std::max(frameSpan_, static_cast<size_t>(offset) + size);
     };
@@ -241,22 +242,13 @@ uint64_t FrameReader::globals(uint64_t frame) {
     return memory_.readPointer(frame + layout_.frameGlobals).value_or(0);
 }
 
-std::vector<FrameLocal> FrameReader::locals(uint64_t frame, size_t maxLocals) {
-    std::vector<FrameLocal> out;
-    uint64_t code = codeOf(frame);
-    if (!code || layout_.frameLocalsplus == kAbsent) return out;
-    ObjectReader objects(memory_, layout_);
-    uint64_t slots = frame + layout_.frameLocalsplus;
-    auto throughCell = [&](uint64_t value) -> uint64_t {
-        if (value && objects.typeName(value) == std::string("cell"))
-            return memory_.readPointer(value + layout_.cellRef).value_or(0);
-        return value;
-    };
+FrameReader::LocalsShape FrameReader::readLocalsShape(uint64_t code) {
+    LocalsShape shape;
     auto names = [&](int64_t field) -> std::vector<uint64_t> {
         if (field == kAbsent) return {};
         auto tuple = memory_.readPointer(code + field);
         if (!tuple) return {};
-        return objects.tupleItems(*tuple, kMaxLocalsplus).value_or(std::vector<uint64_t>{});
+        return objects_.tupleItems(*tuple, kMaxLocalsplus).value_or(std::vector<uint64_t>{});
     };
     auto flags = layout_.codeFlags != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeFlags).value_or(0) : 0;
     auto argcount = layout_.codeArgcount != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeArgcount).value_or(0) : 0;
@@ -266,72 +258,102 @@ std::vector<FrameLocal> FrameReader::locals(uint64_t frame, size_t maxLocals) {
         auto varnames = names(layout_.codeVarnames), cellvars = names(layout_.codeCellvars), freevars = names(layout_.codeFreevars);
         int32_t nlocals = layout_.codeNlocals != kAbsent ? memory_.readValue<int32_t>(code + layout_.codeNlocals).value_or(-1) : -1;
         if (nlocals < 0 || static_cast<size_t>(nlocals) > varnames.size()) nlocals = static_cast<int32_t>(varnames.size());
-        size_t total = nlocals + cellvars.size() + freevars.size();
-        std::vector<uint64_t> values(std::min(total, kMaxLocalsplus));
-        if (!memory_.readExact(slots, values.data(), values.size() * 8)) return out;
-        for (size_t i = 0; i < values.size() && out.size() < maxLocals; ++i) {
-            FrameLocal l;
-            uint64_t nameObject = 0;
+        size_t total = std::min(nlocals + cellvars.size() + freevars.size(), kMaxLocalsplus);
+        shape.slots.resize(total);
+        for (size_t i = 0; i < total; ++i) {
+            LocalSlot& slot = shape.slots[i];
             if (i < static_cast<size_t>(nlocals)) {
-                nameObject = varnames[i];
-                l.kind = static_cast<int64_t>(i) < nargs ? "arg" : "local";
-                l.value = values[i];
+                slot.nameObject = varnames[i];
+                slot.kind = static_cast<int64_t>(i) < nargs ? "arg" : "local";
             } else if (i < nlocals + cellvars.size()) {
-                nameObject = cellvars[i - nlocals];
-                l.kind = "cell";
-                l.value = throughCell(values[i]);
+                slot.nameObject = cellvars[i - nlocals];
+                slot.kind = "cell";
+                slot.throughCell = true;
             } else {
-                nameObject = freevars[i - nlocals - cellvars.size()];
-                l.kind = "free";
-                l.value = throughCell(values[i]);
+                slot.nameObject = freevars[i - nlocals - cellvars.size()];
+                slot.kind = "free";
+                slot.throughCell = true;
             }
-            l.name = readPyUnicode(memory_, layout_, nameObject, 256).value_or("?");
-            // An argument that is also a cell (cell2arg): the cell holds it, the arg slot is null.
-            if (l.kind == "cell") {
-                auto same = std::find_if(out.begin(), out.end(), [&](const FrameLocal& o) { return o.name == l.name; });
-                if (same != out.end()) {
-                    if (!same->value) same->value = l.value;
-                    continue;
-                }
-            }
-            out.push_back(std::move(l));
         }
-        return out;
+        shape.readable = true;
+        return shape;
     }
     auto names311 = names(layout_.codeLocalsplusNames);
     auto kindsObject = layout_.codeLocalsplusKinds != kAbsent ? memory_.readPointer(code + layout_.codeLocalsplusKinds) : std::nullopt;
     auto kinds = kindsObject ? readPyBytes(memory_, layout_, *kindsObject, kMaxLocalsplus) : std::nullopt;
-    if (!kinds || kinds->size() != names311.size()) return out;
-    std::vector<uint64_t> values(names311.size());
-    if (!memory_.readExact(slots, values.data(), values.size() * 8)) return out;
-    for (size_t i = 0; i < values.size() && out.size() < maxLocals; ++i) {
+    if (!kinds || kinds->size() != names311.size()) return shape;
+    shape.slots.resize(names311.size());
+    for (size_t i = 0; i < names311.size(); ++i) {
         uint8_t kind = (*kinds)[i];
-        FrameLocal l;
-        l.name = readPyUnicode(memory_, layout_, names311[i], 256).value_or("?");
-        uint64_t value = values[i];
-        value = stackRefObject(value);
-        // A comprehension inlined into the function (3.12+) has hidden locals: shown while set.
-        if ((kind & kFastHidden) && !value) continue;
+        LocalSlot& slot = shape.slots[i];
+        slot.nameObject = names311[i];
+        slot.hidden = (kind & kFastHidden) != 0;
         bool arg = layout_.minor >= 14 ? (kind & kFastArgs) != 0 : static_cast<int64_t>(i) < nargs;
         // A cell or free variable's slot holds its cell once MAKE_CELL / COPY_FREE_VARS ran.
-        if (kind & (kFastCell | kFastFree)) value = throughCell(value);
-        l.kind = arg ? "arg" : (kind & kFastFree) ? "free" : (kind & kFastCell) ? "cell" : "local";
+        slot.throughCell = (kind & (kFastCell | kFastFree)) != 0;
+        slot.kind = arg ? "arg" : (kind & kFastFree) ? "free" : (kind & kFastCell) ? "cell" : "local";
         (void)kFastLocal;
+    }
+    shape.readable = true;
+    return shape;
+}
+
+FrameReader::LocalsShape& FrameReader::localsShape(uint64_t code) {
+    auto it = localsShapes_.find(code);
+    if (it == localsShapes_.end()) it = localsShapes_.emplace(code, readLocalsShape(code)).first;
+    return it->second;
+}
+
+const std::string& FrameReader::slotName(LocalSlot& slot) {
+    if (!slot.name) slot.name = readPyUnicode(memory_, layout_, slot.nameObject, 256).value_or("?");
+    return *slot.name;
+}
+
+std::vector<FrameLocal> FrameReader::locals(uint64_t frame, size_t maxLocals) {
+    std::vector<FrameLocal> out;
+    uint64_t code = codeOf(frame);
+    if (!code || layout_.frameLocalsplus == kAbsent) return out;
+    LocalsShape& shape = localsShape(code);
+    if (!shape.readable) return out;
+    std::vector<uint64_t> values(shape.slots.size());
+    if (!memory_.readExact(frame + layout_.frameLocalsplus, values.data(), values.size() * 8)) return out;
+    for (size_t i = 0; i < values.size() && out.size() < maxLocals; ++i) {
+        LocalSlot& slot = shape.slots[i];
+        uint64_t value = stackRefObject(values[i]);
+        if (slot.hidden && !value) continue;
+        if (slot.throughCell && value && objects_.typeName(value) == std::string("cell"))
+            value = memory_.readPointer(value + layout_.cellRef).value_or(0);
+        FrameLocal l;
+        l.name = slotName(slot);
+        l.kind = slot.kind;
         l.value = value;
+        // <= 3.10: an argument that is also a cell (cell2arg): the cell holds it, the arg slot is null.
+        if (layout_.minor <= 10 && l.kind == "cell") {
+            auto same = std::find_if(out.begin(), out.end(), [&](const FrameLocal& o) { return o.name == l.name; });
+            if (same != out.end()) {
+                if (!same->value) same->value = l.value;
+                continue;
+            }
+        }
         out.push_back(std::move(l));
     }
     return out;
 }
 
 uint64_t FrameReader::stackBase(uint64_t frame, uint64_t code) {
-    ObjectReader objects(memory_, layout_);
-    size_t count = 0;
     if (layout_.minor <= 10) {
         return memory_.readPointer(frame + layout_.frameValueStack).value_or(0);
     }
-    auto tuple = memory_.readPointer(code + layout_.codeLocalsplusNames);
-    if (!tuple || !objects.tupleItems(*tuple, 0, &count)) return 0;
-    return frame + layout_.frameLocalsplus + count * 8;
+    auto known = localsplusCounts_.find(code);
+    if (known == localsplusCounts_.end()) {
+        std::optional<size_t> count;
+        size_t n = 0;
+        auto tuple = memory_.readPointer(code + layout_.codeLocalsplusNames);
+        if (tuple && objects_.tupleItems(*tuple, 0, &n)) count = n;
+        known = localsplusCounts_.emplace(code, count).first;
+    }
+    if (!known->second) return 0;
+    return frame + layout_.frameLocalsplus + *known->second * 8;
 }
 
 bool FrameReader::stackExtent(uint64_t frame, uint64_t* base, size_t* depth) {

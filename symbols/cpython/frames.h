@@ -12,6 +12,7 @@
 
 #include "symbols/cpython/layout.h"
 #include "symbols/cpython/line_table.h"
+#include "symbols/cpython/object_reader.h"
 #include "symbols/memory.h"
 
 namespace pytstates {
@@ -169,9 +170,30 @@ private:
         return it->second;
     }
 
+    // What a code object says of its locals, read once per code object (10,000 tasks suspended in
+    // the same coroutine cost one read of its names): each localsplus slot's name object (the
+    // name decoded when first asked for), its kind, and whether it holds a cell.
+    struct LocalSlot {
+        uint64_t nameObject = 0;
+        std::optional<std::string> name;  // decoded from nameObject on first use
+        const char* kind = "local";       // "arg", "local", "cell", "free"
+        bool throughCell = false;         // a cell or free variable: its cell's contents are the value
+        bool hidden = false;              // 3.12+: an inlined comprehension's, shown while set
+    };
+    struct LocalsShape {
+        bool readable = false;
+        std::vector<LocalSlot> slots;
+    };
+    LocalsShape& localsShape(uint64_t code);
+    LocalsShape readLocalsShape(uint64_t code);
+    const std::string& slotName(LocalSlot& slot);
+
     const Memory& memory_;
     const CPythonLayout& layout_;
+    ObjectReader objects_;  // its type names are read once per reader, not once per frame
     size_t frameSpan_ = 0;  // from a frame's start to the end of the last field read of it
+    std::map<uint64_t, std::optional<size_t>> localsplusCounts_;  // 3.11+: code -> len(co_localsplusnames)
+    std::map<uint64_t, LocalsShape> localsShapes_;
     std::map<uint64_t, bool> codeTypeCache_;  // type pointer -> is "code"
     std::map<uint64_t, CodeInfo> codeInfoCache_;
     std::map<std::pair<uint64_t, int>, int> lineCache_;

@@ -152,7 +152,7 @@ std::optional<uint64_t> ObjectReader::attribute(uint64_t object, const std::stri
     auto entries = readPyDictKeys(memory_, layout_, store->keys, store->values, 1 << 12, false);
     if (!entries) return std::nullopt;
     for (const auto& e : *entries)
-        if (readPyUnicode(memory_, layout_, e.key, name.size() + 1) == name) return e.value;
+        if (keyIs(e.key, name)) return e.value;
     return std::nullopt;
 }
 
@@ -315,8 +315,21 @@ std::optional<uint64_t> ObjectReader::dictValue(uint64_t dict, const std::string
     auto entries = readPyDict(memory_, layout_, dict, 1 << 16, false);
     if (!entries) return std::nullopt;
     for (const auto& e : *entries)
-        if (readPyUnicode(memory_, layout_, e.key, key.size() + 1) == key) return e.value;
+        if (keyIs(e.key, key)) return e.value;
     return std::nullopt;
+}
+
+bool ObjectReader::keyIs(uint64_t key, const std::string& name) const {
+    // A key equal to name has at most name.size() characters: read whole either way. Any other
+    // key differs from name in its first name.size() + 1 characters, or cannot be read.
+    if (name.size() + 1 > kKeyChars) return readPyUnicode(memory_, layout_, key, name.size() + 1) == name;
+    auto it = keyTexts_.find(key);
+    if (it == keyTexts_.end()) {
+        auto text = readPyUnicode(memory_, layout_, key, kKeyChars);
+        if (keyTexts_.size() >= 4096) return text == name;
+        it = keyTexts_.emplace(key, std::move(text)).first;
+    }
+    return it->second == name;
 }
 
 std::optional<uint64_t> ObjectReader::moduleDict(uint64_t module) const {

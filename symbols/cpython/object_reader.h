@@ -86,9 +86,15 @@ private:
     };
     std::optional<InstanceStore> instanceStore(uint64_t object) const;
 
+    // A dict key's text equals `name` (an attribute or global name): each key object's first
+    // kKeyChars characters read once (a thousand Thread objects share their keys' str objects).
+    bool keyIs(uint64_t key, const std::string& name) const;
+    static constexpr size_t kKeyChars = 64;
+
     const Memory& memory_;
     const CPythonLayout& layout_;
     mutable std::map<uint64_t, std::optional<std::string>> typeNames_;  // type -> tp_name
+    mutable std::map<uint64_t, std::optional<std::string>> keyTexts_;   // key object -> its first kKeyChars characters
 };
 
 // Python's repr() of a float (the shortest text that reads back as the same double).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/cpython/stack_walker.h"
 
+#include <algorithm>
 #include <set>
 
 namespace pytstates {
@@ -18,6 +19,7 @@ std::vector<PyFrame> StackWalker::fromFrame(uint64_t innermost, uint64_t outermo
 
 std::vector<StackWalker::Await> StackWalker::awaitChain(uint64_t coro, size_t maxLinks) {
     std::vector<Await> links;
+    links.reserve(4);  // most chains: a task's coroutine and the one or two it awaits
     std::set<uint64_t> seen;
     while (coro && links.size() < maxLinks && seen.insert(coro).second) {
         auto type = objects_.typeName(coro);
@@ -29,15 +31,17 @@ std::vector<StackWalker::Await> StackWalker::awaitChain(uint64_t coro, size_t ma
         auto read = frames_.readFrom(link.frame, 1, nullptr);
         if (read.empty()) break;
         link.shown = read.front();
-        links.push_back(link);
-        coro = frames_.yieldFrom(coro);
+        link.awaited = frames_.yieldFrom(coro);
+        coro = link.awaited;
+        links.push_back(std::move(link));
     }
     return links;
 }
 
-std::vector<PyFrame> StackWalker::framesOf(const std::vector<Await>& chain, size_t maxFrames) {
+std::vector<PyFrame> StackWalker::framesOf(std::vector<Await>&& chain, size_t maxFrames) {
     std::vector<PyFrame> out;
-    for (auto it = chain.rbegin(); it != chain.rend() && out.size() < maxFrames; ++it) out.push_back(it->shown);
+    out.reserve(std::min(chain.size(), maxFrames));
+    for (auto it = chain.rbegin(); it != chain.rend() && out.size() < maxFrames; ++it) out.push_back(std::move(it->shown));
     return out;
 }
 

@@ -30,13 +30,15 @@ public:
     struct Await {
         uint64_t coro = 0, frame = 0;
         PyFrame shown;
+        uint64_t awaited = 0;  // what the coroutine awaits (FrameReader::yieldFrom), 0 when none
     };
     // The await chain from `coro` inward, outermost first, at most maxLinks: each coroutine's frame
     // and the coroutine (or generator) it awaits, as CPython's _PyGen_yf finds it; it ends at a
     // finished one or at another object.
     std::vector<Await> awaitChain(uint64_t coro, size_t maxLinks);
-    // Its frames as a stack's, innermost first, at most maxFrames.
-    static std::vector<PyFrame> framesOf(const std::vector<Await>& chain, size_t maxFrames);
+    // Its frames as a stack's, innermost first, at most maxFrames: moved out of the chain (10,000
+    // tasks' frames are not copied).
+    static std::vector<PyFrame> framesOf(std::vector<Await>&& chain, size_t maxFrames);
 
     FrameReader& frames() { return frames_; }
 
