@@ -10,14 +10,15 @@ import sys
 def main():
     log, title = sys.argv[1], sys.argv[2]
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 15
-    line = re.compile(r"Test +#\d+: (\S+) \.*\s*(?:\*+)?(\w[\w ]*?)\s+([\d.]+) sec")
+    # the name, then (gtest's parameterized names add "# GetParam() = ...") dots, the result, the time
+    line = re.compile(r"Test +#\d+: (\S+) .*?(Passed|\*\*\*\w[\w ]*?)\s+([\d.]+) sec\s*$")
     times = []
     try:
         with open(log, errors="replace") as f:
             for text in f:
                 m = line.search(text)
                 if m:
-                    times.append((float(m.group(3)), m.group(1), m.group(2)))
+                    times.append((float(m.group(3)), m.group(1), m.group(2).lstrip("*")))
     except OSError as e:
         print("ci: %s: no test log (%s)" % (title, e.strerror))
         return
