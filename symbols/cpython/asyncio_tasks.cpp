@@ -103,7 +103,8 @@ public:
             } else {
                 if (pendingEnter && i + 2 == stack.size()) continue;
                 if (typeName(obj) != "method") continue;
-                func = ptr(obj + 16), self = ptr(obj + 24);  // PyMethodObject: im_func, im_self
+                uint64_t fields = static_cast<uint64_t>(cl_.objectFields());  // PyMethodObject: im_func, im_self
+                func = ptr(obj + fields), self = ptr(obj + fields + 8);
             }
             if (str(ptr(func + a_.funcName), 32) != "__aexit__") continue;
             const std::string& kind = typeName(self);

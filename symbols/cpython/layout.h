@@ -94,6 +94,10 @@ struct CPythonLayout {
     int64_t bytesSize = 16;
     int64_t bytesData = 32;
     int64_t objectType = 8;  // ob_type
+    // Where an object's own fields start: after PyObject_HEAD, which ob_type ends (16 with a GIL,
+    // 32 in a free-threaded build's longer head). PyCFunctionObject.m_ml / m_self,
+    // PyMethodObject.im_func / im_self, wrapperobject.descr / self are its first two pointers.
+    int64_t objectFields() const { return objectType + 8; }
     int64_t typeName = 24;   // tp_name
     int64_t typeBase = 256;  // tp_base (the same from 3.8 to 3.15 on LP64)
     int64_t heapTypeName = kAbsent;  // PyHeapTypeObject.ht_name (a str on the heap, in every core)

@@ -201,8 +201,7 @@ private:
         }
     }
 
-    // The end of PyObject_HEAD (after ob_type): where an object's own fields start.
-    int64_t fieldsAt() const { return o_.layout().objectType + 8; }
+    int64_t fieldsAt() const { return o_.layout().objectFields(); }
 
     // PyFunctionObject.func_qualname: the 12th pointer after the header up to 3.9, the 4th of
     // _Py_COMMON_FIELDS from 3.10 (3.15 too).

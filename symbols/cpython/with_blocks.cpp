@@ -14,9 +14,8 @@ namespace pytstates {
 namespace {
 
 // PyCFunctionObject.m_ml / m_self and PyMethodObject.im_func / im_self: the first and second
-// pointer after the object's head (ob_type ends it), from 3.8 to 3.15 on LP64: 16 and 24 with a GIL,
-// 32 and 40 in a free-threaded build's longer head.
-uint64_t headEnd(const CPythonLayout& l) { return static_cast<uint64_t>(l.objectType) + 8; }
+// pointer of the object's own fields (CPythonLayout::objectFields), from 3.8 to 3.15.
+uint64_t headEnd(const CPythonLayout& l) { return static_cast<uint64_t>(l.objectFields()); }
 constexpr int kMaxChain = 64;     // enclosing handlers followed from one instruction
 constexpr int kMaxBlocks = 20;    // CO_MAXBLOCKS
 
