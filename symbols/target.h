@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "symbols/arch/arch.h"
@@ -16,6 +17,7 @@ namespace pytstates {
 
 class ElfFile;
 class DebugSession;
+class DwarfTypes;
 
 struct OsThread {
     int lwp = 0;
@@ -121,6 +123,14 @@ public:
     // The modules' symbols, CFI and DWARF through libdwfl, made on first use (a second call with
     // another useDwarf makes a new one).
     const DebugSession& debugSession(bool useDwarf) const;
+    // The struct layouts in a module's DWARF (DwarfTypes::cached: answered from the per-build-id
+    // cache when it can), one reader per debug file for the whole run: a compressed .debug_info is
+    // inflated once, however many analyses ask (each used to inflate it anew from its start).
+    // nullptr when the module has no DWARF.
+    DwarfTypes* dwarfTypes(const LoadedModule& module) const;
+    // Their decompressed sections freed (DwarfTypes::release), their answers kept: once the
+    // layouts are known, the memory goes to what reads the target.
+    void releaseDwarfTypes() const;
 
     // How much the analysis read (for scripts/bench): read calls and bytes.
     struct ReadStats {
@@ -157,6 +167,9 @@ private:
     mutable ReadStats stats_;
     mutable const char* part_ = "";
     mutable std::shared_ptr<DebugSession> debugSession_;
+    mutable std::vector<std::shared_ptr<DebugSession>> retiredSessions_;  // replaced by another useDwarf
+    // After the sessions: destroyed first (a reader may borrow a session's DWARF). By debug file.
+    mutable std::vector<std::pair<const ElfFile*, std::shared_ptr<DwarfTypes>>> dwarfTypes_;
 };
 
 }  // namespace pytstates

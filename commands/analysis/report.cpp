@@ -156,6 +156,7 @@ Preparation prepareReport(const Target& target, const ReportOptions& options) {
     p.native = std::make_shared<NativeStacks>(target, options.useDwarf);
     p.greenletModules = findGreenletModules(target, options.useDwarf);
     p.glibc = findGlibcKeys(target);  // libc's symbols and its constant thread_db descriptors
+    target.releaseDwarfTypes();  // the layouts are known: the memory goes to reading the target
     return p;
 }
 

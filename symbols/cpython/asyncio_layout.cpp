@@ -10,10 +10,9 @@ namespace pytstates {
 
 namespace {
 
-std::unique_ptr<DwarfTypes> dwarfOf(const Target& target, const LoadedModule& mod, bool useDwarf) {
-    if (!useDwarf || !mod.debugElf || !mod.debugElf->hasDebugInfo()) return nullptr;
+DwarfTypes* dwarfOf(const Target& target, const LoadedModule& mod, bool useDwarf) {
     // Answers kept per build-id (type_cache.h): a warm run reads no DWARF.
-    return DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf);
+    return useDwarf ? target.dwarfTypes(mod) : nullptr;
 }
 
 // The _asyncio extension loaded for this runtime's minor ("cpython-311"); nullptr when built in.

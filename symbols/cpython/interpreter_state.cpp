@@ -43,7 +43,7 @@ InterpreterStateLayout interpreterStateLayout(const Target& target, const Runtim
         const LoadedModule& mod = modules[runtime.moduleIndex];
         if (mod.debugElf && mod.debugElf->hasDebugInfo())
             // Through the per-build-id cache (type_cache.h): a cached build reads no DWARF here.
-            if (auto types = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf)) {
+            if (DwarfTypes* types = target.dwarfTypes(mod)) {
                 auto fin = types->memberOffset("_PyRuntimeState", "_finalizing");
                 if (!fin) fin = types->memberOffset("_PyRuntimeState", "finalizing");
                 if (fin) {

@@ -122,7 +122,7 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
     }
     bool dwarf = false;
     if (useDwarf && module.debugElf)
-        if (auto types = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(module); }, *module.debugElf)) {
+        if (DwarfTypes* types = target.dwarfTypes(module)) {
             dwarf = applyDwarfLayout(*types, &layout);
             layout.dwarfCached = dwarf && types->answeredFromCache();
         }

@@ -105,6 +105,18 @@ DwarfTypes::~DwarfTypes() {
     if (dwarf_ && owned_) dwarf_end(dwarf_);
 }
 
+void DwarfTypes::release() {
+    if (!sections_) return;  // reads a DWARF handle someone else owns, or none yet
+    cache_.clear();
+    index_.clear();
+    ltoUnits_.clear();
+    nextUnit_ = 0;
+    nextLtoUnit_ = 0;
+    indexed_ = false;
+    dwarf_ = nullptr;
+    sections_.reset();
+}
+
 std::optional<int64_t> DwarfTypes::answer(const std::string& question, const std::function<std::optional<int64_t>()>& compute) {
     auto it = answers_.find(question);
     if (it != answers_.end()) {
@@ -175,29 +187,48 @@ bool searchScope(Dwarf_Die* parent, const std::vector<std::string>& scope, size_
 // One pass over the units' top-level DIEs, as far as lookups need: a name is looked up among the
 // units indexed so far, then the pass goes on until a unit has it. The tag is checked before the
 // name: most top-level DIEs are functions and variables, whose names would follow abstract
-// origins into other units.
+// origins into other units. GCC's LTO units ("<artificial>") come first and hold code, their types
+// being the compile units' that follow: they are indexed last, once the others lack a name
+// (Debian's python3.11 has 5.6 MB of them before its first struct _ts).
 bool DwarfTypes::indexUntil(const std::string& name) {
     Dwarf_Off next;
     size_t headerSize;
+    auto indexUnit = [&](Dwarf_Die* cu) {
+        bool added = false;
+        Dwarf_Die child;
+        if (dwarf_child(cu, &child) != 0) return false;
+        do {
+            if (!isIndexedTag(dwarf_tag(&child))) continue;
+            // The DIE's own name: a type's is never another DIE's (dwarf_diename would look
+            // through abstract origins for every anonymous struct of a typedef).
+            Dwarf_Attribute attr;
+            if (const char* n = dwarf_attr(&child, DW_AT_name, &attr) ? dwarf_formstring(&attr) : nullptr) {
+                index_[n].push_back(dwarf_dieoffset(&child));
+                added = added || name == n;
+            }
+        } while (dwarf_siblingof(&child, &child) == 0);
+        return added;
+    };
     while (!indexed_) {
         if ((sections_ && !sections_->ensureUnit(nextUnit_)) ||
             dwarf_nextcu(dwarf_, nextUnit_, &next, &headerSize, nullptr, nullptr, nullptr) != 0) {
             indexed_ = true;
             break;
         }
-        bool added = false;
-        Dwarf_Die cu, child;
-        if (dwarf_offdie(dwarf_, nextUnit_ + headerSize, &cu) && dwarf_child(&cu, &child) == 0) {
-            do {
-                if (!isIndexedTag(dwarf_tag(&child))) continue;
-                if (const char* n = dwarf_diename(&child)) {
-                    index_[n].push_back(dwarf_dieoffset(&child));
-                    added = added || name == n;
-                }
-            } while (dwarf_siblingof(&child, &child) == 0);
-        }
+        Dwarf_Die cu;
+        bool have = dwarf_offdie(dwarf_, nextUnit_ + headerSize, &cu) != nullptr;
         nextUnit_ = next;
-        if (added) return true;
+        if (!have) continue;
+        const char* unitName = dwarf_diename(&cu);
+        if (unitName && std::strcmp(unitName, "<artificial>") == 0) {
+            ltoUnits_.push_back(dwarf_dieoffset(&cu));
+            continue;
+        }
+        if (indexUnit(&cu)) return true;
+    }
+    while (nextLtoUnit_ < ltoUnits_.size()) {
+        Dwarf_Die cu;
+        if (dwarf_offdie(dwarf_, ltoUnits_[nextLtoUnit_++], &cu) && indexUnit(&cu)) return true;
     }
     return false;
 }

@@ -43,6 +43,9 @@ public:
     bool hasType(const std::string& typeName);
 
     const std::string& path() const { return path_; }
+    // Frees the decompressed sections this reader made itself and what it indexed in them; the
+    // answers stay, and a question not among them opens the sections again.
+    void release();
     // Every question so far was answered by the cache (no DWARF was read).
     bool answeredFromCache() const { return loaded_ && !missed_; }
 
@@ -67,7 +70,9 @@ private:
     // into the Dwarf's own sections, which live as long as it).
     std::unordered_map<std::string_view, std::vector<uint64_t>> index_;
     uint64_t nextUnit_ = 0;  // the next unit to index
-    bool indexed_ = false;   // every unit is
+    bool indexed_ = false;   // every unit is, but the LTO units
+    std::vector<uint64_t> ltoUnits_;  // GCC's LTO units passed over (their DIEs' offsets), indexed last
+    size_t nextLtoUnit_ = 0;
     // Cache: the file's build-id and size (empty id: no cache), the answers, how the handle is had.
     std::string buildId_;
     uint64_t fileSize_ = 0;

@@ -238,7 +238,7 @@ std::vector<GreenletModule> findGreenletModules(const Target& target, bool useDw
         GreenletModule g;
         g.moduleIndex = i;
         if (useDwarf && mod.debugElf && mod.debugElf->hasDebugInfo())
-            if (auto dwarf = DwarfTypes::cached([&] { return target.debugSession(useDwarf).dwarf(mod); }, *mod.debugElf))
+            if (DwarfTypes* dwarf = target.dwarfTypes(mod))
                 g.dwarf = greenletLayoutFromDwarf(*dwarf);
         found.push_back(std::move(g));
     }
