@@ -134,6 +134,7 @@ void readTasks(const Target& target, const ReportOptions& options, Report& repor
     for (size_t r = 0; r < report.runtimes.size(); ++r) {
         if (!asyncioLoaded(target, report.runtimes[r])) continue;
         AsyncioLayout layout = asyncioLayout(target, report.runtimes[r], options.useDwarf);
+        target.releaseDwarfTypes();  // as after the preparation: the memory goes to the tasks
         auto scan = scanAsyncio(target, report.runtimes[r], r, layout);
         if (!scan) continue;
         for (auto& task : scan->tasks)  // a running task's owner: the thread running its thread state
