@@ -121,7 +121,7 @@ CPythonLayout layoutFor(const Target& target, uint64_t runtime, int minor, const
         if (!use.notice.empty()) notes->push_back(use.notice);
     }
     bool dwarf = false;
-    if (useDwarf && module.debugElf)
+    if (useDwarf)
         if (DwarfTypes* types = target.dwarfTypes(module)) {
             dwarf = applyDwarfLayout(*types, &layout);
             layout.dwarfCached = dwarf && types->answeredFromCache();

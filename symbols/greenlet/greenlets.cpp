@@ -237,7 +237,7 @@ std::vector<GreenletModule> findGreenletModules(const Target& target, bool useDw
         if (!isGreenletModule(mod.path)) continue;
         GreenletModule g;
         g.moduleIndex = i;
-        if (useDwarf && mod.debugElf && mod.debugElf->hasDebugInfo())
+        if (useDwarf)
             if (DwarfTypes* dwarf = target.dwarfTypes(mod))
                 g.dwarf = greenletLayoutFromDwarf(*dwarf);
         found.push_back(std::move(g));

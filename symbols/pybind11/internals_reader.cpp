@@ -269,8 +269,8 @@ Pybind11ModuleScan scanBindingModules(const Target& target, bool useDwarf) {
         }
         // --no-dwarf: neither DWARF nor the answers it gave an earlier run (the cache holds DWARF's
         // answers: a layout from it is a layout from DWARF).
-        if (!useDwarf || (!found && !nanobindTag) || !mod.debugElf || !mod.debugElf->hasDebugInfo()) continue;
-        DwarfTypes* dwarf = target.dwarfTypes(mod);
+        if (!useDwarf || (!found && !nanobindTag)) continue;
+        DwarfTypes* dwarf = target.dwarfTypes(mod);  // nullptr without DWARF
         if (!dwarf) continue;
         if (found)
             if (auto l = internalsLayoutFromDwarf(*dwarf, 4)) scan.dwarfLayouts[i] = *l;
